@@ -1,0 +1,63 @@
+# probelet — build, test and demo entry points. Everything a fresh machine
+# needs is installed by the targets themselves (see hack/).
+
+GO          ?= go
+GOFLAGS     ?=
+BIN         := bin
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS     := -X github.com/probelet/probelet/internal/version.Version=$(VERSION)
+FUZZTIME    ?= 10s
+# DEMO_DIR is where `make demo` keeps its containerd test bed.
+DEMO_DIR    ?= /tmp/probelet-demo
+
+export GOTOOLCHAIN := local
+
+.PHONY: all build test unit fuzz e2e lint bench generate demo demo-down clean
+
+all: build
+
+## build: compile bin/probelet and bin/probectl
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/probelet ./cmd/probelet
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/probectl ./cmd/probectl
+
+## test: lint, unit and integration tests with the race detector, a short
+## fuzz run, and (as root) the e2e suite on a real containerd test bed
+test: lint unit fuzz e2e
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./prober/spec
+
+## e2e: the suite on a real containerd built by hack/testbed (root only;
+## in CI it fails loudly when it cannot run)
+e2e:
+	hack/e2e.sh
+
+## lint: gofmt check and go vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## bench: engine, eBPF and CRI benchmarks, side by side
+bench:
+	hack/bench.sh
+
+## generate: regenerate bpf2go objects and protobuf code (installs clang, protoc, ...)
+generate:
+	hack/gen-ebpf.sh
+	hack/gen-proto.sh
+
+## demo: build everything, start a containerd test bed and probelet, run the demo pod
+demo: build
+	hack/demo.sh up $(DEMO_DIR)
+
+## demo-down: stop the demo's probelet and test bed
+demo-down:
+	hack/demo.sh down $(DEMO_DIR)
+
+clean:
+	rm -rf $(BIN)
