@@ -1,0 +1,130 @@
+package tcpprobe_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/probe/tcpprobe"
+)
+
+const testTimeout = 200 * time.Millisecond
+
+func TestProbeTCP(t *testing.T) {
+	open := openPort(t)
+	closed := closedPort(t)
+	full := fullPort(t)
+	tests := []struct {
+		name       string
+		port       int
+		wantResult probe.Result
+		wantOutput string // substring; "" means exactly empty
+	}{
+		{"open port succeeds", open, probe.Success, ""},
+		{"closed port is refused", closed, probe.Failure, "connect: connection refused"},
+		{"non-accepting target times out", full, probe.Failure, "i/o timeout"},
+	}
+	d := tcpprobe.NewDialer()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			target := probe.TCPTarget{Host: "127.0.0.1", Port: tc.port, Timeout: testTimeout}
+			res, out, method, err := d.ProbeTCP(context.Background(), target)
+			if err != nil {
+				t.Fatalf("ProbeTCP error = %v, want nil", err)
+			}
+			if res != tc.wantResult || method != probe.MethodDial {
+				t.Fatalf("ProbeTCP = (%s, %s), want (%s, dial); output %q", res, method, tc.wantResult, out)
+			}
+			wantAddr := "dial tcp 127.0.0.1:" + strconv.Itoa(tc.port)
+			switch {
+			case tc.wantOutput == "" && out != "":
+				t.Errorf("output = %q, want empty", out)
+			case tc.wantOutput != "" && (!strings.Contains(out, tc.wantOutput) || !strings.HasPrefix(out, wantAddr)):
+				t.Errorf("output = %q, want %q... containing %q", out, wantAddr, tc.wantOutput)
+			}
+		})
+	}
+}
+
+func TestProbeTCPIPv6(t *testing.T) {
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go acceptAndClose(ln)
+	target := probe.TCPTarget{Host: "::1", Port: ln.Addr().(*net.TCPAddr).Port, Timeout: testTimeout}
+	res, out, _, err := tcpprobe.NewDialer().ProbeTCP(context.Background(), target)
+	if err != nil || res != probe.Success {
+		t.Fatalf("ProbeTCP([::1]) = (%s, %q, %v), want success", res, out, err)
+	}
+}
+
+func TestProbeTCPBadTarget(t *testing.T) {
+	tests := []struct {
+		name   string
+		target probe.TCPTarget
+		want   string
+	}{
+		{"empty host", probe.TCPTarget{Port: 80, Timeout: time.Second}, "empty host"},
+		{"port zero", probe.TCPTarget{Host: "127.0.0.1", Timeout: time.Second}, "port 0"},
+		{"port too big", probe.TCPTarget{Host: "127.0.0.1", Port: 65536, Timeout: time.Second}, "port 65536"},
+		{"no timeout", probe.TCPTarget{Host: "127.0.0.1", Port: 80}, "timeout"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _, _, err := tcpprobe.NewDialer().ProbeTCP(context.Background(), tc.target)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || res != probe.Unknown {
+				t.Fatalf("ProbeTCP = (%s, %v), want unknown and an error containing %q", res, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestProbeTCPCancelledIsError(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	target := probe.TCPTarget{Host: "127.0.0.1", Port: fullPort(t), Timeout: time.Minute}
+	res, _, _, err := tcpprobe.NewDialer().ProbeTCP(ctx, target)
+	if !errors.Is(err, context.Canceled) || res != probe.Unknown {
+		t.Fatalf("ProbeTCP(cancelled) = (%s, %v), want unknown and context.Canceled", res, err)
+	}
+}
+
+func openPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go acceptAndClose(ln)
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func acceptAndClose(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		_ = c.Close()
+	}
+}
+
+// closedPort returns a port that had a listener a moment ago and has none now.
+func closedPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	return port
+}
