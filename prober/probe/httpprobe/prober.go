@@ -1,0 +1,124 @@
+// Package httpprobe answers httpGet probes exactly as the kubelet does:
+// one GET per probe on a fresh connection, the kubelet's headers, redirect
+// policy, status ranges, body cap and output strings.
+package httpprobe
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/probe/tcpprobe"
+)
+
+// UserAgent is the kubelet v1.37 probe User-Agent, sent unless the probe
+// sets its own.
+const UserAgent = "kube-probe/1.37"
+
+// maxBodyLength caps how much of a response body is read and reported.
+const maxBodyLength = 10 << 10
+
+// Prober runs HTTP probes. It is safe for concurrent use; its transport is
+// built once and keeps no idle connections.
+type Prober struct {
+	tlsConfig      *tls.Config
+	followNonLocal bool
+	transport      *http.Transport
+}
+
+// New returns a Prober configured like the kubelet's: TLS certificates are
+// not verified, keep-alives are off (every request says Connection: close),
+// no proxy is used, no Accept-Encoding is added, and sockets carry the
+// probe dialer's SO_LINGER.
+func New(opts ...Option) *Prober {
+	// Probes never verify certificates, like the kubelet.
+	p := &Prober{tlsConfig: &tls.Config{InsecureSkipVerify: true}}
+	for _, opt := range opts {
+		opt(p)
+	}
+	// SetTransportDefaults adds what the kubelet's transport has on top:
+	// HTTP/2 over TLS, handshake and idle timeouts.
+	p.transport = utilnet.SetTransportDefaults(&http.Transport{
+		TLSClientConfig:    p.tlsConfig,
+		DisableKeepAlives:  true,
+		Proxy:              http.ProxyURL(nil),
+		DisableCompression: true,
+		DialContext:        tcpprobe.NewDialer().DialContext,
+	})
+	return p
+}
+
+// Probe sends one GET to t and judges the answer like the kubelet:
+// 200-299 is Success with the body as output; 300-399 (a redirect to
+// another host, which is not followed) is Warning with output
+// "Probe terminated redirects, Response body: <body>"; any other status is
+// Failure "HTTP probe failed with statuscode: N"; a transport error or
+// timeout is Failure with the client's error text. Bodies are read up to
+// 10 KiB. An invalid target, a cancelled ctx, or a body that cannot be read
+// is an error, and the engine discards the result as the kubelet does.
+func (p *Prober) Probe(ctx context.Context, t Target) (probe.Result, string, error) {
+	req, err := p.newRequest(ctx, t)
+	if err != nil {
+		return probe.Unknown, "", err
+	}
+	res, err := p.client(t).Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return probe.Unknown, "", fmt.Errorf("http probe of %s: %w", req.URL, ctx.Err())
+		}
+		return probe.Failure, err.Error(), nil
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxBodyLength))
+	if err != nil {
+		return probe.Unknown, "", fmt.Errorf("http probe of %s: reading response body: %w", req.URL, err)
+	}
+	result, output := judge(res.StatusCode, string(body))
+	return result, output, nil
+}
+
+// judge maps a status code and the (capped) body to a result and output.
+func judge(code int, body string) (probe.Result, string) {
+	switch {
+	case code >= http.StatusOK && code < http.StatusMultipleChoices:
+		return probe.Success, body
+	case code >= http.StatusMultipleChoices && code < http.StatusBadRequest:
+		return probe.Warning, "Probe terminated redirects, Response body: " + body
+	}
+	// The body stays out of the failure text (kubernetes/kubernetes#99425).
+	return probe.Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", code)
+}
+
+func (p *Prober) newRequest(ctx context.Context, t Target) (*http.Request, error) {
+	if err := t.validate(); err != nil {
+		return nil, err
+	}
+	scheme, err := t.scheme()
+	if err != nil {
+		return nil, err
+	}
+	u := formatURL(scheme, t.Host, t.Port, t.Path)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("http probe: building request for path %q: %w", t.Path, err)
+	}
+	req.Header = header(t.Headers, UserAgent)
+	// A Host header becomes the request's Host; net/http keeps it across
+	// relative redirects.
+	req.Host = req.Header.Get("Host")
+	return req, nil
+}
+
+// client is per probe because the timeout is; the transport is shared.
+func (p *Prober) client(t Target) *http.Client {
+	c := &http.Client{Timeout: t.Timeout, Transport: p.transport, CheckRedirect: checkRedirect}
+	if p.followNonLocal {
+		c.CheckRedirect = checkRedirectCount
+	}
+	return c
+}
