@@ -1,0 +1,89 @@
+// Package grpcprobe answers grpc probes the way the kubelet does: one
+// grpc.health.v1.Health/Check over a fresh plaintext connection, with the
+// kubelet's output strings.
+package grpcprobe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/probelet/probelet/prober/probe"
+)
+
+// UserAgent is the kubelet v1.37 probe User-Agent; grpc-go appends its own
+// version to it, as it does for the kubelet.
+const UserAgent = "kube-probe/1.37"
+
+// Probe checks service on host:port. timeout bounds connecting and the RPC
+// together. SERVING is Success ("service healthy"); any other status, a
+// connect timeout, an RPC error or timeout is Failure with the kubelet's
+// output. An invalid target or a ctx that ends first is an error.
+func Probe(ctx context.Context, host string, port int, service string, timeout time.Duration) (probe.Result, string, error) {
+	if err := validate(host, port, timeout); err != nil {
+		return probe.Unknown, "", err
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	pctx := ctx
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	conn, err := connect(ctx, addr)
+	if err != nil {
+		if pctx.Err() != nil {
+			return probe.Unknown, "", fmt.Errorf("grpc probe of %s: %w", addr, pctx.Err())
+		}
+		return probe.Failure, connectFailure(addr, timeout, err), nil
+	}
+	defer func() { _ = conn.Close() }()
+
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
+	if err != nil {
+		if pctx.Err() != nil {
+			return probe.Unknown, "", fmt.Errorf("grpc probe of %s: %w", addr, pctx.Err())
+		}
+		return probe.Failure, rpcFailure(err, timeout), nil
+	}
+	if s := resp.GetStatus(); s != healthpb.HealthCheckResponse_SERVING {
+		return probe.Failure, fmt.Sprintf("service unhealthy (responded with %q)", s.String()), nil
+	}
+	return probe.Success, "service healthy", nil
+}
+
+func connectFailure(addr string, timeout time.Duration, err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("timeout: failed to connect service %q within %v: %+v", addr, timeout, err)
+	}
+	return fmt.Sprintf("error: failed to connect service at %q: %+v", addr, err)
+}
+
+func rpcFailure(err error, timeout time.Duration) string {
+	if st, ok := status.FromError(err); ok {
+		switch st.Code() {
+		case codes.Unimplemented:
+			return "error: this server does not implement the grpc health protocol (grpc.health.v1.Health): " + st.Message()
+		case codes.DeadlineExceeded:
+			return fmt.Sprintf("timeout: health rpc did not complete within %v", timeout)
+		}
+	}
+	return fmt.Sprintf("error: health rpc probe failed: %+v", err)
+}
+
+func validate(host string, port int, timeout time.Duration) error {
+	switch {
+	case host == "":
+		return errors.New("grpc probe: empty host")
+	case port < 1 || port > 65535:
+		return fmt.Errorf("grpc probe: port %d out of range 1-65535", port)
+	case timeout <= 0:
+		return fmt.Errorf("grpc probe: timeout %v must be positive", timeout)
+	}
+	return nil
+}
