@@ -136,7 +136,7 @@ func (hangingHealth) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) 
 }
 
 // startServer serves hs (none if nil) on a loopback port.
-func startServer(t *testing.T, hs healthpb.HealthServer) int {
+func startServer(t testing.TB, hs healthpb.HealthServer) int {
 	t.Helper()
 	srv := grpc.NewServer()
 	if hs != nil {
@@ -145,7 +145,7 @@ func startServer(t *testing.T, hs healthpb.HealthServer) int {
 	return run(t, srv, "tcp4", "127.0.0.1:0")
 }
 
-func run(t *testing.T, srv *grpc.Server, network, address string) int {
+func run(t testing.TB, srv *grpc.Server, network, address string) int {
 	t.Helper()
 	ln, err := net.Listen(network, address)
 	if err != nil {

@@ -24,7 +24,7 @@ func serve(t *testing.T, h http.HandlerFunc) *httptest.Server {
 }
 
 // targetOf points a probe target at srv with the given path.
-func targetOf(t *testing.T, srv *httptest.Server, path string) httpprobe.Target {
+func targetOf(t testing.TB, srv *httptest.Server, path string) httpprobe.Target {
 	t.Helper()
 	u, err := url.Parse(srv.URL)
 	if err != nil {
@@ -34,7 +34,7 @@ func targetOf(t *testing.T, srv *httptest.Server, path string) httpprobe.Target 
 	return httpprobe.Target{Scheme: "HTTP", Host: host, Port: port, Path: path, Timeout: 5 * time.Second}
 }
 
-func splitHostPort(t *testing.T, hostport string) (string, int) {
+func splitHostPort(t testing.TB, hostport string) (string, int) {
 	t.Helper()
 	host, p, err := net.SplitHostPort(hostport)
 	if err != nil {

@@ -96,7 +96,7 @@ func TestProbeTCPCancelledIsError(t *testing.T) {
 	}
 }
 
-func openPort(t *testing.T) int {
+func openPort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -118,7 +118,7 @@ func acceptAndClose(ln net.Listener) {
 }
 
 // closedPort returns a port that had a listener a moment ago and has none now.
-func closedPort(t *testing.T) int {
+func closedPort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
