@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# down.sh DIR: stops the test bed in DIR and removes every trace of it:
+# pods, containerd, its shims and containers, mounts, cgroups, the bridge
+# and DIR itself. Touches only processes and objects of this bed, by PID and
+# by name. Idempotent: safe on a half-started or already removed bed.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+# remove_pods: lets containerd stop and remove every pod while it still runs,
+# so shims, mounts and CNI state go away the normal way.
+remove_pods() {
+	containerd_pid >/dev/null || return 0
+	crictl_bed rmp --all --force >/dev/null 2>&1 || log "removing pods failed; cleaning up by force"
+}
+
+# wait_gone PID SECONDS: waits until PID has exited.
+wait_gone() {
+	local i
+	for i in $(seq 1 $(($2 * 10))); do
+		[ -d "/proc/$1" ] || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+stop_containerd() {
+	local pid
+	pid=$(containerd_pid) || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	wait_gone "$pid" 10 || { log "containerd $pid ignored SIGTERM; killing"; kill -KILL "$pid" 2>/dev/null || true; wait_gone "$pid" 5 || true; }
+}
+
+# shim_arg PID NAME: the value after flag NAME in PID's command line.
+shim_arg() { tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | grep -A1 -xF -- "$2" | sed -n 2p; }
+
+# kill_shims: kills shims whose -address is this bed's socket, and removes
+# their sockets under /run/containerd/s (named by sha256 of address/ns/id).
+kill_shims() {
+	local p pid ns id sum
+	# One grep narrows /proc to candidates; shim_arg then matches exactly.
+	for p in $(grep -laF -- "$BED_SOCK" /proc/[0-9]*/cmdline 2>/dev/null); do
+		pid=${p#/proc/}
+		pid=${pid%/cmdline}
+		[ "$(shim_arg "$pid" -address)" = "$BED_SOCK" ] || continue
+		ns=$(shim_arg "$pid" -namespace) id=$(shim_arg "$pid" -id)
+		log "killing leftover shim $pid ($ns/$id)"
+		kill -KILL "$pid" 2>/dev/null || true
+		wait_gone "$pid" 5 || true
+		sum=$(printf '%s' "$BED_SOCK/$ns/$id" | sha256sum | cut -c1-64)
+		rm -f "/run/containerd/s/$sum" "/run/containerd/s/$(printf '%s' "$BED_SOCK/$ns/$id/debug" | sha256sum | cut -c1-64)"
+	done
+}
+
+# kill_containers: force-deletes runc containers left in this bed's runc roots.
+kill_containers() {
+	local root id
+	for root in "$BED_DIR"/runc/*/; do
+		[ -d "$root" ] || continue
+		for id in $("$RUNC_BIN" --root "$root" list -q 2>/dev/null); do
+			"$RUNC_BIN" --root "$root" delete --force "$id" >/dev/null 2>&1 || log "runc delete $id failed"
+		done
+	done
+}
+
+# bed_cgroups: this bed's cgroup directories, deepest first.
+bed_cgroups() {
+	find /sys/fs/cgroup -maxdepth 2 -type d -name "${BED_CGROUP_PARENT#/}" -print 2>/dev/null |
+		while read -r d; do find "$d" -depth -type d; done
+}
+
+# remove_cgroups: kills any process still in this bed's cgroups, then removes them.
+remove_cgroups() {
+	local d pid
+	for d in $(bed_cgroups); do
+		for pid in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
+	done
+	for d in $(bed_cgroups); do
+		rmdir "$d" 2>/dev/null || sleep 0.2
+		[ ! -d "$d" ] || rmdir "$d" 2>/dev/null || log "cannot remove cgroup $d"
+	done
+}
+
+# bed_mounts: mount points at or under DIR, deepest first (mountinfo field 5,
+# octal escapes decoded).
+bed_mounts() {
+	local m
+	awk '{print $5}' /proc/self/mountinfo | while read -r m; do
+		printf -v m '%b' "$m"
+		case $m in "$BED_DIR" | "$BED_DIR"/*) printf '%s %s\n' "${#m}" "$m" ;; esac
+	done | sort -rn | cut -d' ' -f2-
+}
+
+unmount_all() {
+	local m i
+	for i in 1 2 3; do
+		[ -n "$(bed_mounts)" ] || return 0
+		while read -r m; do
+			umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+		done <<<"$(bed_mounts)"
+	done
+	[ -z "$(bed_mounts)" ] || die "mounts left under $BED_DIR: $(bed_mounts | tr '\n' ' ')"
+}
+
+remove_network() {
+	if [ -e "/sys/class/net/$BED_BRIDGE" ]; then
+		ip link del "$BED_BRIDGE" || die "cannot delete bridge $BED_BRIDGE"
+	fi
+	rm -f /var/lib/cni/results/"$BED_NETWORK"-*
+}
+
+main() {
+	[ $# -eq 1 ] || die "usage: down.sh DIR"
+	bed_paths "$(abs_dir "$1")"
+	if [ -d "$BED_DIR" ]; then
+		remove_pods
+		stop_containerd
+		kill_shims
+		kill_containers
+		remove_cgroups
+		unmount_all
+	fi
+	remove_network
+	remove_cgroups
+	[ ! -d "$BED_DIR" ] || rm -rf --one-file-system "$BED_DIR"
+	log "test bed $BED_DIR is down"
+}
+
+main "$@"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# env.sh DIR: prints shell exports for the test bed in DIR; use it as
+#   eval "$(hack/testbed/env.sh DIR)"
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+[ $# -eq 1 ] || die "usage: env.sh DIR"
+bed_paths "$(abs_dir "$1")"
+q() { printf '%q' "$1"; }
+cat <<EOS
+export PROBELET_TESTBED_DIR=$(q "$BED_DIR")
+export CONTAINERD_ADDRESS=$(q "$BED_SOCK")
+export CONTAINERD_NAMESPACE=k8s.io
+export CONTAINER_RUNTIME_ENDPOINT=$(q "unix://$BED_SOCK")
+export IMAGE_SERVICE_ENDPOINT=$(q "unix://$BED_SOCK")
+export PROBELET_CRI_ENDPOINT=$(q "unix://$BED_SOCK")
+export PROBELET_NRI_SOCKET=$(q "$BED_NRI_SOCK")
+export CRICTL=$(q "$CRICTL_BIN --config $BED_CRICTL_CONFIG --runtime-endpoint unix://$BED_SOCK --image-endpoint unix://$BED_SOCK")
+export CTR=$(q "$CTR_BIN --address $BED_SOCK --namespace k8s.io")
+export PROBELET_TESTBED_BRIDGE=$(q "$BED_BRIDGE")
+export PROBELET_TESTBED_CGROUP_PARENT=$(q "$BED_CGROUP_PARENT")
+export PROBELET_PAUSE_IMAGE=$(q "$PAUSE_IMAGE")
+export PROBELET_BUSYBOX_IMAGE=$(q "$BUSYBOX_IMAGE")
+EOS

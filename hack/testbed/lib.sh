@@ -1,0 +1,94 @@
+# lib.sh: shared versions, paths and helpers for the test bed scripts.
+# Sourced, never run. Callers set -euo pipefail themselves.
+
+CONTAINERD_VERSION=v2.4.2
+RUNC_VERSION=v1.5.2
+CRICTL_VERSION=v1.34.0
+CNI_VERSION=v1.9.1
+
+PAUSE_IMAGE=localhost/probelet/pause:testbed
+BUSYBOX_IMAGE=localhost/probelet/busybox:testbed
+
+TESTBED_CACHE=${PROBELET_TESTBED_CACHE:-/var/cache/probelet-testbed}
+TESTBED_HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TESTBED_REPO=$(cd "$TESTBED_HACK/../.." && pwd)
+
+# One directory per component@version; a .complete stamp marks a finished build.
+CONTAINERD_DIR=$TESTBED_CACHE/containerd@$CONTAINERD_VERSION
+RUNC_DIR=$TESTBED_CACHE/runc@$RUNC_VERSION
+CRICTL_DIR=$TESTBED_CACHE/crictl@$CRICTL_VERSION
+CNI_DIR=$TESTBED_CACHE/cni-plugins@$CNI_VERSION
+
+CONTAINERD_BIN=$CONTAINERD_DIR/bin/containerd
+CTR_BIN=$CONTAINERD_DIR/bin/ctr
+RUNC_BIN=$RUNC_DIR/bin/runc
+CRICTL_BIN=$CRICTL_DIR/bin/crictl
+CNI_BIN_DIR=$CNI_DIR/bin
+
+log() { printf 'testbed: %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# abs_dir DIR: the absolute path of DIR, which need not exist yet.
+abs_dir() {
+	case $1 in
+	/*) printf '%s\n' "${1%/}" ;;
+	*) printf '%s/%s\n' "$PWD" "${1%/}" ;;
+	esac
+}
+
+# bed_hash DIR: a stable hex digest of a test dir, used for names that must
+# differ between concurrent beds (bridge, subnet, cgroup parent).
+bed_hash() { printf '%s' "$1" | sha256sum | cut -c1-16; }
+
+# bridge_name DIR: a per-bed Linux bridge name (at most 15 bytes).
+bridge_name() { printf 'pbt%s\n' "$(bed_hash "$1" | cut -c1-10)"; }
+
+# cgroup_parent DIR: the cgroupfs parent every pod of this bed is placed under.
+cgroup_parent() { printf '/probelet-testbed-%s\n' "$(bed_hash "$1" | cut -c1-10)"; }
+
+# go_env: a Go environment that never touches the repository's go.mod.
+go_env() {
+	export GOTOOLCHAIN=local GOWORK=off GOFLAGS=-buildvcs=false
+	export PATH=/usr/local/go/bin:$PATH
+}
+
+# images_dir: the image cache directory, keyed by everything the images are
+# made of, so a change to the pause or mkimage sources or to busybox rebuilds.
+images_dir() {
+	local key
+	key=$({
+		cat "$TESTBED_HACK/images.sh" "$TESTBED_HACK"/pause/*.go
+		ls "$TESTBED_HACK"/mkimage/*.go | grep -v _test.go | xargs cat
+		dpkg-query -W -f='${Version}' busybox-static 2>/dev/null || true
+		go version
+	} | sha256sum | cut -c1-12)
+	printf '%s/images@%s\n' "$TESTBED_CACHE" "$key"
+}
+
+# bed_paths DIR: sets the per-bed paths every script agrees on.
+bed_paths() {
+	BED_DIR=$1
+	BED_SOCK=$BED_DIR/containerd.sock
+	BED_NRI_SOCK=$BED_DIR/nri.sock
+	BED_CONFIG=$BED_DIR/config.toml
+	BED_PIDFILE=$BED_DIR/containerd.pid
+	BED_LOG=$BED_DIR/containerd.log
+	BED_ENVFILE=$BED_DIR/testbed.env
+	BED_CRICTL_CONFIG=$BED_DIR/crictl.yaml
+	BED_BRIDGE=$(bridge_name "$BED_DIR")
+	BED_NETWORK=probelet-testbed-$(bed_hash "$BED_DIR" | cut -c1-10)
+	BED_CGROUP_PARENT=$(cgroup_parent "$BED_DIR")
+}
+
+# containerd_pid: prints the PID of this bed's containerd if it is running;
+# the command line must name this bed's config, so a reused PID is ignored.
+containerd_pid() {
+	local pid
+	pid=$(cat "$BED_PIDFILE" 2>/dev/null) || return 1
+	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+	tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF "$BED_CONFIG" || return 1
+	printf '%s\n' "$pid"
+}
+
+# crictl_bed ARGS...: crictl against this bed's containerd.
+crictl_bed() { "$CRICTL_BIN" --config "$BED_CRICTL_CONFIG" --runtime-endpoint "unix://$BED_SOCK" --image-endpoint "unix://$BED_SOCK" --timeout 10s "$@"; }

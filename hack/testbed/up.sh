@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# up.sh DIR: starts a private containerd with CRI, NRI (socket DIR/nri.sock)
+# and a CNI bridge, all state under DIR, and imports the test images.
+# Builds what is missing first. Idempotent: a running bed is left alone.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+# Unix socket paths are limited to 108 bytes; the longest one is the ttrpc socket.
+MAX_DIR_LEN=80
+
+# pick_subnet: a private /24 derived from the dir, moved on while it overlaps
+# a route already on this host (another bed or a real network).
+pick_subnet() {
+	local h a b i
+	h=$(bed_hash "$BED_DIR")
+	a=$((64 + 0x${h:0:2} % 128)) b=$((0x${h:2:2}))
+	for i in $(seq 0 255); do
+		local net="10.$a.$(((b + i) % 256))"
+		if ! ip -4 route show | grep -v '^default' | grep -q "^$net\.0/24 \|^$net\.0/"; then
+			printf '%s\n' "$net"
+			return 0
+		fi
+	done
+	die "no free 10.$a.x.0/24 subnet"
+}
+
+write_env_file() {
+	[ -f "$BED_ENVFILE" ] && return 0
+	local net
+	net=$(pick_subnet)
+	printf 'BRIDGE=%s\nSUBNET=%s.0/24\nGATEWAY=%s.1\nNETWORK=%s\nCGROUP_PARENT=%s\n' \
+		"$BED_BRIDGE" "$net" "$net" "$BED_NETWORK" "$BED_CGROUP_PARENT" >"$BED_ENVFILE"
+}
+
+write_cni_config() {
+	. "$BED_ENVFILE"
+	cat >"$BED_DIR/cni/conf/10-probelet-testbed.conflist" <<JSON
+{
+  "cniVersion": "1.0.0",
+  "name": "$NETWORK",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$BRIDGE",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": "$BED_DIR/cni/ipam",
+        "ranges": [[{"subnet": "$SUBNET", "gateway": "$GATEWAY"}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+JSON
+}
+
+# write_crictl_config: crictl otherwise warns about a missing /etc/crictl.yaml
+# on every call.
+write_crictl_config() {
+	printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 10\n' "$BED_SOCK" "$BED_SOCK" >"$BED_CRICTL_CONFIG"
+}
+
+write_containerd_config() {
+	cat >"$BED_CONFIG" <<TOML
+version = 3
+root = "$BED_DIR/root"
+state = "$BED_DIR/state"
+
+[grpc]
+  address = "$BED_SOCK"
+
+[ttrpc]
+  address = "$BED_SOCK.ttrpc"
+
+[debug]
+  address = ""
+  level = "info"
+
+[metrics]
+  address = ""
+
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "$PAUSE_IMAGE"
+
+[plugins."io.containerd.cri.v1.runtime"]
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.cri.v1.runtime".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+        BinaryName = "$RUNC_BIN"
+        Root = "$BED_DIR/runc"
+        SystemdCgroup = false
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = ["$CNI_BIN_DIR"]
+    conf_dir = "$BED_DIR/cni/conf"
+    max_conf_num = 1
+
+[plugins."io.containerd.grpc.v1.cri"]
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+
+[plugins."io.containerd.nri.v1.nri"]
+  disable = false
+  socket_path = "$BED_NRI_SOCK"
+  plugin_path = "$BED_DIR/nri/plugins"
+  plugin_config_path = "$BED_DIR/nri/conf"
+  plugin_registration_timeout = "5s"
+  plugin_request_timeout = "2s"
+TOML
+}
+
+start_containerd() {
+	# setsid: containerd outlives the caller's session and terminal; the
+	# script is not a job-control shell, so $! is containerd itself.
+	PATH="$CONTAINERD_DIR/bin:$PATH" setsid "$CONTAINERD_BIN" --config "$BED_CONFIG" \
+		</dev/null >>"$BED_LOG" 2>&1 &
+	echo $! >"$BED_PIDFILE"
+}
+
+# wait_ready: polls CRI until the runtime and the network are ready.
+wait_ready() {
+	local i status
+	for i in $(seq 1 300); do
+		containerd_pid >/dev/null || die "containerd exited; last log lines:
+$(tail -n 20 "$BED_LOG")"
+		status=$(crictl_bed info 2>/dev/null | jq -r '[.status.conditions[] | select(.status) | .type] | join(",")' 2>/dev/null || true)
+		case ",$status," in *,RuntimeReady,*NetworkReady,* | *,NetworkReady,*RuntimeReady,*) return 0 ;; esac
+		sleep 0.1
+	done
+	die "containerd at $BED_SOCK not ready after 30s; last log lines:
+$(tail -n 20 "$BED_LOG")"
+}
+
+import_images() {
+	local name file out
+	while IFS='=' read -r name file; do
+		out=$("$CTR_BIN" --address "$BED_SOCK" -n k8s.io images import --platform "linux/$(go env GOARCH)" "$file" 2>&1) ||
+			die "importing $file failed: $out"
+	done <<<"$IMAGES"
+	crictl_bed inspecti "$PAUSE_IMAGE" >/dev/null && crictl_bed inspecti "$BUSYBOX_IMAGE" >/dev/null ||
+		die "images not visible to CRI after import"
+}
+
+main() {
+	[ $# -eq 1 ] || die "usage: up.sh DIR"
+	[ "$(id -u)" -eq 0 ] || die "the test bed needs root"
+	bed_paths "$(abs_dir "$1")"
+	[ ${#BED_DIR} -le $MAX_DIR_LEN ] || die "$BED_DIR is longer than $MAX_DIR_LEN bytes; unix socket paths under it would not fit"
+	"$TESTBED_HACK/build.sh" >/dev/null
+	IMAGES=$("$TESTBED_HACK/images.sh")
+	go_env
+	mkdir -p "$BED_DIR"/{root,state,runc,cni/conf,cni/ipam,nri/plugins,nri/conf}
+	if pid=$(containerd_pid); then
+		log "containerd already running (pid $pid) for $BED_DIR"
+	else
+		write_env_file
+		write_cni_config
+		write_containerd_config
+		write_crictl_config
+		start_containerd
+		wait_ready
+		log "containerd pid $(cat "$BED_PIDFILE") ready at $BED_SOCK"
+	fi
+	import_images
+	"$TESTBED_HACK/env.sh" "$BED_DIR"
+}
+
+main "$@"
