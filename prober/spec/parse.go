@@ -1,0 +1,70 @@
+package spec
+
+import (
+	"sort"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Parse reads the probelet.io/probes annotation of a pod: JSON (or YAML)
+// mapping container name to {livenessProbe, readinessProbe, startupProbe}
+// with the field names of k8s.io/api/core/v1.Probe. Probes are defaulted
+// and validated as the apiserver would. Valid containers are returned; a
+// container with any problem is left out and its problems are in the
+// ErrorList, each naming the pod, the container and the field. When the
+// value cannot be read at all, no container is returned and the single
+// error names the annotation.
+func Parse(pod PodRef, value string) (PodProbes, ErrorList) {
+	data, err := toJSON(value)
+	if err != nil {
+		return nil, ErrorList{annotationError(pod, err.Error())}
+	}
+	docs, err := splitContainers(data)
+	if err != nil {
+		return nil, ErrorList{annotationError(pod, err.Error())}
+	}
+	probes := make(PodProbes, len(docs))
+	var errs ErrorList
+	if _, ok := docs[""]; ok {
+		// An empty name cannot be told apart from the annotation itself.
+		errs = append(errs, annotationError(pod, "a container name is empty"))
+		delete(docs, "")
+	}
+	for _, name := range sortedNames(docs) {
+		cp, ferrs := parseContainer(docs[name])
+		if len(ferrs) > 0 {
+			errs = append(errs, wrap(pod, name, ferrs)...)
+			continue
+		}
+		probes[name] = cp
+	}
+	return probes, errs
+}
+
+// parseContainer decodes, defaults and validates one container's probes.
+func parseContainer(d *containerDoc) (ContainerProbes, field.ErrorList) {
+	errs := validateContainerName(d.name)
+	if d.duplicate {
+		errs = append(errs, fieldError(field.ErrorTypeDuplicate, "", field.OmitValueType{}, "declared more than once"))
+	}
+	cp, derrs, ok := decodeContainer(d.raw)
+	errs = append(errs, derrs...)
+	if !ok {
+		return cp, errs
+	}
+	Default(&cp)
+	return cp, append(errs, Validate(cp)...)
+}
+
+func annotationError(pod PodRef, detail string) *Error {
+	return &Error{Pod: pod, Field: fieldError(field.ErrorTypeInvalid, "", field.OmitValueType{}, detail)}
+}
+
+func sortedNames(docs map[string]*containerDoc) []string {
+	names := make([]string, 0, len(docs))
+	for n := range docs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
