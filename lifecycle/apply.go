@@ -1,0 +1,244 @@
+package lifecycle
+
+import (
+	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/spec"
+	"go.uber.org/zap"
+)
+
+// The helpers below mutate the cache; callers hold c.mu. Stored maps and
+// slices are replaced, never modified, so snapshots stay valid.
+
+// upsertPod records what a source says about a sandbox.
+func (c *Cache) upsertPod(sb Sandbox) *podEntry {
+	e, ok := c.pods[sb.ID]
+	if !ok {
+		c.seq++
+		e = &podEntry{sb: sb, seq: c.seq, ctrs: map[string]*ctrEntry{}}
+		c.pods[sb.ID] = e
+		c.index(e)
+	} else {
+		merged := mergeSandbox(e.sb, sb)
+		if merged.key() != e.sb.key() {
+			c.unindex(e)
+			e.sb = merged
+			c.index(e)
+		}
+		e.sb = merged
+	}
+	e.seen = c.clock.Now()
+	c.parseProbes(e)
+	return e
+}
+
+// ensurePod returns the sandbox entry for id, creating a bare one when a
+// container arrives before (or without) its pod.
+func (c *Cache) ensurePod(id string) *podEntry {
+	if e, ok := c.pods[id]; ok {
+		return e
+	}
+	return c.upsertPod(Sandbox{ID: id})
+}
+
+func (c *Cache) index(e *podEntry) {
+	k := e.sb.key()
+	m := c.byKey[k]
+	if m == nil {
+		m = map[string]*podEntry{}
+		c.byKey[k] = m
+	}
+	m[e.sb.ID] = e
+}
+
+func (c *Cache) unindex(e *podEntry) {
+	k := e.sb.key()
+	delete(c.byKey[k], e.sb.ID)
+	if len(c.byKey[k]) == 0 {
+		delete(c.byKey, k)
+	}
+}
+
+// mergeSandbox lets newer information win, but keeps what the newer
+// source does not know (NRI has no creation time; a stop may lack IPs).
+func mergeSandbox(old, cur Sandbox) Sandbox {
+	if cur.UID == "" {
+		cur.UID = old.UID
+	}
+	if cur.Name == "" {
+		cur.Name, cur.Namespace = old.Name, old.Namespace
+	}
+	if cur.CreatedAt.IsZero() {
+		cur.CreatedAt = old.CreatedAt
+	}
+	if len(cur.Labels) == 0 {
+		cur.Labels = old.Labels
+	}
+	if len(cur.Annotations) == 0 {
+		cur.Annotations = old.Annotations
+	}
+	if len(cur.IPs) == 0 {
+		cur.IPs = old.IPs
+	}
+	if cur.NetNSPath == "" {
+		cur.NetNSPath = old.NetNSPath
+	}
+	if cur.Pid == 0 {
+		cur.Pid = old.Pid
+	}
+	return cur
+}
+
+// parseProbes parses the probes annotation when it changed since the last parse.
+func (c *Cache) parseProbes(e *podEntry) {
+	v := e.sb.Annotations[spec.AnnotationProbes]
+	if e.parsed && v == e.probesFrom {
+		return
+	}
+	e.parsed, e.probesFrom = true, v
+	e.probes, e.specErrs = nil, nil
+	if v == "" {
+		return
+	}
+	e.probes, e.specErrs = c.parse(e.sb.Namespace, e.sb.Name, v)
+	for name, msg := range e.specErrs {
+		c.log.Warn("Invalid probe spec",
+			zap.String("pod", e.sb.Namespace+"/"+e.sb.Name), zap.String("podUID", e.sb.UID),
+			zap.String("container", name), zap.String("error", msg))
+	}
+}
+
+// upsertContainer records what a source says about a container and returns
+// the lifecycle event the change amounts to, if any.
+func (c *Cache) upsertContainer(ct Container) (*podEntry, *ctrEntry, EventType, bool) {
+	pe := c.ensurePod(ct.SandboxID)
+	ce, ok := c.ctrs[ct.ID]
+	if !ok {
+		c.seq++
+		ce = &ctrEntry{c: ct.Container, sandboxID: ct.SandboxID, seq: c.seq, seen: c.clock.Now()}
+		c.ctrs[ct.ID] = ce
+		pe.ctrs[ct.ID] = ce
+		return pe, ce, firstEvent(ct.State), true
+	}
+	old := ce.c.State
+	ce.c = mergeContainer(ce.c, ct.Container)
+	ce.seen = c.clock.Now()
+	typ, changed := transition(old, ce.c.State)
+	return c.pods[ce.sandboxID], ce, typ, changed
+}
+
+// mergeContainer keeps the state monotonic (created → running → exited; a
+// container ID never runs twice, so a late event cannot revive it) and
+// keeps fields the newer source does not carry.
+func mergeContainer(old, cur prober.Container) prober.Container {
+	if rank(cur.State) < rank(old.State) {
+		cur.State = old.State
+	}
+	if cur.CreatedAt.IsZero() {
+		cur.CreatedAt = old.CreatedAt
+	}
+	if cur.StartedAt.IsZero() {
+		cur.StartedAt = old.StartedAt
+	}
+	if cur.State == prober.ContainerExited {
+		cur.Pid = 0
+		if cur.FinishedAt.IsZero() {
+			cur.FinishedAt = old.FinishedAt
+			cur.ExitCode = old.ExitCode
+		}
+	} else if cur.Pid == 0 {
+		cur.Pid = old.Pid
+	}
+	if cur.Name == "" {
+		cur.Name = old.Name
+	}
+	if cur.Image == "" {
+		cur.Image = old.Image
+	}
+	if len(cur.Labels) == 0 {
+		cur.Labels = old.Labels
+	}
+	if len(cur.Annotations) == 0 {
+		cur.Annotations = old.Annotations
+	}
+	if len(cur.Env) == 0 {
+		cur.Env = old.Env
+	}
+	return cur
+}
+
+func rank(s prober.ContainerState) int {
+	switch s {
+	case prober.ContainerCreated:
+		return 1
+	case prober.ContainerRunning:
+		return 2
+	case prober.ContainerExited:
+		return 3
+	}
+	return 0
+}
+
+// firstEvent is the event for a container seen for the first time.
+func firstEvent(s prober.ContainerState) EventType {
+	switch s {
+	case prober.ContainerRunning:
+		return ContainerStarted
+	case prober.ContainerExited:
+		return ContainerStopped
+	}
+	return ContainerCreated
+}
+
+// transition is the event a state change amounts to.
+func transition(old, cur prober.ContainerState) (EventType, bool) {
+	if old == cur {
+		return 0, false
+	}
+	switch cur {
+	case prober.ContainerRunning:
+		return ContainerStarted, true
+	case prober.ContainerExited:
+		return ContainerStopped, true
+	}
+	return 0, false
+}
+
+// removeContainer drops a container; it reports the sandbox it was in.
+func (c *Cache) removeContainer(id string) (*podEntry, *ctrEntry) {
+	ce, ok := c.ctrs[id]
+	if !ok {
+		return nil, nil
+	}
+	delete(c.ctrs, id)
+	pe := c.pods[ce.sandboxID]
+	if pe != nil {
+		delete(pe.ctrs, id)
+	}
+	c.tombstone(id)
+	return pe, ce
+}
+
+// removePod drops a sandbox and its containers, returning the containers.
+func (c *Cache) removePod(id string) (*podEntry, []*ctrEntry) {
+	pe, ok := c.pods[id]
+	if !ok {
+		return nil, nil
+	}
+	gone := make([]*ctrEntry, 0, len(pe.ctrs))
+	for cid, ce := range pe.ctrs {
+		delete(c.ctrs, cid)
+		c.tombstone(cid)
+		gone = append(gone, ce)
+	}
+	pe.ctrs = map[string]*ctrEntry{}
+	delete(c.pods, id)
+	c.unindex(pe)
+	c.tombstone(id)
+	return pe, gone
+}
+
+func (c *Cache) tombstone(id string) {
+	if c.trackRemovals {
+		c.removed[id] = c.clock.Now()
+	}
+}

@@ -1,0 +1,143 @@
+package lifecycle
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"k8s.io/utils/clock"
+
+	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/spec"
+)
+
+// Cache is the node's pod/container cache, fed by runtime events. Every
+// change is handed to the probe engine (a prober.PodSink) as a pod
+// snapshot right away, in the caller's goroutine, and announced to
+// lifecycle event subscribers without blocking. All methods are safe for
+// concurrent use.
+type Cache struct {
+	mu     sync.Mutex
+	clock  clock.PassiveClock
+	log    *zap.Logger
+	sink   prober.PodSink
+	parse  ProbeParser
+	reg    prometheus.Registerer
+	m      *metrics
+	events *broadcaster
+	nri    atomic.Bool
+
+	pods  map[string]*podEntry            // by sandbox ID
+	byKey map[string]map[string]*podEntry // pod key (UID) → sandbox ID → entry
+	ctrs  map[string]*ctrEntry            // by container ID
+	seq   uint64
+
+	// removed remembers recently removed pod and container IDs so a
+	// reconcile working from an older CRI listing does not resurrect them.
+	// Only kept while a Reconciler is attached.
+	trackRemovals bool
+	removed       map[string]time.Time
+}
+
+// podEntry is one sandbox and what was derived from it.
+type podEntry struct {
+	sb      Sandbox
+	seq     uint64
+	stopped bool
+	seen    time.Time
+	ctrs    map[string]*ctrEntry
+
+	// probesFrom is the annotation value probes and specErrs were parsed
+	// from; parsing happens again only when it changes.
+	parsed     bool
+	probesFrom string
+	probes     spec.PodProbes
+	specErrs   map[string]string
+}
+
+// ctrEntry is one container instance.
+type ctrEntry struct {
+	c         prober.Container
+	sandboxID string
+	seq       uint64
+	seen      time.Time
+}
+
+// Option configures a Cache.
+type Option func(*Cache) error
+
+// WithClock sets the clock used for event times and latencies.
+func WithClock(c clock.PassiveClock) Option {
+	return func(cc *Cache) error {
+		if c == nil {
+			return errors.New("lifecycle: nil clock")
+		}
+		cc.clock = c
+		return nil
+	}
+}
+
+// WithLogger sets the logger.
+func WithLogger(l *zap.Logger) Option {
+	return func(cc *Cache) error {
+		if l == nil {
+			return errors.New("lifecycle: nil logger")
+		}
+		cc.log = l
+		return nil
+	}
+}
+
+// WithRegisterer registers the cache's metrics with r.
+func WithRegisterer(r prometheus.Registerer) Option {
+	return func(cc *Cache) error {
+		cc.reg = r
+		return nil
+	}
+}
+
+// WithProbeParser replaces how the probes annotation is parsed.
+func WithProbeParser(p ProbeParser) Option {
+	return func(cc *Cache) error {
+		if p == nil {
+			return errors.New("lifecycle: nil probe parser")
+		}
+		cc.parse = p
+		return nil
+	}
+}
+
+// New returns an empty cache that drives sink.
+func New(sink prober.PodSink, opts ...Option) (*Cache, error) {
+	if sink == nil {
+		return nil, errors.New("lifecycle: nil pod sink")
+	}
+	c := &Cache{
+		clock: clock.RealClock{},
+		log:   zap.NewNop(),
+		sink:  sink,
+		parse: ParseProbes,
+		m:     newMetrics(),
+		pods:  map[string]*podEntry{},
+		byKey: map[string]map[string]*podEntry{},
+		ctrs:  map[string]*ctrEntry{},
+	}
+	for _, o := range opts {
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	if c.reg != nil {
+		if err := c.m.register(c.reg); err != nil {
+			return nil, err
+		}
+	}
+	c.events = newBroadcaster(c.m.dropped)
+	return c, nil
+}
+
+// SetNRIConnected records whether the NRI plugin is registered.
+func (c *Cache) SetNRIConnected(connected bool) { c.nri.Store(connected) }

@@ -1,0 +1,155 @@
+package lifecycle_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/probelet/probelet/lifecycle"
+	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/spec"
+)
+
+// sinkCall is one call the cache made on the engine.
+type sinkCall struct {
+	op   string // update, remove, sync
+	pod  prober.Pod
+	uid  string
+	pods []prober.Pod
+}
+
+// fakeSink records what the cache hands to the engine.
+type fakeSink struct {
+	mu    sync.Mutex
+	calls []sinkCall
+}
+
+var _ prober.PodSink = (*fakeSink)(nil)
+
+func (f *fakeSink) UpdatePod(p prober.Pod) { f.add(sinkCall{op: "update", pod: p, uid: p.UID}) }
+func (f *fakeSink) RemovePod(uid string)   { f.add(sinkCall{op: "remove", uid: uid}) }
+func (f *fakeSink) SyncPods(ps []prober.Pod) {
+	f.add(sinkCall{op: "sync", pods: ps})
+}
+
+func (f *fakeSink) add(c sinkCall) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, c)
+}
+
+func (f *fakeSink) all() []sinkCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]sinkCall(nil), f.calls...)
+}
+
+func (f *fakeSink) last(t *testing.T) sinkCall {
+	t.Helper()
+	c := f.all()
+	if len(c) == 0 {
+		t.Fatal("no call reached the pod sink")
+	}
+	return c[len(c)-1]
+}
+
+var t0 = time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+
+type env struct {
+	cache *lifecycle.Cache
+	sink  *fakeSink
+	clock *clocktesting.FakeClock
+	reg   *prometheus.Registry
+}
+
+// noProbes is a parser for tests that do not look at probes.
+func noProbes(string, string, string) (spec.PodProbes, map[string]string) { return nil, nil }
+
+func newEnv(t *testing.T, opts ...lifecycle.Option) *env {
+	t.Helper()
+	e := &env{sink: &fakeSink{}, clock: clocktesting.NewFakeClock(t0), reg: prometheus.NewRegistry()}
+	base := []lifecycle.Option{lifecycle.WithClock(e.clock), lifecycle.WithRegisterer(e.reg), lifecycle.WithProbeParser(noProbes)}
+	c, err := lifecycle.New(e.sink, append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cache = c
+	return e
+}
+
+func sandbox(id, uid string) lifecycle.Sandbox {
+	return lifecycle.Sandbox{ID: id, UID: uid, Name: "web-" + uid, Namespace: "default",
+		IPs: []string{"10.0.0.7"}, NetNSPath: "/proc/42/ns/net", Pid: 42}
+}
+
+func ctr(id, sandboxID, name string, state prober.ContainerState, created time.Time) lifecycle.Container {
+	return lifecycle.Container{SandboxID: sandboxID, Container: prober.Container{
+		ID: id, Name: name, State: state, CreatedAt: created, Image: "busybox"}}
+}
+
+// metricValue returns a counter/gauge value, or a histogram's sample
+// count, for the metric with the given name and label values.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if matches(m, labels) {
+				return value(m)
+			}
+		}
+	}
+	return 0
+}
+
+func matches(m *dto.Metric, labels map[string]string) bool {
+	n := 0
+	for _, lp := range m.GetLabel() {
+		if v, ok := labels[lp.GetName()]; ok && v == lp.GetValue() {
+			n++
+		}
+	}
+	return n == len(labels)
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.Counter != nil:
+		return m.GetCounter().GetValue()
+	case m.Gauge != nil:
+		return m.GetGauge().GetValue()
+	case m.Histogram != nil:
+		return float64(m.GetHistogram().GetSampleCount())
+	}
+	return 0
+}
+
+func states(p prober.Pod) map[string]prober.ContainerState {
+	out := map[string]prober.ContainerState{}
+	for _, c := range p.Containers {
+		out[c.ID] = c.State
+	}
+	return out
+}
+
+func drain(ch <-chan lifecycle.Event) []lifecycle.Event {
+	var out []lifecycle.Event
+	for {
+		select {
+		case ev := <-ch:
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
+}

@@ -1,0 +1,45 @@
+package lifecycle
+
+import (
+	"time"
+
+	"github.com/probelet/probelet/prober"
+)
+
+// Sandbox is what a runtime source (an NRI event, Synchronize or a CRI
+// listing) says about one pod sandbox. Maps and slices handed in are kept
+// as they are and never modified, so callers must not modify them either.
+type Sandbox struct {
+	// ID is the runtime's sandbox ID.
+	ID string
+	// UID, Name and Namespace come from the pod's CRI metadata. A sandbox
+	// without a UID is keyed by its ID instead.
+	UID, Name, Namespace string
+	// CreatedAt is zero when the source does not know it (NRI does not
+	// carry it); the cache then keeps what it learned before.
+	CreatedAt time.Time
+	// Labels and Annotations are the sandbox's.
+	Labels, Annotations map[string]string
+	// IPs are the pod's addresses, primary first.
+	IPs []string
+	// NetNSPath is the pod's network namespace path, empty if unknown.
+	NetNSPath string
+	// Pid is the sandbox (pause) process, 0 if unknown.
+	Pid uint32
+}
+
+// Container is what a runtime source says about one container: the
+// engine's view of it plus the sandbox it belongs to.
+type Container struct {
+	// SandboxID is the ID of the pod sandbox the container runs in.
+	SandboxID string
+	prober.Container
+}
+
+// key returns the identity the engine knows the pod by.
+func (s *Sandbox) key() string {
+	if s.UID != "" {
+		return s.UID
+	}
+	return s.ID
+}
