@@ -1,0 +1,96 @@
+package plugin
+
+import (
+	"context"
+	"sync"
+
+	"github.com/containerd/nri/pkg/stub"
+	"go.uber.org/zap"
+)
+
+// Run registers with the runtime and keeps the registration alive until
+// ctx is done. When the connection drops (a runtime restart) it registers
+// again, waiting between attempts with capped exponential backoff; the
+// runtime then replays its state through Synchronize, which reconciles the
+// cache. When ctx is done Run closes the connection, which unregisters the
+// plugin, and returns nil.
+func (p *Plugin) Run(ctx context.Context) error {
+	wait, failures := p.minBackoff, 0
+	for {
+		st, closed, err := p.register(ctx)
+		switch {
+		case err == nil:
+			wait, failures = p.minBackoff, 0
+			if p.serve(ctx, st, closed) {
+				return nil
+			}
+		case ctx.Err() != nil:
+			return nil
+		default:
+			failures++
+			p.m.failures.Inc()
+			p.logFailure(failures, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.clock.After(wait):
+		}
+		wait = min(2*wait, p.maxBackoff)
+	}
+}
+
+// register makes one registration attempt with a fresh stub (a stub whose
+// start failed keeps its dead connection, so it cannot be reused). closed
+// is closed when the connection drops.
+func (p *Plugin) register(ctx context.Context) (stub.Stub, <-chan struct{}, error) {
+	closed := make(chan struct{})
+	var once sync.Once
+	st, err := stub.New(handler{p},
+		stub.WithPluginName(p.name),
+		stub.WithPluginIdx(p.index),
+		stub.WithSocketPath(p.socket),
+		stub.WithLogger(nriLogger{p.log.Sugar()}),
+		stub.WithOnClose(func() { once.Do(func() { close(closed) }) }),
+	)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := st.Start(ctx); err != nil {
+		st.Stop()
+		return nil, nil, err
+	}
+	return st, closed, nil
+}
+
+// serve marks the plugin connected until the connection drops (false) or
+// ctx is done (true, after unregistering).
+func (p *Plugin) serve(ctx context.Context, st stub.Stub, closed <-chan struct{}) bool {
+	p.setConnected(true)
+	name, version := p.Runtime()
+	p.log.Info("Registered with the runtime over NRI", zap.String("socket", p.socket),
+		zap.String("plugin", p.index+"-"+p.name), zap.String("runtime", name), zap.String("runtimeVersion", version))
+	select {
+	case <-ctx.Done():
+		st.Stop()
+		p.setConnected(false)
+		p.log.Info("Unregistered from NRI")
+		return true
+	case <-closed:
+		p.setConnected(false)
+		p.m.reconnects.Inc()
+		p.log.Warn("NRI connection closed, registering again", zap.String("socket", p.socket))
+		return false
+	}
+}
+
+// logFailure warns on the first failed attempt and then only now and then,
+// so a runtime that stays down does not flood the log.
+func (p *Plugin) logFailure(n int, err error) {
+	if n == 1 || n%50 == 0 {
+		p.log.Warn("Cannot register with the runtime over NRI, retrying",
+			zap.String("socket", p.socket), zap.Int("attempt", n), zap.Error(err))
+		return
+	}
+	p.log.Debug("NRI registration failed", zap.Int("attempt", n), zap.Error(err))
+}

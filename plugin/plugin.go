@@ -1,0 +1,199 @@
+// Package plugin is probelet's NRI plugin: it registers with the container
+// runtime (containerd) through github.com/containerd/nri/pkg/stub, turns
+// pod and container events into node-cache input, and keeps the
+// registration alive across runtime restarts.
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"k8s.io/utils/clock"
+
+	"github.com/probelet/probelet/lifecycle"
+)
+
+const (
+	// DefaultSocketPath is containerd's default NRI socket.
+	DefaultSocketPath = "/var/run/nri/nri.sock"
+	// DefaultName is the name probelet registers under.
+	DefaultName = "probelet"
+	// DefaultIndex orders probelet among NRI plugins; it only observes,
+	// so its place does not matter much.
+	DefaultIndex = "10"
+	// DefaultMinBackoff and DefaultMaxBackoff bound the wait between
+	// registration attempts; the cap keeps reconnection within about a
+	// second of the runtime coming back.
+	DefaultMinBackoff = 100 * time.Millisecond
+	DefaultMaxBackoff = time.Second
+)
+
+// Cache is what the plugin feeds; *lifecycle.Cache implements it.
+type Cache interface {
+	RunPod(at time.Time, sb lifecycle.Sandbox)
+	StopPod(at time.Time, sb lifecycle.Sandbox)
+	RemovePod(at time.Time, sb lifecycle.Sandbox)
+	UpdateContainer(at time.Time, sb lifecycle.Sandbox, ct lifecycle.Container)
+	RemoveContainer(at time.Time, ct lifecycle.Container)
+	Sync(at time.Time, sbs []lifecycle.Sandbox, ctrs []lifecycle.Container)
+	SetNRIConnected(connected bool)
+}
+
+var _ Cache = (*lifecycle.Cache)(nil)
+
+// Plugin is the NRI plugin. Run registers it and keeps it registered.
+type Plugin struct {
+	cache      Cache
+	socket     string
+	name       string
+	index      string
+	minBackoff time.Duration
+	maxBackoff time.Duration
+	clock      clock.Clock
+	log        *zap.Logger
+	reg        prometheus.Registerer
+	m          *metrics
+
+	connected atomic.Bool
+	mu        sync.Mutex
+	runtime   string
+	version   string
+}
+
+// Option configures a Plugin.
+type Option func(*Plugin) error
+
+// WithSocketPath sets the runtime's NRI socket.
+func WithSocketPath(path string) Option {
+	return func(p *Plugin) error {
+		if path == "" {
+			return errors.New("plugin: empty NRI socket path")
+		}
+		p.socket = path
+		return nil
+	}
+}
+
+// WithIndex sets the two-digit plugin index ("00".."99").
+func WithIndex(idx string) Option {
+	return func(p *Plugin) error {
+		if len(idx) != 2 || idx[0] < '0' || idx[0] > '9' || idx[1] < '0' || idx[1] > '9' {
+			return fmt.Errorf("plugin: index %q is not two digits", idx)
+		}
+		p.index = idx
+		return nil
+	}
+}
+
+// WithName sets the name the plugin registers under.
+func WithName(name string) Option {
+	return func(p *Plugin) error {
+		if name == "" {
+			return errors.New("plugin: empty name")
+		}
+		p.name = name
+		return nil
+	}
+}
+
+// WithBackoff bounds the capped exponential wait between registration attempts.
+func WithBackoff(minWait, maxWait time.Duration) Option {
+	return func(p *Plugin) error {
+		if minWait <= 0 || maxWait < minWait {
+			return fmt.Errorf("plugin: bad backoff bounds %s..%s", minWait, maxWait)
+		}
+		p.minBackoff, p.maxBackoff = minWait, maxWait
+		return nil
+	}
+}
+
+// WithClock sets the clock for event times and backoff waits.
+func WithClock(c clock.Clock) Option {
+	return func(p *Plugin) error {
+		if c == nil {
+			return errors.New("plugin: nil clock")
+		}
+		p.clock = c
+		return nil
+	}
+}
+
+// WithLogger sets the logger (the NRI stub's own messages go to it too).
+func WithLogger(l *zap.Logger) Option {
+	return func(p *Plugin) error {
+		if l == nil {
+			return errors.New("plugin: nil logger")
+		}
+		p.log = l
+		return nil
+	}
+}
+
+// WithRegisterer registers the plugin's metrics with r.
+func WithRegisterer(r prometheus.Registerer) Option {
+	return func(p *Plugin) error {
+		p.reg = r
+		return nil
+	}
+}
+
+// New returns a plugin that feeds cache. It does not connect: call Run.
+func New(cache Cache, opts ...Option) (*Plugin, error) {
+	if cache == nil {
+		return nil, errors.New("plugin: nil cache")
+	}
+	p := &Plugin{
+		cache:      cache,
+		socket:     DefaultSocketPath,
+		name:       DefaultName,
+		index:      DefaultIndex,
+		minBackoff: DefaultMinBackoff,
+		maxBackoff: DefaultMaxBackoff,
+		clock:      clock.RealClock{},
+		log:        zap.NewNop(),
+		m:          newMetrics(),
+	}
+	for _, o := range opts {
+		if err := o(p); err != nil {
+			return nil, err
+		}
+	}
+	if p.reg != nil {
+		if err := p.m.register(p.reg); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// Connected reports whether the plugin is registered with the runtime.
+func (p *Plugin) Connected() bool { return p.connected.Load() }
+
+// Runtime returns the runtime's name and version from the last
+// registration (empty before the first).
+func (p *Plugin) Runtime() (name, version string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.runtime, p.version
+}
+
+func (p *Plugin) setRuntime(name, version string) {
+	p.mu.Lock()
+	p.runtime, p.version = name, version
+	p.mu.Unlock()
+}
+
+func (p *Plugin) setConnected(c bool) {
+	p.connected.Store(c)
+	p.cache.SetNRIConnected(c)
+	v := 0.0
+	if c {
+		v = 1
+	}
+	p.m.connected.Set(v)
+}
