@@ -1,0 +1,117 @@
+// Package client talks to the container runtime's CRI RuntimeService
+// (containerd's unix socket): ExecSync for exec probes, StopContainer for
+// liveness and startup kills, and the listings the safety reconcile uses.
+package client
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+const (
+	// DefaultEndpoint is containerd's CRI socket.
+	DefaultEndpoint = "unix:///run/containerd/containerd.sock"
+	// DefaultTimeout bounds a CRI call, like the kubelet's
+	// --runtime-request-timeout. ExecSync and StopContainer get it on top
+	// of their own timeout so the runtime can clean up and answer first.
+	DefaultTimeout = 2 * time.Minute
+	// MinKillGracePeriod is the shortest grace period the kubelet gives a
+	// container it kills (its minimumGracePeriodInSeconds).
+	MinKillGracePeriod = 2 * time.Second
+	// maxMsgSize matches the kubelet's CRI client.
+	maxMsgSize = 16 << 20
+)
+
+// Client is a CRI RuntimeService client. It connects on first use and
+// reconnects on its own after a runtime restart (a call made while the
+// runtime is down fails fast with Unavailable).
+type Client struct {
+	endpoint string
+	conn     *grpc.ClientConn
+	rt       runtimeapi.RuntimeServiceClient
+	timeout  time.Duration
+	log      *zap.Logger
+}
+
+// Option configures a Client.
+type Option func(*Client) error
+
+// WithTimeout sets the per-call timeout (see DefaultTimeout).
+func WithTimeout(d time.Duration) Option {
+	return func(c *Client) error {
+		if d <= 0 {
+			return fmt.Errorf("client: timeout %s must be positive", d)
+		}
+		c.timeout = d
+		return nil
+	}
+}
+
+// WithLogger sets the logger.
+func WithLogger(l *zap.Logger) Option {
+	return func(c *Client) error {
+		if l == nil {
+			return errors.New("client: nil logger")
+		}
+		c.log = l
+		return nil
+	}
+}
+
+// New returns a client for endpoint ("unix:///path" or a bare path). It
+// does not dial; the first call does.
+func New(endpoint string, opts ...Option) (*Client, error) {
+	path, err := SocketPath(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{endpoint: endpoint, timeout: DefaultTimeout, log: zap.NewNop()}
+	for _, o := range opts {
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	conn, err := grpc.NewClient("unix://"+path,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
+		// The default backoff grows to two minutes; a restarted runtime
+		// must be found again within about a second.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: 5 * time.Second,
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("client: runtime endpoint %q: %w", endpoint, err)
+	}
+	c.conn, c.rt = conn, runtimeapi.NewRuntimeServiceClient(conn)
+	return c, nil
+}
+
+// SocketPath returns the file path of a unix endpoint ("unix:///path" or
+// "/path"); other schemes are an error.
+func SocketPath(endpoint string) (string, error) {
+	switch {
+	case strings.HasPrefix(endpoint, "unix://"):
+		endpoint = strings.TrimPrefix(endpoint, "unix://")
+	case strings.Contains(endpoint, "://"):
+		return "", fmt.Errorf("runtime endpoint %q: only unix:// is supported", endpoint)
+	}
+	if !strings.HasPrefix(endpoint, "/") {
+		return "", fmt.Errorf("runtime endpoint %q: the socket path must be absolute", endpoint)
+	}
+	return endpoint, nil
+}
+
+// Endpoint returns the endpoint the client was made for.
+func (c *Client) Endpoint() string { return c.endpoint }
+
+// Close releases the connection.
+func (c *Client) Close() error { return c.conn.Close() }

@@ -1,0 +1,67 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/probelet/probelet/prober/probe/execprobe"
+)
+
+var _ execprobe.Runner = (*Client)(nil)
+
+// ExecSync runs cmd in the container and waits for it, like the kubelet's
+// exec probe. A non-zero exit code is not an error. When the command
+// outlives timeout the error wraps execprobe.ErrTimeout: containerd kills
+// it and answers DeadlineExceeded ("timeout 1s exceeded: context deadline
+// exceeded"), and the call's own deadline (timeout plus the client
+// timeout) reports the same code. Other errors mean the probe could not run.
+func (c *Client) ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, []byte, int32, error) {
+	callCtx, cancel := c.callContext(ctx, timeout)
+	defer cancel()
+	resp, err := c.rt.ExecSync(callCtx, &runtimeapi.ExecSyncRequest{
+		ContainerId: containerID,
+		Cmd:         cmd,
+		Timeout:     seconds(timeout),
+	})
+	if err != nil {
+		// A caller that cancelled (worker stopped) gets a plain error; a
+		// caller's own deadline is still the command timing out.
+		if isTimeout(err) && !errors.Is(ctx.Err(), context.Canceled) {
+			return nil, nil, 0, fmt.Errorf("%w: command %q in container %s after %s", execprobe.ErrTimeout, strings.Join(cmd, " "), containerID, timeout)
+		}
+		return nil, nil, 0, fmt.Errorf("exec in container %s: %w", containerID, err)
+	}
+	return resp.GetStdout(), resp.GetStderr(), resp.GetExitCode(), nil
+}
+
+// callContext bounds a call that itself waits up to wait by wait plus the
+// client timeout; wait 0 means no own wait (the kubelet then sets no
+// deadline for ExecSync, probelet still bounds it by the client timeout).
+func (c *Client) callContext(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.timeout+wait)
+}
+
+func isTimeout(err error) bool {
+	if status.Code(err) == codes.DeadlineExceeded {
+		return true
+	}
+	// A runtime that does not map context errors to codes still says so.
+	msg := status.Convert(err).Message()
+	return strings.Contains(msg, "timeout") && strings.Contains(msg, "exceeded")
+}
+
+// seconds rounds up to whole seconds, the unit CRI timeouts are in; a
+// sub-second timeout must not become 0, which means "none".
+func seconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}

@@ -1,0 +1,143 @@
+package client_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// fakeCRI is an in-process CRI RuntimeService on a unix socket. Commands
+// given to ExecSync pick its answer: "exit N", "timeout" (containerd's
+// answer to a command outliving its timeout), "timeout-text" (the same
+// without the gRPC code), "hang" (block until the caller gives up),
+// anything else succeeds.
+type fakeCRI struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+	mu        sync.Mutex
+	execReqs  []*runtimeapi.ExecSyncRequest
+	stopReqs  []*runtimeapi.StopContainerRequest
+	stopErr   error
+	pods      []*runtimeapi.PodSandbox
+	ctrs      []*runtimeapi.Container
+	podStatus map[string]*runtimeapi.PodSandboxStatusResponse
+	ctrStatus map[string]*runtimeapi.ContainerStatusResponse
+}
+
+func (f *fakeCRI) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
+	f.mu.Lock()
+	f.execReqs = append(f.execReqs, req)
+	f.mu.Unlock()
+	switch req.Cmd[0] {
+	case "exit":
+		code := map[string]int32{"0": 0, "1": 1, "3": 3}[req.Cmd[1]]
+		return &runtimeapi.ExecSyncResponse{Stdout: []byte("out"), Stderr: []byte("err"), ExitCode: code}, nil
+	case "timeout":
+		return nil, status.Error(codes.DeadlineExceeded, "failed to exec in container: timeout 1s exceeded: context deadline exceeded")
+	case "timeout-text":
+		return nil, status.Error(codes.Unknown, "failed to exec in container: timeout 1s exceeded: context deadline exceeded")
+	case "missing":
+		return nil, status.Error(codes.NotFound, "container not found")
+	case "hang":
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return &runtimeapi.ExecSyncResponse{}, nil
+}
+
+func (f *fakeCRI) StopContainer(_ context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopReqs = append(f.stopReqs, req)
+	if f.stopErr != nil {
+		return nil, f.stopErr
+	}
+	return &runtimeapi.StopContainerResponse{}, nil
+}
+
+func (f *fakeCRI) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
+	return &runtimeapi.VersionResponse{Version: "0.1.0", RuntimeName: "containerd", RuntimeVersion: "v2.4.2", RuntimeApiVersion: "v1"}, nil
+}
+
+func (f *fakeCRI) ListPodSandbox(context.Context, *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
+	return &runtimeapi.ListPodSandboxResponse{Items: f.pods}, nil
+}
+
+func (f *fakeCRI) ListContainers(context.Context, *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
+	return &runtimeapi.ListContainersResponse{Containers: f.ctrs}, nil
+}
+
+func (f *fakeCRI) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
+	if r, ok := f.podStatus[req.PodSandboxId]; ok {
+		return r, nil
+	}
+	return nil, status.Error(codes.NotFound, "no such sandbox")
+}
+
+func (f *fakeCRI) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
+	if r, ok := f.ctrStatus[req.ContainerId]; ok {
+		return r, nil
+	}
+	return nil, status.Error(codes.NotFound, "no such container")
+}
+
+func (f *fakeCRI) lastExec() *runtimeapi.ExecSyncRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.execReqs[len(f.execReqs)-1]
+}
+
+func (f *fakeCRI) lastStop() *runtimeapi.StopContainerRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stopReqs[len(f.stopReqs)-1]
+}
+
+// criServer runs a fakeCRI; stop and serve again simulate a runtime restart.
+type criServer struct {
+	t    *testing.T
+	path string
+	fake *fakeCRI
+	srv  *grpc.Server
+}
+
+func newCRIServer(t *testing.T, fake *fakeCRI) *criServer {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "cri")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	s := &criServer{t: t, path: filepath.Join(dir, "containerd.sock"), fake: fake}
+	s.serve()
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *criServer) serve() {
+	s.t.Helper()
+	os.Remove(s.path)
+	l, err := net.Listen("unix", s.path)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.srv = grpc.NewServer()
+	runtimeapi.RegisterRuntimeServiceServer(s.srv, s.fake)
+	go s.srv.Serve(l)
+}
+
+func (s *criServer) stop() {
+	if s.srv != nil {
+		s.srv.Stop()
+		s.srv = nil
+	}
+}
+
+func (s *criServer) endpoint() string { return "unix://" + s.path }
