@@ -1,0 +1,142 @@
+package server
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/probelet/probelet/prober"
+)
+
+// entry is one container as the server presents it: the lifecycle cache's
+// pod and container joined with the prober's status, when it has one.
+type entry struct {
+	pod    *prober.Pod
+	ctr    prober.Container
+	status *prober.ContainerStatus
+}
+
+// namespace, podName and podUID come from the pod, or from the status for
+// a container the lifecycle cache does not know (yet).
+func (e entry) namespace() string { return e.pod.Namespace }
+func (e entry) podName() string   { return e.pod.Name }
+
+// started reports the startup gate; without probe state a running
+// container counts as started, like the kubelet without a startup probe.
+func (e entry) started() bool {
+	if e.status != nil {
+		return e.status.Started
+	}
+	return e.ctr.State == prober.ContainerRunning
+}
+
+// ready reports published readiness, with the same fallback as started.
+func (e entry) ready() bool {
+	if e.status != nil {
+		return e.status.Ready
+	}
+	return e.ctr.State == prober.ContainerRunning
+}
+
+// catalog is a consistent-enough snapshot of both read sides, taken once
+// per call.
+type catalog struct {
+	pods    []*prober.Pod
+	entries []entry
+}
+
+// snapshot joins view and status by container ID. Containers with probe
+// state but unknown to the view (a race at start or removal) are kept,
+// with a pod built from the status.
+func (s *Server) snapshot() catalog {
+	var c catalog
+	byID := map[string]*prober.ContainerStatus{}
+	for _, st := range s.status.Containers() {
+		byID[st.ContainerID] = &st
+	}
+	for _, p := range s.view.Pods() {
+		pod := &p
+		c.pods = append(c.pods, pod)
+		for _, ctr := range pod.Containers {
+			c.entries = append(c.entries, entry{pod: pod, ctr: ctr, status: byID[ctr.ID]})
+			delete(byID, ctr.ID)
+		}
+	}
+	for _, st := range byID {
+		c.entries = append(c.entries, orphan(st))
+	}
+	sortCatalog(&c)
+	return c
+}
+
+// orphan builds an entry from probe state alone.
+func orphan(st *prober.ContainerStatus) entry {
+	pod := &prober.Pod{UID: st.PodUID, Name: st.PodName, Namespace: st.PodNamespace}
+	ctr := prober.Container{ID: st.ContainerID, Name: st.ContainerName, State: st.State, StartedAt: st.StartedAt}
+	return entry{pod: pod, ctr: ctr, status: st}
+}
+
+func sortCatalog(c *catalog) {
+	slices.SortFunc(c.pods, func(a, b *prober.Pod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.SandboxID, b.SandboxID))
+	})
+	slices.SortFunc(c.entries, func(a, b entry) int {
+		return cmp.Or(
+			cmp.Compare(a.namespace(), b.namespace()),
+			cmp.Compare(a.podName(), b.podName()),
+			cmp.Compare(a.ctr.Name, b.ctr.Name),
+			cmp.Compare(a.ctr.ID, b.ctr.ID))
+	})
+}
+
+// pod returns the pod whose sandbox ID equals id or starts with it, if
+// exactly one does.
+func (c catalog) pod(id string) (*prober.Pod, error) {
+	var found *prober.Pod
+	for _, p := range c.pods {
+		if p.SandboxID == id {
+			return p, nil
+		}
+		if id != "" && hasPrefix(p.SandboxID, id) {
+			if found != nil {
+				return nil, errAmbiguousID("pod sandbox", id)
+			}
+			found = p
+		}
+	}
+	if found == nil {
+		return nil, errNotFound("pod sandbox", id)
+	}
+	return found, nil
+}
+
+// container returns the entry whose container ID equals id or starts with
+// it, if exactly one does.
+func (c catalog) container(id string) (entry, error) {
+	var found *entry
+	for i, e := range c.entries {
+		if e.ctr.ID == id {
+			return e, nil
+		}
+		if id != "" && hasPrefix(e.ctr.ID, id) {
+			if found != nil {
+				return entry{}, errAmbiguousID("container", id)
+			}
+			found = &c.entries[i]
+		}
+	}
+	if found == nil {
+		return entry{}, errNotFound("container", id)
+	}
+	return *found, nil
+}
+
+// containersOf lists the entries of one pod.
+func (c catalog) containersOf(p *prober.Pod) []entry {
+	var out []entry
+	for _, e := range c.entries {
+		if e.pod == p {
+			out = append(out, e)
+		}
+	}
+	return out
+}

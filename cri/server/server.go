@@ -1,0 +1,225 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	apiv1 "github.com/probelet/probelet/api/v1alpha1"
+	"github.com/probelet/probelet/internal/version"
+	"github.com/probelet/probelet/lifecycle"
+	"github.com/probelet/probelet/prober"
+)
+
+// Server serves the read-only CRI services, probelet's API and gRPC health
+// on one unix socket.
+type Server struct {
+	status prober.StatusSource
+	view   lifecycle.View
+	log    *zap.Logger
+	clock  clock.Clock
+
+	version         string
+	socketGID       int
+	streamQueue     int
+	eventHistory    int
+	shutdownTimeout time.Duration
+
+	grpc   *grpc.Server
+	health *health.Server
+	events *eventLog
+
+	mu       sync.Mutex
+	listener net.Listener
+	path     string
+	created  os.FileInfo
+	// done is closed by Stop (with stopped set under mu); streams end and
+	// background work returns.
+	done     chan struct{}
+	stopped  bool
+	stopOnce sync.Once
+	bg       sync.WaitGroup
+}
+
+// New builds a Server over the two read sides. It does not listen yet.
+func New(status prober.StatusSource, view lifecycle.View, opts ...Option) (*Server, error) {
+	if status == nil || view == nil {
+		return nil, errors.New("server: status source and lifecycle view are required")
+	}
+	s := &Server{
+		status:          status,
+		view:            view,
+		log:             zap.NewNop(),
+		clock:           clock.RealClock{},
+		version:         version.Version,
+		streamQueue:     1024,
+		eventHistory:    512,
+		shutdownTimeout: 5 * time.Second,
+		done:            make(chan struct{}),
+	}
+	for _, opt := range opts {
+		if err := opt(s); err != nil {
+			return nil, err
+		}
+	}
+	s.events = newEventLog(s.eventHistory)
+	s.grpc = grpc.NewServer(
+		grpc.ChainUnaryInterceptor(readOnlyUnary),
+		grpc.ChainStreamInterceptor(readOnlyStream),
+	)
+	s.health = health.NewServer()
+	s.register()
+	return s, nil
+}
+
+// register puts every service on the gRPC server and marks them serving.
+func (s *Server) register() {
+	runtimeapi.RegisterRuntimeServiceServer(s.grpc, &runtimeService{s: s})
+	runtimeapi.RegisterImageServiceServer(s.grpc, &imageService{s: s})
+	apiv1.RegisterProbeletServer(s.grpc, &apiService{s: s})
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	for _, name := range []string{
+		"",
+		runtimeapi.RuntimeService_ServiceDesc.ServiceName,
+		runtimeapi.ImageService_ServiceDesc.ServiceName,
+		apiv1.Probelet_ServiceDesc.ServiceName,
+	} {
+		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+	}
+}
+
+// Listen creates the unix socket for endpoint (unix:///path). It refuses
+// to take over a socket another process is serving on and replaces a
+// stale one.
+func (s *Server) Listen(endpoint string) error {
+	path, err := SocketPath(endpoint)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listener != nil {
+		return fmt.Errorf("server: already listening on %s", s.path)
+	}
+	l, stale, err := listenUnix(path, s.socketGID)
+	if err != nil {
+		return err
+	}
+	if stale {
+		s.log.Info("replaced a stale socket", zap.String("path", path))
+	}
+	created, err := os.Lstat(path)
+	if err != nil {
+		_ = l.Close()
+		return fmt.Errorf("stat new socket: %w", err)
+	}
+	s.listener, s.path, s.created = l, path, created
+	s.log.Info("listening", zap.String("socket", path))
+	return nil
+}
+
+// Path returns the socket path after Listen.
+func (s *Server) Path() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.path
+}
+
+// Serve serves on the socket made by Listen until ctx ends or Stop is
+// called; then it stops the server and returns nil.
+func (s *Server) Serve(ctx context.Context) error {
+	s.mu.Lock()
+	l := s.listener
+	stopped := s.stopped
+	if l != nil && !stopped {
+		s.bg.Add(1) // under mu, so Stop's Wait cannot miss it
+	}
+	s.mu.Unlock()
+	if l == nil {
+		return errors.New("server: Serve called before Listen")
+	}
+	if stopped {
+		return nil
+	}
+	s.startEventLog()
+	errc := make(chan error, 1)
+	go func() { errc <- s.grpc.Serve(l) }()
+	select {
+	case <-ctx.Done():
+		s.Stop()
+		return served(<-errc)
+	case <-s.done:
+		return served(<-errc)
+	case err := <-errc:
+		s.Stop()
+		return served(err)
+	}
+}
+
+// ListenAndServe is Listen followed by Serve.
+func (s *Server) ListenAndServe(ctx context.Context, endpoint string) error {
+	if err := s.Listen(endpoint); err != nil {
+		return err
+	}
+	return s.Serve(ctx)
+}
+
+// Stop ends every stream, waits up to the shutdown timeout for in-flight
+// calls, closes all connections and removes the socket. It is idempotent.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		s.mu.Lock()
+		s.stopped = true
+		close(s.done)
+		s.mu.Unlock()
+		s.health.Shutdown()
+		stopped := make(chan struct{})
+		go func() { s.grpc.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-s.clock.After(s.shutdownTimeout):
+			// A handler stuck sending to a client that does not read.
+			s.grpc.Stop()
+			<-stopped
+		}
+		s.bg.Wait()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.listener != nil {
+			_ = s.listener.Close() // Listen without Serve
+		}
+		if s.created != nil {
+			removeIfSame(s.path, s.created)
+		}
+	})
+}
+
+// startEventLog records probe events in the background until Stop; the
+// caller has done bg.Add(1).
+func (s *Server) startEventLog() {
+	ch, cancel := s.status.SubscribeEvents(s.streamQueue)
+	go func() {
+		defer s.bg.Done()
+		defer cancel()
+		s.events.run(s.done, ch)
+	}()
+}
+
+// served maps the error of a server stopped on purpose to nil.
+func served(err error) error {
+	if errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,134 @@
+// Package servertest provides fakes of the server's two data sources and
+// helpers to run the server on a temporary socket, for the server's own
+// tests and probectl's end-to-end tests.
+package servertest
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/probelet/probelet/lifecycle"
+	"github.com/probelet/probelet/prober"
+)
+
+// Status is a fake prober.StatusSource whose publishers never block.
+type Status struct {
+	mu         sync.Mutex
+	containers []prober.ContainerStatus
+	results    hub[prober.ResultChange]
+	events     hub[prober.Event]
+}
+
+var _ prober.StatusSource = (*Status)(nil)
+
+// NewStatus returns a Status holding cs.
+func NewStatus(cs ...prober.ContainerStatus) *Status {
+	return &Status{containers: cs}
+}
+
+// Set replaces the container states.
+func (s *Status) Set(cs ...prober.ContainerStatus) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.containers = cs
+}
+
+// Containers implements prober.StatusSource.
+func (s *Status) Containers() []prober.ContainerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.containers)
+}
+
+// Container implements prober.StatusSource.
+func (s *Status) Container(id string) (prober.ContainerStatus, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.containers {
+		if c.ContainerID == id {
+			return c, true
+		}
+	}
+	return prober.ContainerStatus{}, false
+}
+
+// SubscribeResults implements prober.StatusSource.
+func (s *Status) SubscribeResults(buffer int) (<-chan prober.ResultChange, func()) {
+	return s.results.subscribe(buffer)
+}
+
+// SubscribeEvents implements prober.StatusSource.
+func (s *Status) SubscribeEvents(buffer int) (<-chan prober.Event, func()) {
+	return s.events.subscribe(buffer)
+}
+
+// PublishResult delivers a change to subscribers with room; it never blocks.
+func (s *Status) PublishResult(rc prober.ResultChange) { s.results.publish(rc) }
+
+// PublishEvent delivers an event to subscribers with room; it never blocks.
+func (s *Status) PublishEvent(ev prober.Event) { s.events.publish(ev) }
+
+// ResultStats reports live result subscriptions, changes dropped for
+// lagging subscribers, and subscriptions cancelled.
+func (s *Status) ResultStats() (subscribers int, dropped uint64, cancelled int) {
+	return s.results.stats()
+}
+
+// EventStats is ResultStats for probe events.
+func (s *Status) EventStats() (subscribers int, dropped uint64, cancelled int) {
+	return s.events.stats()
+}
+
+// View is a fake lifecycle.View whose publisher never blocks.
+type View struct {
+	mu     sync.Mutex
+	pods   []prober.Pod
+	nri    atomic.Bool
+	events hub[lifecycle.Event]
+}
+
+var _ lifecycle.View = (*View)(nil)
+
+// NewView returns a connected View holding pods.
+func NewView(pods ...prober.Pod) *View {
+	v := &View{pods: pods}
+	v.nri.Store(true)
+	return v
+}
+
+// Set replaces the pods.
+func (v *View) Set(pods ...prober.Pod) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.pods = pods
+}
+
+// SetNRIConnected sets what NRIConnected reports.
+func (v *View) SetNRIConnected(ok bool) { v.nri.Store(ok) }
+
+// Pods implements lifecycle.View.
+func (v *View) Pods() []prober.Pod {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return slices.Clone(v.pods)
+}
+
+// SubscribeEvents implements lifecycle.View.
+func (v *View) SubscribeEvents(buffer int) (<-chan lifecycle.Event, func()) {
+	return v.events.subscribe(buffer)
+}
+
+// NRIConnected implements lifecycle.View.
+func (v *View) NRIConnected() bool { return v.nri.Load() }
+
+// Publish delivers a lifecycle event to subscribers with room; it never blocks.
+func (v *View) Publish(ev lifecycle.Event) { v.events.publish(ev) }
+
+// EventStats reports live subscriptions, drops and cancellations.
+func (v *View) EventStats() (subscribers int, dropped uint64, cancelled int) {
+	return v.events.stats()
+}
+
+// CloseSubscriptions ends every lifecycle subscription.
+func (v *View) CloseSubscriptions() { v.events.closeAll() }

@@ -1,0 +1,195 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	apiv1 "github.com/probelet/probelet/api/v1alpha1"
+	"github.com/probelet/probelet/cri/server"
+	"github.com/probelet/probelet/cri/server/servertest"
+	"github.com/probelet/probelet/lifecycle"
+	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/results"
+)
+
+// resultChange returns a change with an output of size bytes; big outputs
+// fill the HTTP/2 flow-control windows (up to 16 MiB) of a client that
+// does not read, so the server's Send really blocks.
+func resultChange(i, size int) prober.ResultChange {
+	return prober.ResultChange{
+		Time: servertest.Now, PodUID: "uid-web", PodName: "web", PodNamespace: "default",
+		ContainerName: "app", ContainerID: servertest.WebAppID, Type: probe.Readiness,
+		Result: results.Result(i % 2), Output: strings.Repeat("x", size),
+	}
+}
+
+func TestGetContainerEventsStreamsLifecycle(t *testing.T) {
+	src, view := servertest.NewStatus(), servertest.NewView()
+	_, endpoint := servertest.Start(t, src, view)
+	rt := runtimeapi.NewRuntimeServiceClient(servertest.Dial(t, endpoint))
+	stream, err := rt.GetContainerEvents(context.Background(), &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitFor(t, "the lifecycle subscription", func() bool { n, _, _ := view.EventStats(); return n == 1 })
+	pod := servertest.Pods()[0]
+	for _, typ := range []lifecycle.EventType{lifecycle.ContainerCreated, lifecycle.ContainerStarted, lifecycle.ContainerStopped, lifecycle.ContainerDeleted} {
+		view.Publish(lifecycle.Event{Type: typ, Time: servertest.Now, PodUID: pod.UID, SandboxID: pod.SandboxID, ContainerID: servertest.WebAppID, Pod: pod})
+	}
+	for _, want := range []runtimeapi.ContainerEventType{
+		runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT,
+		runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT,
+	} {
+		ev, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.ContainerEventType != want || ev.ContainerId != servertest.WebAppID ||
+			ev.PodSandboxStatus.GetMetadata().GetName() != "web" || len(ev.ContainersStatuses) != 2 ||
+			ev.CreatedAt != servertest.Now.UnixNano() {
+			t.Fatalf("event %v, want %v for web/app with the pod's statuses", ev, want)
+		}
+	}
+	// The source closing its subscriptions ends the stream.
+	view.CloseSubscriptions()
+	if _, err := stream.Recv(); status.Code(err) != codes.Unavailable {
+		t.Fatalf("after the source closed: %v; want Unavailable", err)
+	}
+}
+
+func TestClientDisconnectCancelsSubscriptions(t *testing.T) {
+	src, view := servertest.NewStatus(), servertest.NewView()
+	_, endpoint := servertest.Start(t, src, view)
+	conn := servertest.Dial(t, endpoint)
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := apiv1.NewProbeletClient(conn).WatchResults(ctx, &apiv1.WatchResultsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runtimeapi.NewRuntimeServiceClient(conn).GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitFor(t, "both subscriptions", func() bool {
+		r, _, _ := src.ResultStats()
+		v, _, _ := view.EventStats()
+		return r == 1 && v == 1
+	})
+	cancel()
+	servertest.WaitFor(t, "both subscriptions cancelled", func() bool {
+		r, _, rc := src.ResultStats()
+		v, _, vc := view.EventStats()
+		return r == 0 && v == 0 && rc == 1 && vc == 1
+	})
+}
+
+// A client that opens a watch and never reads must not slow the publisher:
+// the server drains the subscription, notices the client cannot keep up,
+// cancels the subscription and ends the stream with ResourceExhausted.
+func TestWatchClientThatNeverReads(t *testing.T) {
+	src, view := servertest.NewStatus(), servertest.NewView()
+	clk := clocktesting.NewFakeClock(servertest.Now)
+	srv, endpoint := servertest.Start(t, src, view, server.WithStreamQueue(16), server.WithClock(clk))
+	stream, err := apiv1.NewProbeletClient(servertest.Dial(t, endpoint)).WatchResults(context.Background(), &apiv1.WatchResultsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitFor(t, "the watch subscription", func() bool { n, _, _ := src.ResultStats(); return n == 1 })
+
+	// Publish until the server gives up on the client. Every publish
+	// returns at once (the fake, like the prober, drops for a full
+	// subscriber), so this loop is the prober carrying on regardless.
+	published := 0
+	for ; published < 2_000_000; published++ {
+		src.PublishResult(resultChange(published, 256<<10))
+		if _, _, cancelled := src.ResultStats(); cancelled == 1 {
+			break
+		}
+		if published%1000 == 999 {
+			time.Sleep(time.Millisecond) // let the server goroutines run on 2 cores
+		}
+	}
+	subs, dropped, cancelled := src.ResultStats()
+	if cancelled != 1 || subs != 0 {
+		t.Fatalf("after %d changes: %d subscribers, %d cancelled; want the subscription cancelled", published, subs, cancelled)
+	}
+	t.Logf("subscription cancelled after %d changes (%d dropped by the publisher)", published, dropped)
+
+	// Once the client reads, it gets what was queued, then the reason.
+	received := 0
+	for {
+		_, err := stream.Recv()
+		if err != nil {
+			if c := statusCode(err); c != codes.ResourceExhausted {
+				t.Fatalf("stream ended with %v; want ResourceExhausted", err)
+			}
+			break
+		}
+		received++
+	}
+	if received == 0 || received >= published {
+		t.Fatalf("received %d of %d changes; want some but not all", received, published)
+	}
+	srv.Stop()
+}
+
+func statusCode(err error) codes.Code {
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		return se.GRPCStatus().Code()
+	}
+	return codes.Unknown
+}
+
+// Stop must not hang on a handler stuck sending to a client that does not
+// read: after the shutdown timeout it closes the connections.
+func TestStopWithStuckClient(t *testing.T) {
+	src, view := servertest.NewStatus(), servertest.NewView()
+	clk := clocktesting.NewFakeClock(servertest.Now)
+	srv, endpoint := servertest.Start(t, src, view, server.WithStreamQueue(4), server.WithClock(clk))
+	if _, err := apiv1.NewProbeletClient(servertest.Dial(t, endpoint)).WatchResults(context.Background(), &apiv1.WatchResultsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitFor(t, "the watch subscription", func() bool { n, _, _ := src.ResultStats(); return n == 1 })
+	for i := 0; ; i++ {
+		src.PublishResult(resultChange(i, 1<<20))
+		if _, _, c := src.ResultStats(); c == 1 {
+			break
+		}
+		if i%1000 == 999 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	stopped := make(chan struct{})
+	go func() { srv.Stop(); close(stopped) }()
+	servertest.WaitFor(t, "Stop to wait for the stuck handler", clk.HasWaiters)
+	select {
+	case <-stopped:
+		t.Fatal("Stop returned while a handler was stuck; the test proves nothing")
+	default:
+	}
+	clk.Step(5 * time.Second)
+	<-stopped
+}
+
+func TestStopEndsFollowers(t *testing.T) {
+	src, view := servertest.NewStatus(), servertest.NewView()
+	srv, endpoint := servertest.Start(t, src, view)
+	stream, err := apiv1.NewProbeletClient(servertest.Dial(t, endpoint)).Events(context.Background(), &apiv1.EventsRequest{Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitFor(t, "the event log subscription", func() bool { n, _, _ := src.EventStats(); return n == 1 })
+	go srv.Stop()
+	if _, err := stream.Recv(); statusCode(err) != codes.Unavailable {
+		t.Fatalf("follower after Stop: %v; want Unavailable", err)
+	}
+	servertest.WaitFor(t, "the event log to unsubscribe", func() bool { n, _, c := src.EventStats(); return n == 0 && c == 1 })
+}
