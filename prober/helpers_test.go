@@ -1,0 +1,369 @@
+package prober_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/prober/spec"
+)
+
+// Ports route a fake TCP probe to the answers of one probe type.
+const (
+	livePort  = 1001
+	readyPort = 1002
+	startPort = 1003
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+var errBroken = errors.New("prober broke")
+
+// answer is one scripted handler result.
+type answer struct {
+	res probe.Result
+	out string
+	err error
+}
+
+var (
+	success = answer{res: probe.Success}
+	failure = answer{res: probe.Failure, out: "connection refused"}
+	warning = answer{res: probe.Warning, out: "Probe terminated redirects"}
+	broken  = answer{res: probe.Unknown, err: errBroken}
+)
+
+// fakeTCP answers TCP probes from per-port scripts, then per-port defaults
+// (Success when unset), and counts calls. A gate makes a port's probes
+// block until the gate closes or the probe is cancelled.
+type fakeTCP struct {
+	mu      sync.Mutex
+	script  map[int][]answer
+	def     map[int]answer
+	calls   map[int]int
+	targets []probe.TCPTarget
+	gate    map[int]chan struct{}
+	entered chan int
+}
+
+func newFakeTCP() *fakeTCP {
+	return &fakeTCP{
+		script: map[int][]answer{}, def: map[int]answer{}, calls: map[int]int{},
+		gate: map[int]chan struct{}{}, entered: make(chan int, 100),
+	}
+}
+
+func (f *fakeTCP) ProbeTCP(ctx context.Context, t probe.TCPTarget) (probe.Result, string, probe.Method, error) {
+	f.mu.Lock()
+	f.calls[t.Port]++
+	f.targets = append(f.targets, t)
+	a, ok := f.def[t.Port]
+	if !ok {
+		a = answer{res: probe.Success}
+	}
+	if s := f.script[t.Port]; len(s) > 0 {
+		a, f.script[t.Port] = s[0], s[1:]
+	}
+	gate := f.gate[t.Port]
+	f.mu.Unlock()
+	if gate != nil {
+		f.entered <- t.Port
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return probe.Unknown, "", probe.MethodDial, ctx.Err()
+		}
+	}
+	return a.res, a.out, probe.MethodDial, a.err
+}
+
+// then queues answers for port.
+func (f *fakeTCP) then(port int, as ...answer) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.script[port] = append(f.script[port], as...)
+}
+
+// always sets port's answer once the script is used up.
+func (f *fakeTCP) always(port int, a answer) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.def[port] = a
+}
+
+// block makes port's probes wait; the returned func releases them.
+func (f *fakeTCP) block(port int) func() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g := make(chan struct{})
+	f.gate[port] = g
+	return func() {
+		f.mu.Lock()
+		delete(f.gate, port)
+		f.mu.Unlock()
+		close(g)
+	}
+}
+
+func (f *fakeTCP) count(port int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[port]
+}
+
+// kill is one KillContainer call.
+type kill struct {
+	id     string
+	grace  time.Duration
+	reason string
+}
+
+// fakeKiller records kills; a gate makes them block.
+type fakeKiller struct {
+	mu    sync.Mutex
+	kills []kill
+	err   error
+	gate  chan struct{}
+}
+
+func (k *fakeKiller) KillContainer(ctx context.Context, id string, grace time.Duration, reason string) error {
+	k.mu.Lock()
+	k.kills = append(k.kills, kill{id, grace, reason})
+	gate, err := k.gate, k.err
+	k.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return err
+}
+
+func (k *fakeKiller) calls() []kill {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]kill(nil), k.kills...)
+}
+
+// harness is a started Manager on a fake clock with fake TCP and killer.
+type harness struct {
+	t       *testing.T
+	clock   *clocktesting.FakeClock
+	m       *prober.Manager
+	tcp     *fakeTCP
+	killer  *fakeKiller
+	reg     *prometheus.Registry
+	changes <-chan prober.ResultChange
+	events  <-chan prober.Event
+}
+
+// newHarness starts a Manager whose agent started an hour ago (no jitter)
+// unless opts say otherwise.
+func newHarness(t *testing.T, opts ...prober.Option) *harness {
+	t.Helper()
+	h := &harness{
+		t: t, clock: clocktesting.NewFakeClock(epoch), tcp: newFakeTCP(),
+		killer: &fakeKiller{}, reg: prometheus.NewRegistry(),
+	}
+	base := []prober.Option{
+		prober.WithClock(h.clock), prober.WithTCPProber(h.tcp), prober.WithKiller(h.killer),
+		prober.WithRegisterer(h.reg), prober.WithAgentStartTime(epoch.Add(-time.Hour)),
+		prober.WithJitter(func() float64 { return 0.5 }),
+	}
+	m, err := prober.NewManager(append(base, opts...)...)
+	if err != nil {
+		t.Fatalf("NewManager: %v", err)
+	}
+	h.m = m
+	var cancelC, cancelE func()
+	h.changes, cancelC = m.SubscribeResults(1000)
+	h.events, cancelE = m.SubscribeEvents(1000)
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { cancelC(); cancelE(); m.Stop() })
+	return h
+}
+
+// settle waits until the engine has caught up with the clock.
+func (h *harness) settle() {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.m.WaitIdle(ctx); err != nil {
+		h.t.Fatalf("WaitIdle: %v", err)
+	}
+}
+
+// update hands pod to the engine and settles.
+func (h *harness) update(pod prober.Pod) {
+	h.t.Helper()
+	h.m.UpdatePod(pod)
+	h.settle()
+}
+
+// step advances the clock by d one second at a time, settling after each.
+func (h *harness) step(d time.Duration) {
+	h.t.Helper()
+	for d > 0 {
+		s := min(d, time.Second)
+		h.clock.Step(s)
+		h.settle()
+		d -= s
+	}
+}
+
+// result is the published result of c's probe t, Unknown when none.
+func (h *harness) result(id string, t probe.Type) results.Result {
+	h.t.Helper()
+	st, ok := h.m.Container(id)
+	if !ok {
+		h.t.Fatalf("container %s unknown", id)
+	}
+	ps, ok := st.Probes[t]
+	if !ok {
+		h.t.Fatalf("container %s has no %v probe", id, t)
+	}
+	return ps.Result
+}
+
+// wantResult fails unless c's probe t publishes want.
+func (h *harness) wantResult(id string, t probe.Type, want results.Result) {
+	h.t.Helper()
+	if got := h.result(id, t); got != want {
+		h.t.Fatalf("%s %v result = %v, want %v", id, t, got, want)
+	}
+}
+
+// drainChanges returns the result changes published so far.
+func (h *harness) drainChanges() []prober.ResultChange {
+	var out []prober.ResultChange
+	for {
+		select {
+		case c := <-h.changes:
+			out = append(out, c)
+		default:
+			return out
+		}
+	}
+}
+
+// drainEvents returns the events published so far.
+func (h *harness) drainEvents() []prober.Event {
+	var out []prober.Event
+	for {
+		select {
+		case e := <-h.events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// counter reads prober_probe_total for one series.
+func (h *harness) counter(t probe.Type, result, container string) float64 {
+	h.t.Helper()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "prober_probe_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if l["probe_type"] == t.String() && l["result"] == result && l["container"] == container {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
+}
+
+// series counts the gathered series of a metric.
+func (h *harness) series(name string) int {
+	h.t.Helper()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return len(mf.GetMetric())
+		}
+	}
+	return 0
+}
+
+// tcpProbe is a defaulted TCP probe on port.
+func tcpProbe(port int, mutate ...func(*corev1.Probe)) *corev1.Probe {
+	p := &corev1.Probe{
+		ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}},
+		TimeoutSeconds:   1,
+		PeriodSeconds:    10,
+		SuccessThreshold: 1,
+		FailureThreshold: 3,
+	}
+	for _, f := range mutate {
+		f(p)
+	}
+	return p
+}
+
+func withThresholds(success, failure int32) func(*corev1.Probe) {
+	return func(p *corev1.Probe) { p.SuccessThreshold, p.FailureThreshold = success, failure }
+}
+
+func withPeriod(s int32) func(*corev1.Probe) {
+	return func(p *corev1.Probe) { p.PeriodSeconds = s }
+}
+
+func withInitialDelay(s int32) func(*corev1.Probe) {
+	return func(p *corev1.Probe) { p.InitialDelaySeconds = s }
+}
+
+// testPod is pod "default/web" (UID "uid-1") with one running container
+// "app" of the given ID and probes.
+func testPod(id string, probes spec.ContainerProbes) prober.Pod {
+	return prober.Pod{
+		UID: "uid-1", Name: "web", Namespace: "default",
+		IPs:    []string{"10.0.0.5"},
+		Probes: spec.PodProbes{"app": probes},
+		Containers: []prober.Container{{
+			ID: id, Name: "app", State: prober.ContainerRunning, StartedAt: epoch,
+		}},
+	}
+}
+
+// withState returns pod with its container's state changed.
+func withState(pod prober.Pod, s prober.ContainerState) prober.Pod {
+	pod.Containers = append([]prober.Container(nil), pod.Containers...)
+	pod.Containers[0].State = s
+	return pod
+}
+
+// withContainerID returns pod with a restarted container (new ID, running).
+func withContainerID(pod prober.Pod, id string, startedAt time.Time) prober.Pod {
+	pod.Containers = append([]prober.Container(nil), pod.Containers...)
+	pod.Containers[0].ID = id
+	pod.Containers[0].State = prober.ContainerRunning
+	pod.Containers[0].StartedAt = startedAt
+	return pod
+}

@@ -1,0 +1,169 @@
+package prober
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"k8s.io/utils/clock"
+
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/probe/execprobe"
+)
+
+// Option configures a Manager; it fails on a value the Manager cannot use.
+type Option func(*Manager) error
+
+// LivenessAction is what the engine does when a liveness or startup probe
+// fails at its threshold.
+type LivenessAction int
+
+const (
+	// ActionRestart kills the container through the ContainerKiller, like
+	// the kubelet (its restart policy then restarts it).
+	ActionRestart LivenessAction = iota
+	// ActionReport only logs and emits a "would restart" event; for trying
+	// probelet next to the kubelet without acting twice.
+	ActionReport
+)
+
+// String returns "restart" or "report".
+func (a LivenessAction) String() string {
+	if a == ActionReport {
+		return "report"
+	}
+	return "restart"
+}
+
+// WithClock sets the clock for scheduling and timestamps; tests pass a
+// k8s.io/utils/clock/testing FakeClock.
+func WithClock(c clock.Clock) Option {
+	return func(m *Manager) error {
+		if c == nil {
+			return errors.New("prober: nil clock")
+		}
+		m.clock = c
+		return nil
+	}
+}
+
+// WithLogger sets the logger (default: no logging).
+func WithLogger(l *zap.Logger) Option {
+	return func(m *Manager) error {
+		if l == nil {
+			return errors.New("prober: nil logger")
+		}
+		m.log = l
+		return nil
+	}
+}
+
+// WithRegisterer registers the engine's metrics on r (default: a private
+// registry, so several managers can coexist in tests).
+func WithRegisterer(r prometheus.Registerer) Option {
+	return func(m *Manager) error {
+		if r == nil {
+			return errors.New("prober: nil metrics registerer")
+		}
+		m.registerer = r
+		return nil
+	}
+}
+
+// WithTCPProber sets who answers TCP probes (default: the kubelet-style
+// dialer; the eBPF listener table in production).
+func WithTCPProber(p probe.TCPProber) Option {
+	return func(m *Manager) error {
+		if p == nil {
+			return errors.New("prober: nil TCP prober")
+		}
+		m.handlers.tcp = p
+		return nil
+	}
+}
+
+// WithExecRunner sets the CRI ExecSync runner exec probes go through.
+// Without one, exec probes error (and are discarded, like the kubelet's).
+func WithExecRunner(r execprobe.Runner) Option {
+	return func(m *Manager) error {
+		if r == nil {
+			return errors.New("prober: nil exec runner")
+		}
+		m.handlers.exec = execHandler(r)
+		return nil
+	}
+}
+
+// WithKiller sets who stops containers whose liveness or startup probe
+// failed. Without one the engine only reports, as with ActionReport.
+func WithKiller(k ContainerKiller) Option {
+	return func(m *Manager) error {
+		if k == nil {
+			return errors.New("prober: nil container killer")
+		}
+		m.killer = k
+		return nil
+	}
+}
+
+// WithJitter sets the source of the random fraction of a period, in [0,1),
+// that workers wait first when the agent started less than a period ago.
+func WithJitter(f func() float64) Option {
+	return func(m *Manager) error {
+		if f == nil {
+			return errors.New("prober: nil jitter source")
+		}
+		m.jitter = f
+		return nil
+	}
+}
+
+// WithConcurrency bounds how many probes run at once (default 64).
+func WithConcurrency(n int) Option {
+	return func(m *Manager) error {
+		if n < 1 {
+			return fmt.Errorf("prober: concurrency %d, want at least 1", n)
+		}
+		m.concurrency = n
+		return nil
+	}
+}
+
+// WithHistory sets how many recent runs each probe keeps (default 10; 0
+// keeps none).
+func WithHistory(n int) Option {
+	return func(m *Manager) error {
+		if n < 0 {
+			return fmt.Errorf("prober: history %d, want 0 or more", n)
+		}
+		m.historyLen = n
+		return nil
+	}
+}
+
+// WithLivenessAction chooses between restarting (default) and reporting
+// on liveness and startup failures.
+func WithLivenessAction(a LivenessAction) Option {
+	return func(m *Manager) error {
+		if a != ActionRestart && a != ActionReport {
+			return fmt.Errorf("prober: unknown liveness action %d", a)
+		}
+		m.action = a
+		return nil
+	}
+}
+
+// WithAgentStartTime sets when the agent started (default: the clock's
+// time in NewManager); it decides the start-up jitter and which running
+// containers are not re-seeded after an agent restart.
+func WithAgentStartTime(t time.Time) Option {
+	return func(m *Manager) error {
+		if t.IsZero() {
+			return errors.New("prober: zero agent start time")
+		}
+		m.agentStart = t
+		return nil
+	}
+}

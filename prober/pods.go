@@ -1,0 +1,184 @@
+package prober
+
+import (
+	"reflect"
+	"slices"
+
+	"github.com/probelet/probelet/prober/probe"
+)
+
+// podEntry is the engine's view of one pod: its latest state, its workers
+// and the restarts its probes caused.
+type podEntry struct {
+	pod      Pod
+	workers  map[workerKey]*worker
+	restarts map[string][]Restart
+}
+
+// container returns the pod's current container named name.
+func (pe *podEntry) container(name string) (*Container, bool) {
+	for i := range pe.pod.Containers {
+		if pe.pod.Containers[i].Name == name {
+			return &pe.pod.Containers[i], true
+		}
+	}
+	return nil, false
+}
+
+// UpdatePod implements PodSink. The engine keeps pod as given: the caller
+// must not modify it afterwards.
+func (m *Manager) UpdatePod(pod Pod) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.stopped {
+		m.updatePodLocked(pod)
+	}
+}
+
+// RemovePod implements PodSink.
+func (m *Manager) RemovePod(uid string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if pe, ok := m.pods[uid]; ok {
+		m.removePodLocked(pe)
+	}
+}
+
+// SyncPods implements PodSink.
+func (m *Manager) SyncPods(pods []Pod) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return
+	}
+	keep := make(map[string]bool, len(pods))
+	for _, p := range pods {
+		keep[p.UID] = true
+	}
+	for uid, pe := range m.pods {
+		if !keep[uid] {
+			m.removePodLocked(pe)
+		}
+	}
+	for _, p := range pods {
+		m.updatePodLocked(p)
+	}
+}
+
+func (m *Manager) updatePodLocked(pod Pod) {
+	pe, ok := m.pods[pod.UID]
+	if !ok {
+		pe = &podEntry{workers: make(map[workerKey]*worker), restarts: make(map[string][]Restart)}
+		m.pods[pod.UID] = pe
+	}
+	old := pe.pod
+	pe.pod = pod
+	m.reindex(pe, old)
+	m.stopVanished(pe)
+	m.startConfigured(pe)
+	m.wakeChanged(pe, netChanged(old, pod))
+}
+
+// removePodLocked stops the pod's workers, drops their results and forgets it.
+func (m *Manager) removePodLocked(pe *podEntry) {
+	for _, w := range pe.workers {
+		m.stopWorker(w)
+	}
+	for _, c := range pe.pod.Containers {
+		if m.byID[c.ID] == pe {
+			delete(m.byID, c.ID)
+		}
+	}
+	delete(m.pods, pe.pod.UID)
+}
+
+// reindex keeps the container-ID index in step with the pod's containers.
+func (m *Manager) reindex(pe *podEntry, old Pod) {
+	for _, c := range old.Containers {
+		if m.byID[c.ID] == pe {
+			delete(m.byID, c.ID)
+		}
+	}
+	for _, c := range pe.pod.Containers {
+		if c.ID != "" {
+			m.byID[c.ID] = pe
+		}
+	}
+}
+
+// stopVanished stops workers whose container or probe is gone, and those
+// whose probe spec changed (startConfigured replaces them).
+func (m *Manager) stopVanished(pe *podEntry) {
+	for k, w := range pe.workers {
+		_, hasContainer := pe.container(k.name)
+		p := pe.pod.Probes[k.name].Get(k.typ)
+		if !hasContainer || p == nil || !reflect.DeepEqual(p, w.spec) {
+			m.stopWorker(w)
+		}
+	}
+}
+
+// startConfigured creates a worker for every configured probe of every
+// current container. A pod being deleted gets no new liveness or startup
+// workers: those stop at deletion, and recreating them would loop.
+func (m *Manager) startConfigured(pe *podEntry) {
+	for _, c := range pe.pod.Containers {
+		cp := pe.pod.Probes[c.Name]
+		for _, t := range probe.Types {
+			p := cp.Get(t)
+			k := workerKey{name: c.Name, typ: t}
+			if p == nil || pe.workers[k] != nil || (pe.pod.Deleting && t != probe.Readiness) {
+				continue
+			}
+			w := m.newWorker(pe, c.Name, t, p)
+			pe.workers[k] = w
+			m.scheduleFirst(w)
+		}
+	}
+}
+
+// wakeChanged wakes each worker whose container ID or state changed, or
+// whose pod started deleting, so it acts at once instead of at its next
+// tick. A container that is merely created has nothing to probe yet; the
+// worker wakes when it runs. netChanged drops prepared targets.
+func (m *Manager) wakeChanged(pe *podEntry, netChanged bool) {
+	for _, w := range pe.workers {
+		if netChanged {
+			w.target = target{}
+		}
+		c, ok := pe.container(w.name)
+		if !ok {
+			continue
+		}
+		changed := c.ID != w.seenID || c.State != w.seenState
+		deleting := pe.pod.Deleting != w.seenDeleting
+		w.seenID, w.seenState, w.seenDeleting = c.ID, c.State, pe.pod.Deleting
+		if (changed && c.State != ContainerCreated) || deleting {
+			m.wake(w)
+		}
+	}
+}
+
+// netChanged reports whether the pod's addresses changed, which changes
+// probe targets.
+func netChanged(old, cur Pod) bool {
+	return old.NetNSPath != cur.NetNSPath || !slices.Equal(old.IPs, cur.IPs)
+}
+
+// stopWorker stops w: it is unscheduled, its in-flight probe is cancelled,
+// its result and metric series are dropped. Stopping twice is a no-op.
+func (m *Manager) stopWorker(w *worker) {
+	if w.stopped {
+		return
+	}
+	w.stopped = true
+	w.cancel()
+	m.queue.remove(w)
+	if cur := w.pod.workers[workerKey{w.name, w.typ}]; cur == w {
+		delete(w.pod.workers, workerKey{w.name, w.typ})
+	}
+	if w.containerID != "" {
+		m.cache.Remove(w.key())
+	}
+	m.metrics.forget(&w.pod.pod, w.name, w.typ)
+}

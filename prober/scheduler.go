@@ -1,0 +1,151 @@
+package prober
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// loop is the single scheduler goroutine: it sleeps on one timer set to
+// the earliest due worker, runs every due worker's tick and goes back to
+// sleep. UpdatePod and finished probes nudge it through wakeCh.
+func (m *Manager) loop(ctx context.Context) {
+	defer close(m.done)
+	timer := m.clock.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		next, ok := m.dispatchDue()
+		m.arm(timer, next, ok)
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.ctx.Done():
+			return
+		case <-m.wakeCh:
+		case <-timer.C():
+		}
+	}
+}
+
+// arm points timer at next, or leaves it stopped when nothing is scheduled.
+// The channel is drained first so a fake clock never blocks sending a
+// second tick.
+func (m *Manager) arm(timer clock.Timer, next time.Time, ok bool) {
+	if !timer.Stop() {
+		select {
+		case <-timer.C():
+		default:
+		}
+	}
+	if ok {
+		timer.Reset(next.Sub(m.clock.Now()))
+	}
+}
+
+// dispatchDue ticks every worker due by now and returns the next due time.
+func (m *Manager) dispatchDue() (time.Time, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock.Now()
+	for m.queue.Len() > 0 && !m.queue.peek().due.After(now) {
+		m.tick(m.queue.pop(), now)
+	}
+	m.notifyIdle()
+	if m.queue.Len() == 0 {
+		return time.Time{}, false
+	}
+	return m.queue.peek().due, true
+}
+
+// tick is one turn of a worker: decide, then probe, wait or stop.
+func (m *Manager) tick(w *worker, now time.Time) {
+	switch m.decide(w, now) {
+	case verdictProbe:
+		m.dispatch(w)
+	case verdictStop:
+		m.stopWorker(w)
+	default:
+		m.schedule(w, nextTick(w.due, w.period, now))
+	}
+}
+
+// schedule sets w's due time and (re)places it in the queue.
+func (m *Manager) schedule(w *worker, due time.Time) {
+	w.due = due
+	if w.index < 0 {
+		m.queue.push(w)
+	} else {
+		m.queue.fix(w.index)
+	}
+	m.nudge(w)
+}
+
+// dispatch hands w's probe to the pool with a snapshot of its target.
+func (m *Manager) dispatch(w *worker) {
+	if w.target.containerID != w.containerID {
+		c, _ := w.pod.container(w.name)
+		w.target = prepare(w.spec, &w.pod.pod, c)
+	}
+	w.job = job{ctx: w.ctx, containerID: w.containerID, target: w.target}
+	w.inFlight = true
+	m.inflight++
+	m.pool.submit(w)
+}
+
+// scheduleFirst schedules a new worker: at once, or after a random part of
+// its period while the agent itself is younger than one period, so an
+// agent restart does not fire every probe in the same instant.
+func (m *Manager) scheduleFirst(w *worker) {
+	now := m.clock.Now()
+	due := now
+	if now.Sub(m.agentStart) < w.period {
+		due = now.Add(time.Duration(m.jitter() * float64(w.period)))
+	}
+	m.schedule(w, due)
+}
+
+// wake makes w tick now; a worker whose probe is in flight ticks as soon
+// as the probe ends. Its period restarts from now, like the kubelet's
+// manual trigger.
+func (m *Manager) wake(w *worker) {
+	switch {
+	case w.stopped:
+	case w.inFlight:
+		w.rewake = true
+	default:
+		m.schedule(w, m.clock.Now())
+	}
+}
+
+// reschedule puts w back after its probe ended.
+func (m *Manager) reschedule(w *worker) {
+	now := m.clock.Now()
+	due := nextTick(w.due, w.period, now)
+	if w.rewake {
+		w.rewake, due = false, now
+	}
+	m.schedule(w, due)
+}
+
+// nudge wakes the scheduler when w became the earliest due worker.
+func (m *Manager) nudge(w *worker) {
+	if w.index != 0 {
+		return
+	}
+	select {
+	case m.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// nextTick returns the worker's next due time on its period grid. A worker
+// that overran its period runs once at once and stays on the grid, as a
+// ticker that drops missed ticks would.
+func nextTick(last time.Time, period time.Duration, now time.Time) time.Time {
+	next := last.Add(period)
+	if next.After(now) {
+		return next
+	}
+	return last.Add(now.Sub(last) / period * period)
+}

@@ -1,0 +1,99 @@
+package prober
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/results"
+)
+
+// Containers implements StatusSource: every container with probe workers
+// or a spec error, ordered by namespace, pod name and container name.
+func (m *Manager) Containers() []ContainerStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []ContainerStatus
+	for _, pe := range m.pods {
+		for i := range pe.pod.Containers {
+			if st, ok := m.status(pe, &pe.pod.Containers[i]); ok {
+				out = append(out, st)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b ContainerStatus) int {
+		return strings.Compare(a.PodNamespace+"/"+a.PodName+"/"+a.ContainerName,
+			b.PodNamespace+"/"+b.PodName+"/"+b.ContainerName)
+	})
+	return out
+}
+
+// Container implements StatusSource.
+func (m *Manager) Container(id string) (ContainerStatus, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pe, ok := m.byID[id]
+	if !ok {
+		return ContainerStatus{}, false
+	}
+	for i := range pe.pod.Containers {
+		if pe.pod.Containers[i].ID == id {
+			return m.status(pe, &pe.pod.Containers[i])
+		}
+	}
+	return ContainerStatus{}, false
+}
+
+// status builds c's status; ok is false when c has neither probes nor a spec error.
+func (m *Manager) status(pe *podEntry, c *Container) (ContainerStatus, bool) {
+	st := ContainerStatus{
+		PodUID: pe.pod.UID, PodName: pe.pod.Name, PodNamespace: pe.pod.Namespace,
+		ContainerName: c.Name, ContainerID: c.ID, State: c.State, StartedAt: c.StartedAt,
+		Spec: pe.pod.Probes[c.Name], SpecError: pe.pod.SpecErrors[c.Name],
+		Probes: make(map[probe.Type]ProbeStatus),
+	}
+	for _, t := range probe.Types {
+		if w := pe.workers[workerKey{c.Name, t}]; w != nil {
+			st.Probes[t] = m.probeStatus(w, c)
+		}
+	}
+	if len(st.Probes) == 0 && st.SpecError == "" {
+		return ContainerStatus{}, false
+	}
+	running := c.State == ContainerRunning
+	st.Started = running && m.started(pe, c)
+	st.Ready = st.Started && m.ready(pe, c)
+	st.Restarts = slices.Clone(pe.restarts[c.Name])
+	return st, true
+}
+
+// ready is the kubelet's readiness: the published readiness result, or
+// true when the container has no readiness probe.
+func (m *Manager) ready(pe *podEntry, c *Container) bool {
+	if pe.workers[workerKey{c.Name, probe.Readiness}] == nil {
+		return true
+	}
+	r, ok := m.cache.Get(results.Key{ContainerID: c.ID, Type: probe.Readiness})
+	return ok && r == results.Success
+}
+
+// probeStatus is w's live state as seen for container c. Until the worker
+// has followed c, c has no published result (Unknown).
+func (m *Manager) probeStatus(w *worker, c *Container) ProbeStatus {
+	ps := ProbeStatus{
+		Type:             w.typ,
+		Result:           results.Unknown,
+		Consecutive:      w.resultRun,
+		SuccessThreshold: threshold(w.spec.SuccessThreshold, 1),
+		FailureThreshold: threshold(w.spec.FailureThreshold, 3),
+		OnHold:           w.onHold,
+		LastProbeTime:    w.lastProbe,
+		LastOutput:       w.lastOutput,
+		Method:           w.method,
+		History:          w.history.records(),
+	}
+	if r, ok := m.cache.Get(results.Key{ContainerID: c.ID, Type: w.typ}); ok {
+		ps.Result = r
+	}
+	return ps
+}

@@ -1,0 +1,124 @@
+package prober
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/probe/httpprobe"
+	"github.com/probelet/probelet/prober/spec"
+)
+
+// handlerKind is which handler a probe uses.
+type handlerKind int8
+
+const (
+	kindNone handlerKind = iota
+	kindHTTP
+	kindTCP
+	kindGRPC
+	kindExec
+)
+
+// target is a probe resolved against its pod and container: host, port,
+// expanded command. It is prepared once per container instance (and again
+// when the pod's addresses change), not per run.
+type target struct {
+	kind        handlerKind
+	containerID string
+	// err is why the probe could not be prepared (e.g. an unknown named
+	// port); a run then errors, as the kubelet's does.
+	err         error
+	http        httpprobe.Target
+	tcp         probe.TCPTarget
+	grpcHost    string
+	grpcPort    int
+	grpcService string
+	execCmd     []string
+	timeout     time.Duration
+}
+
+// prepare resolves p for container c of pod.
+func prepare(p *corev1.Probe, pod *Pod, c *Container) target {
+	t := target{containerID: c.ID, timeout: timeout(p)}
+	switch h := &p.ProbeHandler; {
+	case h.HTTPGet != nil:
+		t.kind = kindHTTP
+		t.http, t.err = httpTarget(h.HTTPGet, pod, c, t.timeout)
+	case h.TCPSocket != nil:
+		t.kind = kindTCP
+		t.tcp, t.err = tcpTarget(h.TCPSocket, pod, c, t.timeout)
+	case h.GRPC != nil:
+		t.kind = kindGRPC
+		t.grpcHost, t.err = podIP(pod)
+		t.grpcPort = int(h.GRPC.Port)
+		if h.GRPC.Service != nil {
+			t.grpcService = *h.GRPC.Service
+		}
+	case h.Exec != nil:
+		t.kind = kindExec
+		t.execCmd = spec.ExpandCommand(h.Exec.Command, c.Env)
+	default:
+		t.err = fmt.Errorf("missing probe handler for %s/%s:%s", pod.Namespace, pod.Name, c.Name)
+	}
+	return t
+}
+
+func httpTarget(a *corev1.HTTPGetAction, pod *Pod, c *Container, timeout time.Duration) (httpprobe.Target, error) {
+	t := httpprobe.Target{Scheme: a.Scheme, Host: a.Host, Path: a.Path, Headers: a.HTTPHeaders, Timeout: timeout}
+	var err error
+	if t.Port, err = resolvePort(a.Port, c); err != nil {
+		return t, err
+	}
+	if t.Host == "" {
+		t.Host, err = podIP(pod)
+	}
+	return t, err
+}
+
+func tcpTarget(a *corev1.TCPSocketAction, pod *Pod, c *Container, timeout time.Duration) (probe.TCPTarget, error) {
+	t := probe.TCPTarget{
+		Host:      a.Host,
+		InPod:     a.Host == "" || slices.Contains(pod.IPs, a.Host),
+		NetNSPath: pod.NetNSPath,
+		Timeout:   timeout,
+	}
+	var err error
+	if t.Port, err = resolvePort(a.Port, c); err != nil {
+		return t, err
+	}
+	if t.Host == "" {
+		t.Host, err = podIP(pod)
+	}
+	return t, err
+}
+
+// resolvePort resolves a (maybe named) port through the container's
+// io.kubernetes.container.ports annotation.
+func resolvePort(port intstr.IntOrString, c *Container) (int, error) {
+	n, err := spec.ResolvePort(port, c.Annotations[spec.AnnotationContainerPorts])
+	if err != nil {
+		return 0, fmt.Errorf("container %q: %w", c.Name, err)
+	}
+	return n, nil
+}
+
+var errNoPodIP = errors.New("pod has no IP address yet")
+
+// podIP is the default probe host.
+func podIP(pod *Pod) (string, error) {
+	if len(pod.IPs) == 0 {
+		return "", errNoPodIP
+	}
+	return pod.IPs[0], nil
+}
+
+// timeout is the probe's timeoutSeconds, defaulted defensively.
+func timeout(p *corev1.Probe) time.Duration {
+	return time.Duration(threshold(p.TimeoutSeconds, 1)) * time.Second
+}

@@ -1,0 +1,141 @@
+package prober
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/results"
+)
+
+// workerKey names a worker within its pod: the kubelet keys workers by
+// (pod UID, container name, probe type) so they outlive container restarts.
+type workerKey struct {
+	name string
+	typ  probe.Type
+}
+
+// worker is one probe of one container. It has no goroutine of its own:
+// the scheduler decides when it runs and the pool runs its probes. Every
+// field is guarded by Manager.mu except job, which belongs to the runner
+// while inFlight is set.
+type worker struct {
+	pod    *podEntry
+	name   string
+	typ    probe.Type
+	spec   *corev1.Probe
+	period time.Duration
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// Scheduling.
+	due      time.Time
+	index    int
+	inFlight bool
+	rewake   bool
+	stopped  bool
+
+	// What the last UpdatePod showed, to wake the worker on a change.
+	seenID       string
+	seenState    ContainerState
+	seenDeleting bool
+
+	// The kubelet worker's state.
+	containerID string
+	lastResult  results.Result
+	resultRun   int
+	onHold      bool
+
+	// What troubleshooting reads.
+	lastProbe  time.Time
+	lastOutput string
+	method     probe.Method
+	history    history
+
+	target  target
+	job     job
+	metrics workerMetrics
+}
+
+// job is the snapshot a runner probes with, taken under the lock at dispatch.
+type job struct {
+	ctx         context.Context
+	containerID string
+	target      target
+}
+
+// newWorker returns a worker for the probe of type t of container name,
+// not yet scheduled.
+func (m *Manager) newWorker(pe *podEntry, name string, t probe.Type, p *corev1.Probe) *worker {
+	w := &worker{
+		pod:     pe,
+		name:    name,
+		typ:     t,
+		spec:    p,
+		period:  period(p),
+		index:   -1,
+		history: newHistory(m.historyLen),
+	}
+	w.ctx, w.cancel = context.WithCancel(m.ctx)
+	w.metrics = m.metrics.forWorker(&pe.pod, name, t)
+	if c, ok := pe.container(name); ok {
+		w.seenID, w.seenState = c.ID, c.State
+	}
+	w.seenDeleting = pe.pod.Deleting
+	return w
+}
+
+// initialValue is the result seeded when the worker sees a new container.
+func (w *worker) initialValue() results.Result {
+	switch w.typ {
+	case probe.Liveness:
+		return results.Success
+	case probe.Readiness:
+		return results.Failure
+	}
+	return results.Unknown
+}
+
+// key is the worker's results-cache key for its current container.
+func (w *worker) key() results.Key {
+	return results.Key{ContainerID: w.containerID, Type: w.typ}
+}
+
+// count adds r to the run of identical results and reports whether the run
+// reached the threshold that publishes r.
+func (w *worker) count(r results.Result) bool {
+	if w.lastResult == r {
+		w.resultRun++
+	} else {
+		w.lastResult, w.resultRun = r, 1
+	}
+	if r == results.Failure {
+		return w.resultRun >= int(threshold(w.spec.FailureThreshold, 3))
+	}
+	return w.resultRun >= int(threshold(w.spec.SuccessThreshold, 1))
+}
+
+// holdsAfter reports whether publishing r puts the worker on hold until a
+// new container: a liveness failure, or any startup result.
+func (w *worker) holdsAfter(r results.Result) bool {
+	return w.typ == probe.Startup || (w.typ == probe.Liveness && r == results.Failure)
+}
+
+// period is the probe's period, defaulted defensively: a zero period would
+// make the scheduler spin.
+func period(p *corev1.Probe) time.Duration {
+	if p.PeriodSeconds <= 0 {
+		return 10 * time.Second
+	}
+	return time.Duration(p.PeriodSeconds) * time.Second
+}
+
+// threshold returns v, or def when v is unset.
+func threshold(v, def int32) int32 {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
