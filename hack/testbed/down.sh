@@ -17,7 +17,7 @@ remove_pods() {
 wait_gone() {
 	local i
 	for i in $(seq 1 $(($2 * 10))); do
-		[ -d "/proc/$1" ] || return 0
+		alive "$1" || return 0
 		sleep 0.1
 	done
 	return 1

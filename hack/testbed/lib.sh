@@ -85,9 +85,17 @@ bed_paths() {
 containerd_pid() {
 	local pid
 	pid=$(cat "$BED_PIDFILE" 2>/dev/null) || return 1
-	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+	[ -n "$pid" ] && alive "$pid" || return 1
 	tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF "$BED_CONFIG" || return 1
 	printf '%s\n' "$pid"
+}
+
+# alive PID: whether PID runs; a zombie has exited (PID 1 here may reap late).
+alive() {
+	local stat
+	read -r stat <"/proc/$1/stat" 2>/dev/null || return 1
+	stat=${stat##*) }
+	[ "${stat%% *}" != Z ]
 }
 
 # crictl_bed ARGS...: crictl against this bed's containerd.

@@ -1,0 +1,136 @@
+package testbed
+
+import (
+	"encoding/json"
+	"maps"
+	"path"
+	"slices"
+	"strconv"
+)
+
+// The kubelet's labels and annotations (pkg/kubelet/types, kuberuntime/labels.go).
+const (
+	labelPodName              = "io.kubernetes.pod.name"
+	labelPodNamespace         = "io.kubernetes.pod.namespace"
+	labelPodUID               = "io.kubernetes.pod.uid"
+	labelContainerName        = "io.kubernetes.container.name"
+	annotationRestartCount    = "io.kubernetes.container.restartCount"
+	annotationPorts           = "io.kubernetes.container.ports"
+	annotationGracePeriod     = "io.kubernetes.pod.terminationGracePeriod"
+	annotationTermMsgPath     = "io.kubernetes.container.terminationMessagePath"
+	annotationTermMsgPolicy   = "io.kubernetes.container.terminationMessagePolicy"
+	namespaceModeContainer    = 1 // runtime.v1.NamespaceMode_CONTAINER
+	defaultTerminationMsgPath = "/dev/termination-log"
+)
+
+// crictl reads CRI configs as JSON with the protobuf field names; these
+// mirror the few fields of runtime.v1.PodSandboxConfig and ContainerConfig
+// the bed sets.
+type podConfig struct {
+	Metadata     podMetadata       `json:"metadata"`
+	Hostname     string            `json:"hostname"`
+	LogDirectory string            `json:"log_directory"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	Annotations  map[string]string `json:"annotations,omitempty"`
+	Linux        podLinux          `json:"linux"`
+}
+
+type podMetadata struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	UID       string `json:"uid"`
+	Attempt   uint32 `json:"attempt"`
+}
+
+type podLinux struct {
+	CgroupParent    string          `json:"cgroup_parent"`
+	SecurityContext securityContext `json:"security_context"`
+}
+
+type securityContext struct {
+	NamespaceOptions namespaceOptions `json:"namespace_options"`
+}
+
+// namespaceOptions: network and IPC default to POD (0), as the kubelet's;
+// PID is per container.
+type namespaceOptions struct {
+	Pid int `json:"pid"`
+}
+
+type containerConfig struct {
+	Metadata    containerMetadata `json:"metadata"`
+	Image       imageSpec         `json:"image"`
+	Command     []string          `json:"command,omitempty"`
+	Args        []string          `json:"args,omitempty"`
+	Envs        []keyValue        `json:"envs,omitempty"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	LogPath     string            `json:"log_path"`
+	Linux       containerLinux    `json:"linux"`
+}
+
+type containerMetadata struct {
+	Name    string `json:"name"`
+	Attempt uint32 `json:"attempt"`
+}
+
+type imageSpec struct {
+	Image string `json:"image"`
+}
+
+type keyValue struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+type containerLinux struct {
+	SecurityContext securityContext `json:"security_context"`
+}
+
+// buildPodConfig returns the sandbox config for p (defaults applied).
+func buildPodConfig(p PodSpec, logDir, cgroupParent string) podConfig {
+	labels := map[string]string{labelPodName: p.Name, labelPodNamespace: p.Namespace, labelPodUID: p.UID}
+	maps.Copy(labels, p.Labels)
+	return podConfig{
+		Metadata:     podMetadata{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
+		Hostname:     p.Name,
+		LogDirectory: logDir,
+		Labels:       labels,
+		Annotations:  p.Annotations,
+		Linux:        podLinux{CgroupParent: cgroupParent, SecurityContext: securityContext{namespaceOptions{Pid: namespaceModeContainer}}},
+	}
+}
+
+// buildContainerConfig returns the container config for p.Container, with
+// the kubelet's labels and annotations; attempt is its restart count.
+func buildContainerConfig(p PodSpec, attempt uint32) (containerConfig, error) {
+	c := p.Container
+	labels := map[string]string{labelPodName: p.Name, labelPodNamespace: p.Namespace, labelPodUID: p.UID, labelContainerName: c.Name}
+	maps.Copy(labels, c.Labels)
+	ann := map[string]string{
+		annotationRestartCount:  strconv.FormatUint(uint64(attempt), 10),
+		annotationGracePeriod:   strconv.FormatInt(*p.TerminationGracePeriodSeconds, 10),
+		annotationTermMsgPath:   defaultTerminationMsgPath,
+		annotationTermMsgPolicy: "File",
+	}
+	if len(c.Ports) > 0 {
+		ports, err := json.Marshal(c.Ports)
+		if err != nil {
+			return containerConfig{}, err
+		}
+		ann[annotationPorts] = string(ports)
+	}
+	maps.Copy(ann, c.Annotations)
+	var envs []keyValue
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
+		envs = append(envs, keyValue{Key: k, Value: c.Env[k]})
+	}
+	return containerConfig{
+		Metadata: containerMetadata{Name: c.Name, Attempt: attempt},
+		Image:    imageSpec{Image: c.Image},
+		Command:  c.Command, Args: c.Args, Envs: envs,
+		Labels: labels, Annotations: ann,
+		LogPath: path.Join(c.Name, strconv.FormatUint(uint64(attempt), 10)+".log"),
+		Linux:   containerLinux{SecurityContext: securityContext{namespaceOptions{Pid: namespaceModeContainer}}},
+	}, nil
+}

@@ -1,0 +1,129 @@
+package testbed
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func int64p(v int64) *int64 { return &v }
+
+// golden compares v's JSON with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, v any) {
+	t.Helper()
+	got, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	file := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(file, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func webPod() PodSpec {
+	return PodSpec{
+		Name:        "web",
+		Annotations: map[string]string{"probelet.io/probes": `{"web":{"readinessProbe":{"httpGet":{"port":"http"}}}}`},
+		Labels:      map[string]string{"app": "web"},
+		Container: ContainerSpec{
+			Name:        "web",
+			Command:     []string{"httpd"},
+			Args:        []string{"-f", "-p", "8080", "-h", "/var/www"},
+			Env:         map[string]string{"B": "2", "A": "1"},
+			Ports:       []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+			Annotations: map[string]string{"extra": "x"},
+		},
+	}.withDefaults(7)
+}
+
+func TestPodConfigGolden(t *testing.T) {
+	golden(t, "pod.golden.json", buildPodConfig(webPod(), "/tmp/pbt-x/logs/default_web_testbed-default-web-7", "/probelet-testbed-0123456789"))
+}
+
+func TestContainerConfigGolden(t *testing.T) {
+	p := webPod()
+	p.TerminationGracePeriodSeconds = int64p(5)
+	cfg, err := buildContainerConfig(p, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "container.golden.json", cfg)
+}
+
+func TestContainerConfigCallerAnnotationsWin(t *testing.T) {
+	p := webPod()
+	p.Container.Ports = nil
+	p.Container.Annotations = map[string]string{annotationGracePeriod: "not-a-number"}
+	cfg, err := buildContainerConfig(p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Annotations[annotationGracePeriod]; got != "not-a-number" {
+		t.Errorf("%s = %q, want the caller's value", annotationGracePeriod, got)
+	}
+	if _, ok := cfg.Annotations[annotationPorts]; ok {
+		t.Errorf("%s set for a container without ports", annotationPorts)
+	}
+	if cfg.Annotations[annotationRestartCount] != "0" || cfg.LogPath != "web/0.log" {
+		t.Errorf("attempt 0: restartCount %q, log path %q", cfg.Annotations[annotationRestartCount], cfg.LogPath)
+	}
+}
+
+func TestWithDefaults(t *testing.T) {
+	p := PodSpec{Name: "a", Container: ContainerSpec{Name: "c"}}.withDefaults(3)
+	if p.Namespace != "default" || p.UID != "testbed-default-a-3" || p.Container.Image != BusyboxImage || *p.TerminationGracePeriodSeconds != 30 {
+		t.Errorf("defaults = %+v", p)
+	}
+	q := PodSpec{Name: "a", Namespace: "ns", UID: "u", TerminationGracePeriodSeconds: int64p(0), Container: ContainerSpec{Name: "c", Image: "img"}}.withDefaults(3)
+	if q.Namespace != "ns" || q.UID != "u" || q.Container.Image != "img" || *q.TerminationGracePeriodSeconds != 0 {
+		t.Errorf("explicit values overridden: %+v", q)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		pod  PodSpec
+		want string
+	}{
+		{"ok", PodSpec{Name: "a", Container: ContainerSpec{Name: "c"}}, ""},
+		{"no pod name", PodSpec{Container: ContainerSpec{Name: "c"}}, "testbed: pod name is empty"},
+		{"no container name", PodSpec{Name: "a"}, "testbed: pod default/a: container name is empty"},
+		{"negative grace", PodSpec{Name: "a", TerminationGracePeriodSeconds: int64p(-1), Container: ContainerSpec{Name: "c"}},
+			"testbed: pod default/a: terminationGracePeriodSeconds -1 is negative"},
+		{"port 0", PodSpec{Name: "a", Container: ContainerSpec{Name: "c", Ports: []corev1.ContainerPort{{ContainerPort: 80}, {}}}},
+			"testbed: pod default/a container c: ports[1].containerPort 0 is not in 1-65535"},
+		{"port too big", PodSpec{Name: "a", Container: ContainerSpec{Name: "c", Ports: []corev1.ContainerPort{{ContainerPort: 70000}}}},
+			"testbed: pod default/a container c: ports[0].containerPort 70000 is not in 1-65535"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.pod.withDefaults(1).validate()
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("validate() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,148 @@
+package testbed
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// podRecord is what the bed remembers to add containers to a pod later.
+type podRecord struct {
+	spec     PodSpec
+	dir      string         // where its JSON configs are
+	attempts map[string]int // containers created per name
+}
+
+// RunPod runs the pod sandbox and its container (create + start) and
+// returns their IDs. On a container failure the pod is left running for
+// inspection; Stop removes it.
+func (b *Bed) RunPod(p PodSpec) (podID, containerID string, err error) {
+	b.mu.Lock()
+	b.seq++
+	p = p.withDefaults(b.seq)
+	seq := b.seq
+	b.mu.Unlock()
+	if err := p.validate(); err != nil {
+		return "", "", err
+	}
+	dir := filepath.Join(b.dir, "specs", strconv.Itoa(seq))
+	logDir := filepath.Join(b.dir, "logs", fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID))
+	if err := writeJSON(filepath.Join(dir, "pod.json"), buildPodConfig(p, logDir, b.cgroupParent)); err != nil {
+		return "", "", err
+	}
+	podID, err = b.crictlID("runp", filepath.Join(dir, "pod.json"))
+	if err != nil {
+		return "", "", fmt.Errorf("testbed: pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	rec := &podRecord{spec: p, dir: dir, attempts: map[string]int{}}
+	b.mu.Lock()
+	b.pods[podID] = rec
+	b.mu.Unlock()
+	containerID, err = b.startContainer(podID, rec, p.Container)
+	return podID, containerID, err
+}
+
+// StartContainer creates and starts another container in a pod made by
+// RunPod, as the kubelet does on a restart: a container with a name used
+// before gets the next attempt (restart count).
+func (b *Bed) StartContainer(podID string, c ContainerSpec) (string, error) {
+	b.mu.Lock()
+	rec, ok := b.pods[podID]
+	b.mu.Unlock()
+	if !ok {
+		return "", fmt.Errorf("testbed: pod %s was not started by RunPod", podID)
+	}
+	if c.Image == "" {
+		c.Image = BusyboxImage
+	}
+	if err := c.validate("pod " + rec.spec.Namespace + "/" + rec.spec.Name); err != nil {
+		return "", err
+	}
+	return b.startContainer(podID, rec, c)
+}
+
+func (b *Bed) startContainer(podID string, rec *podRecord, c ContainerSpec) (string, error) {
+	b.mu.Lock()
+	attempt := rec.attempts[c.Name]
+	rec.attempts[c.Name]++
+	b.mu.Unlock()
+	p := rec.spec
+	p.Container = c
+	where := fmt.Sprintf("testbed: pod %s/%s container %s", p.Namespace, p.Name, c.Name)
+	cfg, err := buildContainerConfig(p, uint32(attempt))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", where, err)
+	}
+	file := filepath.Join(rec.dir, fmt.Sprintf("%s-%d.json", c.Name, attempt))
+	if err := writeJSON(file, cfg); err != nil {
+		return "", err
+	}
+	id, err := b.crictlID("create", podID, file, filepath.Join(rec.dir, "pod.json"))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", where, err)
+	}
+	if _, err := b.Crictl("start", id); err != nil {
+		return id, fmt.Errorf("%s: %w", where, err)
+	}
+	return id, nil
+}
+
+func writeJSON(file string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(file, data, 0o644)
+}
+
+// PodIP returns the pod's IP on the bed's bridge, reachable from the host.
+func (b *Bed) PodIP(podID string) (string, error) {
+	var st struct {
+		Status struct {
+			Network struct {
+				IP string `json:"ip"`
+			} `json:"network"`
+		} `json:"status"`
+	}
+	if err := b.inspect(&st, "inspectp", podID); err != nil {
+		return "", err
+	}
+	if st.Status.Network.IP == "" {
+		return "", fmt.Errorf("testbed: pod %s has no IP", podID)
+	}
+	return st.Status.Network.IP, nil
+}
+
+// StopPod stops the pod's containers (with their grace period) and sandbox.
+func (b *Bed) StopPod(podID string) error {
+	_, err := b.Crictl("stopp", podID)
+	return err
+}
+
+// RemovePod stops the pod if needed and removes it.
+func (b *Bed) RemovePod(podID string) error {
+	if _, err := b.Crictl("rmp", "--force", podID); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	delete(b.pods, podID)
+	b.mu.Unlock()
+	return nil
+}
+
+// inspect runs a crictl inspect command with JSON output into v.
+func (b *Bed) inspect(v any, cmd, id string) error {
+	out, err := b.Crictl(cmd, "-o", "json", id)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		return fmt.Errorf("testbed: crictl %s %s: %w", cmd, id, err)
+	}
+	return nil
+}
