@@ -367,3 +367,25 @@ func withContainerID(pod prober.Pod, id string, startedAt time.Time) prober.Pod 
 	pod.Containers[0].StartedAt = startedAt
 	return pod
 }
+
+// droppedTotal reads probelet_subscriber_dropped_total for stream.
+func (h *harness) droppedTotal(stream string) float64 {
+	h.t.Helper()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "probelet_subscriber_dropped_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "stream" && lp.GetValue() == stream {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}

@@ -45,9 +45,10 @@ func (m *Manager) idleWaitLocked() (chan struct{}, error) {
 	return m.idleCh, nil
 }
 
-// idleLocked reports whether nothing is due, queued, running or killing.
+// idleLocked reports whether the scheduler sleeps and nothing is due,
+// queued, running or killing.
 func (m *Manager) idleLocked() bool {
-	if m.inflight > 0 || m.killing > 0 {
+	if !m.parked || m.inflight > 0 || m.killing > 0 {
 		return false
 	}
 	return m.queue.Len() == 0 || m.queue.peek().due.After(m.clock.Now())

@@ -66,7 +66,11 @@ type Manager struct {
 	killing  int
 	running  bool
 	stopped  bool
-	idleCh   chan struct{}
+	// gen counts changes of the earliest due time; parked is set while the
+	// scheduler sleeps with its timer set for that time.
+	gen    uint64
+	parked bool
+	idleCh chan struct{}
 }
 
 // NewManager returns a Manager; call Start to begin probing.

@@ -39,13 +39,21 @@ func (m *Manager) finish(w *worker, o outcome) {
 	w.inFlight = false
 	m.inflight--
 	if !w.stopped {
-		if w.containerID == w.job.containerID {
+		if m.current(w, w.job.containerID) {
 			m.record(w, o)
 		}
 		m.reschedule(w)
 	}
 	w.job = job{}
 	m.notifyIdle()
+}
+
+// current reports whether id is still both the worker's container and the
+// pod's: a run for a container that was replaced while it ran says nothing
+// about the new one.
+func (m *Manager) current(w *worker, id string) bool {
+	c, ok := w.pod.container(w.name)
+	return ok && c.ID == id && w.containerID == id
 }
 
 // record applies one run: events, metrics, history, thresholds, publish,

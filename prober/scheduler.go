@@ -15,8 +15,9 @@ func (m *Manager) loop(ctx context.Context) {
 	timer := m.clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		next, ok := m.dispatchDue()
+		next, ok, gen := m.dispatchDue()
 		m.arm(timer, next, ok)
+		m.park(gen)
 		select {
 		case <-ctx.Done():
 			return
@@ -38,24 +39,45 @@ func (m *Manager) arm(timer clock.Timer, next time.Time, ok bool) {
 		default:
 		}
 	}
-	if ok {
-		timer.Reset(next.Sub(m.clock.Now()))
+	if !ok {
+		return
+	}
+	d := next.Sub(m.clock.Now())
+	if d <= 0 {
+		// The clock moved past next meanwhile; a fake timer would only
+		// fire at the next step, so go round again now.
+		m.signal()
+		return
+	}
+	timer.Reset(d)
+}
+
+// park records that the scheduler sleeps with its timer set for the
+// earliest due worker, unless the queue changed since dispatchDue (then
+// wakeCh is already signalled). Only a parked scheduler counts as idle.
+func (m *Manager) park(gen uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if gen == m.gen {
+		m.parked = true
+		m.notifyIdle()
 	}
 }
 
-// dispatchDue ticks every worker due by now and returns the next due time.
-func (m *Manager) dispatchDue() (time.Time, bool) {
+// dispatchDue ticks every worker due by now and returns the next due time
+// and the queue generation it saw.
+func (m *Manager) dispatchDue() (next time.Time, ok bool, gen uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.parked = false
 	now := m.clock.Now()
 	for m.queue.Len() > 0 && !m.queue.peek().due.After(now) {
 		m.tick(m.queue.pop(), now)
 	}
-	m.notifyIdle()
 	if m.queue.Len() == 0 {
-		return time.Time{}, false
+		return time.Time{}, false, m.gen
 	}
-	return m.queue.peek().due, true
+	return m.queue.peek().due, true, m.gen
 }
 
 // tick is one turn of a worker: decide, then probe, wait or stop.
@@ -128,11 +150,19 @@ func (m *Manager) reschedule(w *worker) {
 	m.schedule(w, due)
 }
 
-// nudge wakes the scheduler when w became the earliest due worker.
+// nudge wakes the scheduler when w became the earliest due worker: its
+// timer may now be set too late.
 func (m *Manager) nudge(w *worker) {
 	if w.index != 0 {
 		return
 	}
+	m.gen++
+	m.parked = false
+	m.signal()
+}
+
+// signal wakes the scheduler loop without blocking.
+func (m *Manager) signal() {
 	select {
 	case m.wakeCh <- struct{}{}:
 	default:

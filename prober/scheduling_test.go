@@ -1,0 +1,155 @@
+package prober_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/prober/spec"
+)
+
+// waitEntered waits for a gated probe to start.
+func waitEntered(t *testing.T, f *fakeTCP, port int) {
+	t.Helper()
+	select {
+	case p := <-f.entered:
+		if p != port {
+			t.Fatalf("probe entered on port %d, want %d", p, port)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("probe never started")
+	}
+}
+
+func TestInFlightProbeIsNotDispatchedAgain(t *testing.T) {
+	h := newHarness(t)
+	release := h.tcp.block(readyPort)
+	h.m.UpdatePod(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(1))}))
+	waitEntered(t, h.tcp, readyPort)
+	for range 5 { // five periods pass while the probe hangs
+		h.clock.Step(time.Second)
+	}
+	release()
+	h.settle()
+	// The hung run, then one catch-up run at once; never five.
+	if got := h.tcp.count(readyPort); got != 2 {
+		t.Fatalf("probes = %d, want 2", got)
+	}
+	h.step(time.Second)
+	if got := h.tcp.count(readyPort); got != 3 {
+		t.Fatalf("probes one period later = %d, want 3", got)
+	}
+}
+
+func TestStoppingAWorkerCancelsItsInFlightProbe(t *testing.T) {
+	h := newHarness(t)
+	h.tcp.block(readyPort) // never released: only cancellation ends it
+	pod := testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+	h.m.UpdatePod(pod)
+	waitEntered(t, h.tcp, readyPort)
+	h.m.RemovePod(pod.UID)
+	h.settle() // returns only once the cancelled probe has finished
+	if ev := h.drainEvents(); len(ev) != 0 {
+		t.Fatalf("a cancelled probe of a stopped worker emitted %+v", ev)
+	}
+}
+
+func TestRunForAContainerTheWorkerLeftIsDiscarded(t *testing.T) {
+	h := newHarness(t)
+	release := h.tcp.block(readyPort)
+	h.tcp.then(readyPort, success)
+	pod := testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+	h.m.UpdatePod(pod)
+	waitEntered(t, h.tcp, readyPort)
+	restarted := withContainerID(pod, "c2", epoch)
+	h.m.UpdatePod(restarted) // the worker follows c2 once the c1 run ends
+	release()
+	h.settle()
+	// c1's Success must not count for c2: c2 was probed afresh.
+	if got := h.tcp.count(readyPort); got != 2 {
+		t.Fatalf("probes = %d, want 2 (stale run, then c2 at once)", got)
+	}
+	for _, c := range h.drainChanges() {
+		if c.ContainerID == "c1" && c.Result == results.Success {
+			t.Fatalf("stale run published %+v", c)
+		}
+	}
+}
+
+func TestConcurrencyBoundsProbesInFlight(t *testing.T) {
+	h := newHarness(t, prober.WithConcurrency(2))
+	release := h.tcp.block(readyPort)
+	for i := range 5 {
+		pod := testPod(fmt.Sprintf("c%d", i), spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+		pod.UID = fmt.Sprintf("uid-%d", i)
+		h.m.UpdatePod(pod)
+	}
+	waitEntered(t, h.tcp, readyPort)
+	waitEntered(t, h.tcp, readyPort)
+	select {
+	case <-h.tcp.entered:
+		t.Fatal("a third probe started with concurrency 2")
+	case <-time.After(50 * time.Millisecond):
+	}
+	release()
+	h.settle()
+	if got := h.tcp.count(readyPort); got != 5 {
+		t.Fatalf("probes = %d, want 5", got)
+	}
+}
+
+func TestWaitIdleFailsWhenNotStarted(t *testing.T) {
+	m, err := prober.NewManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	if err := m.WaitIdle(context.Background()); err == nil {
+		t.Fatal("WaitIdle on a manager that was never started must fail")
+	}
+}
+
+func TestStopEndsEverythingAndClosesSubscriptions(t *testing.T) {
+	h := newHarness(t)
+	h.tcp.block(readyPort)
+	h.m.UpdatePod(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
+	waitEntered(t, h.tcp, readyPort)
+	changes, _ := h.m.SubscribeResults(1)
+	h.m.Stop() // must cancel the hung probe and return
+	h.m.Stop()
+	if _, open := <-changes; open {
+		for range changes {
+		}
+	}
+	if err := h.m.Start(context.Background()); err == nil {
+		t.Fatal("Start after Stop must fail")
+	}
+	h.m.UpdatePod(testPod("c2", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
+	if got := h.m.Containers(); len(got) != 0 {
+		t.Fatalf("a stopped manager took a pod: %+v", got)
+	}
+}
+
+func TestSubscribersNeverBlockProbing(t *testing.T) {
+	h := newHarness(t)
+	slow, cancel := h.m.SubscribeResults(1) // never read
+	defer cancel()
+	h.tcp.always(readyPort, success)
+	for i := range 3 {
+		pod := testPod(fmt.Sprintf("c%d", i), spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+		pod.UID = fmt.Sprintf("uid-%d", i)
+		h.update(pod)
+	}
+	if len(slow) != 1 {
+		t.Fatalf("slow subscriber holds %d, want its buffer of 1", len(slow))
+	}
+	// 3 seeds + 3 successes, 1 delivered: 5 dropped.
+	if got := h.droppedTotal("results"); got != 5 {
+		t.Fatalf("probelet_subscriber_dropped_total{stream=results} = %v, want 5", got)
+	}
+	h.wantResult("c2", probe.Readiness, results.Success)
+}
