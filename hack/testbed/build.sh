@@ -5,7 +5,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-APT_PACKAGES=(libseccomp-dev pkg-config gcc libc6-dev iproute2 busybox-static util-linux mount)
+APT_PACKAGES=(libseccomp-dev pkg-config gcc libc6-dev iproute2 busybox-static util-linux mount jq)
 
 install_packages() {
 	local missing=() p

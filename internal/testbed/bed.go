@@ -61,7 +61,7 @@ func Start(t testing.TB, opts ...Option) *Bed {
 		t.Fatalf("testbed: %v", err)
 	}
 	if err := b.up(); err != nil {
-		t.Fatalf("testbed: cannot start containerd in %s: %v", b.dir, err)
+		t.Fatalf("testbed: cannot start the containerd test bed: %v", err)
 	}
 	return b
 }
@@ -98,6 +98,7 @@ func (b *Bed) up() error {
 	if b.dir, err = os.MkdirTemp(shortTempBase(), "pbt-"); err != nil {
 		return err
 	}
+	b.t.Logf("testbed: starting containerd in %s", b.dir)
 	// Registered before up.sh so a half-started bed is torn down too.
 	b.t.Cleanup(b.cleanup)
 	if _, err := b.script(b.startTimeout, "up.sh", b.dir); err != nil {

@@ -58,7 +58,7 @@ func (b *Bed) script(timeout time.Duration, name string, args ...string) ([]byte
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("timed out after %v", timeout)
 		}
-		return stdout.Bytes(), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, tail(stderr.String(), 40))
+		return stdout.Bytes(), fmt.Errorf("%s: %w\n%s", strings.Join(append([]string{name}, args...), " "), err, tail(stderr.String(), 40))
 	}
 	return stdout.Bytes(), nil
 }

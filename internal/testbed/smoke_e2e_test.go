@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,9 +37,19 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("GET http://%s:8080/ = %q, want %q", ip, got, indexHTML)
 	}
 	checkExec(t, bed, ctrID)
+	mark := time.Now()
+	checkRestartedContainer(t, bed, podID)
+	t.Logf("restarted container check %v", time.Since(mark))
+	if conn, err := net.Dial("unix", bed.NRISocket()); err != nil {
+		t.Errorf("NRI socket: %v", err)
+	} else {
+		conn.Close()
+	}
 	checkAnnotations(t, bed, podID, ctrID)
 	checkRestartContainerd(t, bed, ip)
+	mark = time.Now()
 	checkStopRemove(t, bed, podID, ctrID)
+	t.Logf("stop/remove %v", time.Since(mark))
 
 	// A second pod stays running: Stop must clean it up too.
 	_, running := runWeb(t, bed)
@@ -127,6 +138,47 @@ func checkExec(t *testing.T, bed *testbed.Bed, ctrID string) {
 	}
 	if _, _, err := bed.Exec("no-such-container", "true"); err == nil {
 		t.Error("exec in a missing container: no error")
+	}
+}
+
+// checkRestartedContainer starts a container, stops it and starts it
+// again, as the kubelet restarts one: the second gets attempt 1.
+func checkRestartedContainer(t *testing.T, bed *testbed.Bed, podID string) {
+	spec := testbed.ContainerSpec{Name: "sleeper", Command: []string{"sleep", "3600"}}
+	first, err := bed.StartContainer(podID, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bed.Crictl("stop", "--timeout", "0", first); err != nil {
+		t.Fatal(err)
+	}
+	second, err := bed.StartContainer(podID, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ctr struct {
+		Status struct {
+			Metadata struct {
+				Attempt int `json:"attempt"`
+			} `json:"metadata"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"status"`
+	}
+	out, err := bed.Crictl("inspect", "-o", "json", second)
+	if err == nil {
+		err = json.Unmarshal(out, &ctr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ctr.Status.Metadata.Attempt != 1 || ctr.Status.Annotations["io.kubernetes.container.restartCount"] != "1" {
+		t.Errorf("restarted container: attempt %d, restartCount %q; want 1", ctr.Status.Metadata.Attempt, ctr.Status.Annotations["io.kubernetes.container.restartCount"])
+	}
+	if st, err := bed.ContainerState(second); err != nil || st.State != testbed.StateRunning {
+		t.Errorf("restarted container: %+v, %v", st, err)
+	}
+	if _, err := bed.StartContainer("no-such-pod", spec); err == nil {
+		t.Error("StartContainer in an unknown pod: no error")
 	}
 }
 
