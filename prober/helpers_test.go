@@ -54,12 +54,14 @@ type fakeTCP struct {
 	targets []probe.TCPTarget
 	gate    map[int]chan struct{}
 	entered chan int
+	// seen receives the port of every call (dropped when full).
+	seen chan int
 }
 
 func newFakeTCP() *fakeTCP {
 	return &fakeTCP{
 		script: map[int][]answer{}, def: map[int]answer{}, calls: map[int]int{},
-		gate: map[int]chan struct{}{}, entered: make(chan int, 100),
+		gate: map[int]chan struct{}{}, entered: make(chan int, 100), seen: make(chan int, 1000),
 	}
 }
 
@@ -76,6 +78,10 @@ func (f *fakeTCP) ProbeTCP(ctx context.Context, t probe.TCPTarget) (probe.Result
 	}
 	gate := f.gate[t.Port]
 	f.mu.Unlock()
+	select {
+	case f.seen <- t.Port:
+	default:
+	}
 	if gate != nil {
 		f.entered <- t.Port
 		select {

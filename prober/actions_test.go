@@ -1,0 +1,174 @@
+package prober_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/spec"
+)
+
+// failingLiveness is a liveness probe that fails at its first run.
+func failingLiveness(h *harness, mutate ...func(*corev1.Probe)) *corev1.Probe {
+	h.tcp.always(livePort, failure)
+	return tcpProbe(livePort, append([]func(*corev1.Probe){withThresholds(1, 1)}, mutate...)...)
+}
+
+func TestLivenessFailureKillsWithTheKubeletsGracePeriod(t *testing.T) {
+	cases := []struct {
+		name        string
+		probeGrace  *int64
+		podGrace    *int64
+		annotations map[string]string
+		want        time.Duration
+	}{
+		{"probe terminationGracePeriodSeconds wins", ptr.To[int64](5), ptr.To[int64](60), nil, 5 * time.Second},
+		{"else the pod's", nil, ptr.To[int64](60), map[string]string{spec.AnnotationPodTerminationGracePeriod: "90"}, 60 * time.Second},
+		{"else the pod's from the container annotation", nil, nil, map[string]string{spec.AnnotationPodTerminationGracePeriod: "90"}, 90 * time.Second},
+		{"else 30 s", nil, nil, nil, 30 * time.Second},
+		{"an unreadable annotation falls back to 30 s", nil, nil, map[string]string{spec.AnnotationPodTerminationGracePeriod: "soon"}, 30 * time.Second},
+		{"never below 2 s (probe)", ptr.To[int64](1), nil, nil, 2 * time.Second},
+		{"never below 2 s (pod 0)", nil, ptr.To[int64](0), nil, 2 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			p := failingLiveness(h, func(p *corev1.Probe) { p.TerminationGracePeriodSeconds = tc.probeGrace })
+			pod := testPod("c1", spec.ContainerProbes{Liveness: p})
+			pod.TerminationGracePeriodSeconds = tc.podGrace
+			pod.Containers[0].Annotations = tc.annotations
+			h.update(pod)
+			kills := h.killer.calls()
+			want := kill{id: "c1", grace: tc.want, reason: "Container app failed liveness probe, will be restarted"}
+			if len(kills) != 1 || kills[0] != want {
+				t.Fatalf("kills = %+v, want [%+v]", kills, want)
+			}
+		})
+	}
+}
+
+func TestKillIsRecordedAsRestartAndKillingEvent(t *testing.T) {
+	h := newHarness(t)
+	h.update(testPod("c1", spec.ContainerProbes{Liveness: failingLiveness(h)}))
+	st, _ := h.m.Container("c1")
+	want := prober.Restart{
+		Time: epoch, ContainerID: "c1", ProbeType: probe.Liveness, GracePeriod: 30 * time.Second,
+		Message: "Container app failed liveness probe, will be restarted",
+	}
+	if len(st.Restarts) != 1 || st.Restarts[0] != want {
+		t.Fatalf("restarts = %+v, want [%+v]", st.Restarts, want)
+	}
+	var killing []prober.Event
+	for _, e := range h.drainEvents() {
+		if e.Reason == "Killing" {
+			killing = append(killing, e)
+		}
+	}
+	if len(killing) != 1 || killing[0].Type != "Normal" || killing[0].Message != want.Message {
+		t.Fatalf("Killing events = %+v", killing)
+	}
+}
+
+func TestStartupFailureKills(t *testing.T) {
+	h := newHarness(t)
+	h.tcp.always(startPort, failure)
+	h.update(testPod("c1", spec.ContainerProbes{Startup: tcpProbe(startPort, withThresholds(1, 2))}))
+	h.step(10 * time.Second)
+	kills := h.killer.calls()
+	if len(kills) != 1 || kills[0].reason != "Container app failed startup probe, will be restarted" {
+		t.Fatalf("kills = %+v", kills)
+	}
+}
+
+func TestReadinessFailureNeverKills(t *testing.T) {
+	h := newHarness(t)
+	h.tcp.always(readyPort, failure)
+	h.update(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withThresholds(1, 1))}))
+	h.step(time.Minute)
+	if k := h.killer.calls(); len(k) != 0 {
+		t.Fatalf("readiness failure killed: %+v", k)
+	}
+}
+
+func TestLivenessFailureBelowThresholdDoesNotKill(t *testing.T) {
+	h := newHarness(t)
+	h.tcp.then(livePort, failure, failure, success, failure, failure)
+	h.update(testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort)}))
+	h.step(40 * time.Second)
+	if k := h.killer.calls(); len(k) != 0 {
+		t.Fatalf("killed below threshold: %+v", k)
+	}
+}
+
+func TestReportModeReportsWithoutKilling(t *testing.T) {
+	h := newHarness(t, prober.WithLivenessAction(prober.ActionReport))
+	h.update(testPod("c1", spec.ContainerProbes{Liveness: failingLiveness(h)}))
+	if k := h.killer.calls(); len(k) != 0 {
+		t.Fatalf("report mode killed: %+v", k)
+	}
+	var would []prober.Event
+	for _, e := range h.drainEvents() {
+		if e.Reason == "WouldRestart" {
+			would = append(would, e)
+		}
+	}
+	if len(would) != 1 || !strings.Contains(would[0].Message, "would be restarted") {
+		t.Fatalf("WouldRestart events = %+v", would)
+	}
+	if st, _ := h.m.Container("c1"); len(st.Restarts) != 0 {
+		t.Fatalf("report mode recorded restarts: %+v", st.Restarts)
+	}
+}
+
+func TestSlowKillDoesNotBlockProbing(t *testing.T) {
+	h := newHarness(t)
+	h.killer.gate = make(chan struct{})
+	pod := testPod("c1", spec.ContainerProbes{Liveness: failingLiveness(h)})
+	other := testPod("d1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+	other.UID, other.Name = "uid-2", "other"
+	h.m.UpdatePod(pod)
+	h.m.UpdatePod(other)
+	awaitProbe(t, h.tcp, readyPort)
+	// The kill hangs; the other pod's probes still run on time.
+	for range 3 {
+		h.clock.Step(10 * time.Second)
+		awaitProbe(t, h.tcp, readyPort)
+	}
+	if got := h.tcp.count(readyPort); got != 4 {
+		t.Fatalf("readiness probes during a hung kill = %d, want 4", got)
+	}
+	close(h.killer.gate)
+	h.settle()
+}
+
+// awaitProbe waits until a probe on port has been called.
+func awaitProbe(t *testing.T, f *fakeTCP, port int) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case p := <-f.seen:
+			if p == port {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no probe on port %d", port)
+		}
+	}
+}
+
+func TestKillErrorIsRecorded(t *testing.T) {
+	h := newHarness(t)
+	h.killer.err = errors.New("runtime unavailable")
+	h.update(testPod("c1", spec.ContainerProbes{Liveness: failingLiveness(h)}))
+	st, _ := h.m.Container("c1")
+	if len(st.Restarts) != 1 || st.Restarts[0].Err != "runtime unavailable" {
+		t.Fatalf("restarts = %+v, want the kill error recorded", st.Restarts)
+	}
+}

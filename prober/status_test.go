@@ -1,0 +1,133 @@
+package prober_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/prober/spec"
+)
+
+func TestContainerStatusReportsProbeState(t *testing.T) {
+	h := newHarness(t, prober.WithHistory(2))
+	h.tcp.then(readyPort, failure, success, success)
+	cp := spec.ContainerProbes{Readiness: tcpProbe(readyPort, withThresholds(2, 3))}
+	h.update(testPod("c1", cp))
+	h.step(20 * time.Second)
+	st, ok := h.m.Container("c1")
+	if !ok {
+		t.Fatal("container c1 unknown")
+	}
+	if st.PodUID != "uid-1" || st.PodName != "web" || st.PodNamespace != "default" ||
+		st.ContainerName != "app" || st.ContainerID != "c1" || st.State != prober.ContainerRunning || !st.StartedAt.Equal(epoch) {
+		t.Fatalf("identity = %+v", st)
+	}
+	if !st.Started || !st.Ready {
+		t.Fatalf("Started/Ready = %v/%v, want true/true", st.Started, st.Ready)
+	}
+	if st.Spec.Readiness == nil || st.Spec.Readiness.SuccessThreshold != 2 {
+		t.Fatalf("Spec = %+v", st.Spec)
+	}
+	ps := st.Probes[probe.Readiness]
+	want := prober.ProbeStatus{
+		Type: probe.Readiness, Result: results.Success, Consecutive: 2,
+		SuccessThreshold: 2, FailureThreshold: 3, LastProbeTime: epoch.Add(20 * time.Second), Method: probe.MethodDial,
+	}
+	got := ps
+	got.History = nil
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("probe status = %+v\nwant %+v", got, want)
+	}
+	if len(ps.History) != 2 || !ps.History[0].Time.Equal(epoch.Add(10*time.Second)) || ps.History[1].Result != results.Success {
+		t.Fatalf("history (cap 2, oldest first) = %+v", ps.History)
+	}
+}
+
+func TestContainersListsProbedAndMisconfiguredContainersOnly(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+	pod.Containers = append(pod.Containers,
+		prober.Container{ID: "c2", Name: "sidecar", State: prober.ContainerRunning, StartedAt: epoch},
+		prober.Container{ID: "c3", Name: "broken", State: prober.ContainerRunning, StartedAt: epoch})
+	pod.SpecErrors = map[string]string{"broken": `pod default/web container "broken": livenessProbe.periodSeconds: Invalid value: -1`}
+	h.update(pod)
+	list := h.m.Containers()
+	if len(list) != 2 || list[0].ContainerName != "app" || list[1].ContainerName != "broken" {
+		t.Fatalf("Containers = %+v, want app and broken", list)
+	}
+	if list[1].SpecError == "" || len(list[1].Probes) != 0 {
+		t.Fatalf("broken = %+v, want its spec error and no probes", list[1])
+	}
+	if _, ok := h.m.Container("c2"); ok {
+		t.Fatal("a container without probes or errors is listed")
+	}
+}
+
+func TestSyncPodsRemovesUnlistedPodsAndKeepsResults(t *testing.T) {
+	h := newHarness(t)
+	a := testPod("a1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+	b := testPod("b1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+	b.UID, b.Name = "uid-2", "other"
+	h.update(a)
+	h.update(b)
+	h.wantResult("a1", probe.Readiness, results.Success)
+	h.drainChanges()
+	h.m.SyncPods([]prober.Pod{a})
+	h.settle()
+	if _, ok := h.m.Container("b1"); ok {
+		t.Fatal("unlisted pod survived SyncPods")
+	}
+	h.wantResult("a1", probe.Readiness, results.Success)
+	if ch := h.drainChanges(); len(ch) != 0 {
+		t.Fatalf("SyncPods re-seeded a surviving container: %+v", ch)
+	}
+}
+
+func TestProbeTotalCountsRunsByResult(t *testing.T) {
+	h := newHarness(t)
+	h.tcp.then(readyPort, success, failure, warning)
+	h.update(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
+	h.step(20 * time.Second)
+	if got := h.counter(probe.Readiness, "successful", "app"); got != 2 {
+		t.Errorf("successful = %v, want 2 (a warning counts as success)", got)
+	}
+	if got := h.counter(probe.Readiness, "failed", "app"); got != 1 {
+		t.Errorf("failed = %v, want 1", got)
+	}
+	if n := h.series("prober_probe_duration_seconds"); n != 1 {
+		t.Errorf("duration series = %d, want 1", n)
+	}
+}
+
+func TestOptionsRejectBadValues(t *testing.T) {
+	cases := map[string]prober.Option{
+		"nil clock":       prober.WithClock(nil),
+		"nil logger":      prober.WithLogger(nil),
+		"nil registerer":  prober.WithRegisterer(nil),
+		"nil tcp prober":  prober.WithTCPProber(nil),
+		"nil exec runner": prober.WithExecRunner(nil),
+		"nil killer":      prober.WithKiller(nil),
+		"nil jitter":      prober.WithJitter(nil),
+		"concurrency 0":   prober.WithConcurrency(0),
+		"history -1":      prober.WithHistory(-1),
+		"unknown action":  prober.WithLivenessAction(prober.LivenessAction(7)),
+		"zero start time": prober.WithAgentStartTime(time.Time{}),
+	}
+	for name, opt := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := prober.NewManager(opt); err == nil {
+				t.Fatal("NewManager accepted it")
+			}
+		})
+	}
+}
+
+func TestMetricsRegisterOnceOnARegisterer(t *testing.T) {
+	h := newHarness(t)
+	if _, err := prober.NewManager(prober.WithRegisterer(h.reg)); err == nil {
+		t.Fatal("a second manager on the same registerer must fail, not panic")
+	}
+}

@@ -1,0 +1,181 @@
+package prober
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/probe/httpprobe"
+	"github.com/probelet/probelet/prober/spec"
+)
+
+func prepPod() (*Pod, *Container) {
+	pod := &Pod{
+		UID: "u", Name: "web", Namespace: "ns", IPs: []string{"10.0.0.5", "fd00::5"}, NetNSPath: "/proc/42/ns/net",
+	}
+	c := &Container{
+		ID: "c1", Name: "app", Env: []string{"DIR=/tmp", "FILE=ready"},
+		Annotations: map[string]string{spec.AnnotationContainerPorts: `[{"name":"http","containerPort":8080,"protocol":"TCP"}]`},
+	}
+	return pod, c
+}
+
+func handler(h corev1.ProbeHandler) *corev1.Probe {
+	return &corev1.Probe{ProbeHandler: h, TimeoutSeconds: 3}
+}
+
+func TestPrepareResolvesTargetsLikeTheKubelet(t *testing.T) {
+	pod, c := prepPod()
+	cases := []struct {
+		name string
+		p    *corev1.Probe
+		want target
+	}{
+		{"HTTP host defaults to the pod IP; named port from the container ports",
+			handler(corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http"), Scheme: corev1.URISchemeHTTPS}}),
+			target{kind: kindHTTP, http: httpprobe.Target{Scheme: corev1.URISchemeHTTPS, Host: "10.0.0.5", Port: 8080, Path: "/ready", Timeout: 3 * time.Second}}},
+		{"HTTP host field wins",
+			handler(corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Host: "example.test", Port: intstr.FromInt32(81)}}),
+			target{kind: kindHTTP, http: httpprobe.Target{Host: "example.test", Port: 81, Timeout: 3 * time.Second}}},
+		{"TCP without host is in the pod",
+			handler(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}}),
+			target{kind: kindTCP, tcp: probe.TCPTarget{Host: "10.0.0.5", Port: 8080, InPod: true, NetNSPath: "/proc/42/ns/net", Timeout: 3 * time.Second}}},
+		{"TCP to one of the pod's IPs is in the pod",
+			handler(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Host: "fd00::5", Port: intstr.FromInt32(9)}}),
+			target{kind: kindTCP, tcp: probe.TCPTarget{Host: "fd00::5", Port: 9, InPod: true, NetNSPath: "/proc/42/ns/net", Timeout: 3 * time.Second}}},
+		{"TCP to another host is not",
+			handler(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Host: "10.9.9.9", Port: intstr.FromInt32(9)}}),
+			target{kind: kindTCP, tcp: probe.TCPTarget{Host: "10.9.9.9", Port: 9, NetNSPath: "/proc/42/ns/net", Timeout: 3 * time.Second}}},
+		{"gRPC goes to the pod IP with its service",
+			handler(corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 50051, Service: ptr.To("api")}}),
+			target{kind: kindGRPC, grpcHost: "10.0.0.5", grpcPort: 50051, grpcService: "api"}},
+		{"exec expands $(VAR) from the container env only",
+			handler(corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "$(DIR)/$(FILE)", "$(HOME)"}}}),
+			target{kind: kindExec, execCmd: []string{"cat", "/tmp/ready", "$(HOME)"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := prepare(tc.p, pod, c)
+			tc.want.containerID, tc.want.timeout = "c1", 3*time.Second
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("prepare =\n %+v\nwant\n %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPrepareErrorsAreNamed(t *testing.T) {
+	pod, c := prepPod()
+	noIP := *pod
+	noIP.IPs = nil
+	cases := []struct {
+		name string
+		pod  *Pod
+		p    *corev1.Probe
+		want string
+	}{
+		{"unknown named port", pod, handler(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("metrics")}}), `container "app": port "metrics" not found`},
+		{"no pod IP yet", &noIP, handler(corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(80)}}), "pod has no IP"},
+		{"no handler", pod, handler(corev1.ProbeHandler{}), "missing probe handler for ns/web:app"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := prepare(tc.p, tc.pod, c)
+			if got.err == nil || !strings.Contains(got.err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", got.err, tc.want)
+			}
+		})
+	}
+}
+
+// recorder is a handlers set that records what it was asked to probe.
+type recorder struct {
+	calls []string
+	res   probe.Result
+	err   error
+}
+
+func (r *recorder) handlers() handlers {
+	return handlers{
+		http: func(_ context.Context, t httpprobe.Target) (probe.Result, string, error) {
+			r.calls = append(r.calls, "http "+t.Host)
+			return r.res, "", r.err
+		},
+		grpc: func(_ context.Context, host string, _ int, svc string, _ time.Duration) (probe.Result, string, error) {
+			r.calls = append(r.calls, "grpc "+host+" "+svc)
+			return r.res, "", r.err
+		},
+		exec: func(_ context.Context, id string, cmd []string, _ time.Duration) (probe.Result, string, error) {
+			r.calls = append(r.calls, "exec "+id+" "+strings.Join(cmd, " "))
+			return r.res, "", r.err
+		},
+		tcp: r,
+	}
+}
+
+func (r *recorder) ProbeTCP(_ context.Context, t probe.TCPTarget) (probe.Result, string, probe.Method, error) {
+	r.calls = append(r.calls, "tcp "+t.Host)
+	return r.res, "", probe.MethodEBPF, r.err
+}
+
+func TestHandlerSelectionPicksTheProbesHandler(t *testing.T) {
+	pod, c := prepPod()
+	cases := []struct {
+		p          *corev1.Probe
+		wantCall   string
+		wantMethod probe.Method
+	}{
+		{handler(corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(80)}}), "http 10.0.0.5", probe.MethodHTTP},
+		{handler(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}), "tcp 10.0.0.5", probe.MethodEBPF},
+		{handler(corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 80}}), "grpc 10.0.0.5 ", probe.MethodGRPC},
+		{handler(corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}), "exec c1 true", probe.MethodExec},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.wantMethod), func(t *testing.T) {
+			r := &recorder{res: probe.Success}
+			h := r.handlers()
+			tgt := prepare(tc.p, pod, c)
+			res, _, method, err := h.runWithRetries(context.Background(), &tgt)
+			if err != nil || res != probe.Success || method != tc.wantMethod {
+				t.Fatalf("run = %v, %v, %v", res, method, err)
+			}
+			if len(r.calls) != 1 || r.calls[0] != tc.wantCall {
+				t.Fatalf("calls = %q, want [%q]", r.calls, tc.wantCall)
+			}
+		})
+	}
+}
+
+func TestRetriesStopWhenTheProbeIsCancelled(t *testing.T) {
+	pod, c := prepPod()
+	r := &recorder{res: probe.Unknown, err: errors.New("broken")}
+	h := r.handlers()
+	tgt := prepare(handler(corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}), pod, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, _, err := h.runWithRetries(ctx, &tgt); err == nil {
+		t.Fatal("want the error")
+	}
+	if len(r.calls) != 1 {
+		t.Fatalf("calls after cancel = %d, want 1", len(r.calls))
+	}
+}
+
+func TestPreparationErrorIsRetriedAndReported(t *testing.T) {
+	pod, c := prepPod()
+	r := &recorder{res: probe.Success}
+	h := r.handlers()
+	tgt := prepare(handler(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("nope")}}), pod, c)
+	res, _, method, err := h.runWithRetries(context.Background(), &tgt)
+	if err == nil || res != probe.Unknown || method != probe.MethodDial || len(r.calls) != 0 {
+		t.Fatalf("run = %v, %v, %v with %d handler calls", res, method, err, len(r.calls))
+	}
+}
