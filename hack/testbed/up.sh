@@ -8,28 +8,44 @@ set -euo pipefail
 # Unix socket paths are limited to 108 bytes; the longest one is the ttrpc socket.
 MAX_DIR_LEN=80
 
-# pick_subnet: a private /24 derived from the dir, moved on while it overlaps
-# a route already on this host (another bed or a real network).
+# subnet_taken NET: whether NET.0/24 overlaps a route on this host (a real
+# network, or another bed's bridge, which up.sh creates eagerly for this).
+subnet_taken() {
+	[ -n "$(ip -4 route show root "$1.0/24")" ] ||
+		[ -n "$(ip -4 route show match "$1.0/24" | grep -v '^default')" ]
+}
+
+# pick_subnet: a private /24 derived from the dir, moved on while taken.
 pick_subnet() {
-	local h a b i
+	local h a b i net
 	h=$(bed_hash "$BED_DIR")
 	a=$((64 + 0x${h:0:2} % 128)) b=$((0x${h:2:2}))
 	for i in $(seq 0 255); do
-		local net="10.$a.$(((b + i) % 256))"
-		if ! ip -4 route show | grep -v '^default' | grep -q "^$net\.0/24 \|^$net\.0/"; then
-			printf '%s\n' "$net"
-			return 0
-		fi
+		net="10.$a.$(((b + i) % 256))"
+		subnet_taken "$net" || { printf '%s\n' "$net"; return 0; }
 	done
 	die "no free 10.$a.x.0/24 subnet"
 }
 
-write_env_file() {
-	[ -f "$BED_ENVFILE" ] && return 0
-	local net
-	net=$(pick_subnet)
-	printf 'BRIDGE=%s\nSUBNET=%s.0/24\nGATEWAY=%s.1\nNETWORK=%s\nCGROUP_PARENT=%s\n' \
-		"$BED_BRIDGE" "$net" "$net" "$BED_NETWORK" "$BED_CGROUP_PARENT" >"$BED_ENVFILE"
+# setup_network: picks the subnet and creates the bridge with its gateway
+# address now, under a host-wide lock, so concurrent beds see each other's
+# subnets (the CNI bridge plugin reuses the bridge). Re-runs keep both.
+setup_network() {
+	exec 8>"$TESTBED_CACHE/.network.lock"
+	flock 8
+	if [ ! -f "$BED_ENVFILE" ]; then
+		local net
+		net=$(pick_subnet)
+		printf 'BRIDGE=%s\nSUBNET=%s.0/24\nGATEWAY=%s.1\nNETWORK=%s\nCGROUP_PARENT=%s\n' \
+			"$BED_BRIDGE" "$net" "$net" "$BED_NETWORK" "$BED_CGROUP_PARENT" >"$BED_ENVFILE"
+	fi
+	. "$BED_ENVFILE"
+	if [ ! -e "/sys/class/net/$BRIDGE" ]; then
+		ip link add name "$BRIDGE" type bridge
+		ip addr add "$GATEWAY/24" dev "$BRIDGE"
+		ip link set "$BRIDGE" up
+	fi
+	exec 8>&-
 }
 
 write_cni_config() {
@@ -162,7 +178,7 @@ main() {
 	if pid=$(containerd_pid); then
 		log "containerd already running (pid $pid) for $BED_DIR"
 	else
-		write_env_file
+		setup_network
 		write_cni_config
 		write_containerd_config
 		write_crictl_config
