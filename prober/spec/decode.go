@@ -1,35 +1,65 @@
 package spec
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
 // toJSON turns the annotation value into JSON. JSON is used as is (YAML
 // parsers reject some valid JSON, e.g. tab indentation); anything else is
-// read as YAML, rejecting duplicate keys.
+// read as YAML, rejecting duplicate keys and more than one document (which
+// the YAML parser would otherwise drop silently).
 func toJSON(value string) ([]byte, error) {
 	data := []byte(value)
 	if json.Valid(data) {
 		return data, nil
 	}
-	converted, yerr := yaml.YAMLToJSONStrict(data)
-	if yerr == nil {
-		return converted, nil
-	}
-	if looksLikeJSON(data) {
+	docs, yerr := yamlDocuments(data)
+	switch {
+	case yerr != nil && looksLikeJSON(data):
 		return nil, jsonSyntaxError(data)
+	case yerr != nil:
+		msg := strings.TrimPrefix(yerr.Error(), "error converting YAML to JSON: ")
+		return nil, fmt.Errorf("invalid YAML: %s", strings.ReplaceAll(msg, "\n  ", " "))
+	case len(docs) > 1:
+		return nil, fmt.Errorf("must be a single YAML document, found %d", len(docs))
+	case len(docs) == 0:
+		return []byte("null"), nil
 	}
-	msg := strings.TrimPrefix(yerr.Error(), "error converting YAML to JSON: ")
-	return nil, fmt.Errorf("invalid YAML: %s", strings.ReplaceAll(msg, "\n  ", " "))
+	return docs[0], nil
+}
+
+// yamlDocuments converts each non-empty YAML document to JSON.
+func yamlDocuments(data []byte) ([][]byte, error) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var docs [][]byte
+	for {
+		chunk, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		converted, err := yaml.YAMLToJSONStrict(chunk)
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(converted, []byte("null")) {
+			docs = append(docs, converted)
+		}
+	}
 }
 
 // looksLikeJSON reports whether the value was meant as JSON, so a syntax
