@@ -19,15 +19,13 @@ var _ prober.ContainerKiller = (*Client)(nil)
 // through CRI StopContainer with the grace period as its timeout (never
 // less than MinKillGracePeriod, like the kubelet); the kubelet then
 // restarts it by the pod's restart policy. reason is the kubelet's message
-// ("Container web failed liveness probe, will be restarted"). A container
+// ("Container web failed liveness probe, will be restarted"); it is logged
+// with the kubelet's "Killing container with a grace period". A container
 // that is already gone is not an error.
 func (c *Client) KillContainer(ctx context.Context, containerID string, gracePeriod time.Duration, reason string) error {
 	gracePeriod = max(gracePeriod, MinKillGracePeriod)
-	msg := reason
-	if msg == "" {
-		msg = "Killing container with a grace period"
-	}
-	c.log.Info(msg, zap.String("containerID", containerID), zap.Duration("gracePeriod", gracePeriod))
+	c.log.Info("Killing container with a grace period", zap.String("containerID", containerID),
+		zap.Duration("gracePeriod", gracePeriod), zap.String("reason", reason))
 	callCtx, cancel := c.callContext(ctx, gracePeriod)
 	defer cancel()
 	_, err := c.rt.StopContainer(callCtx, &runtimeapi.StopContainerRequest{
