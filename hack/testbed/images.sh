@@ -34,6 +34,8 @@ busybox_rootfs() {
 main() {
 	go_env
 	[ -x /bin/busybox ] || die "/bin/busybox missing: run build.sh (it installs busybox-static)"
+	# The image has no libc: a dynamic busybox would not start in it.
+	! ldd /bin/busybox >/dev/null 2>&1 || die "/bin/busybox is dynamically linked; install busybox-static"
 	local dir
 	dir=$(images_dir)
 	mkdir -p "$TESTBED_CACHE"

@@ -135,6 +135,7 @@ TOML
 }
 
 start_containerd() {
+	LOG_START=$(($(wc -c <"$BED_LOG" 2>/dev/null || echo 0) + 1))
 	# setsid: containerd outlives the caller's session and terminal; the
 	# script is not a job-control shell, so $! is containerd itself.
 	PATH="$CONTAINERD_DIR/bin:$PATH" setsid "$CONTAINERD_BIN" --config "$BED_CONFIG" \
@@ -142,18 +143,25 @@ start_containerd() {
 	echo $! >"$BED_PIDFILE"
 }
 
-# wait_ready: polls CRI until the runtime and the network are ready.
+# wait_ready: polls CRI until the runtime and the network are ready. It
+# watches the started PID itself: right after the fork its command line is
+# still the shell's, so containerd_pid would not know it yet.
 wait_ready() {
-	local i status
+	local i status pid
+	pid=$(cat "$BED_PIDFILE")
 	for i in $(seq 1 300); do
-		containerd_pid >/dev/null || die "containerd exited; last log lines:
-$(tail -n 20 "$BED_LOG")"
+		alive "$pid" || die "containerd exited; its log:
+$(tail -c "+$LOG_START" "$BED_LOG" | grep -v 'level=info' | tail -n 20)"
 		status=$(crictl_bed info 2>/dev/null | jq -r '[.status.conditions[] | select(.status) | .type] | join(",")' 2>/dev/null || true)
-		case ",$status," in *,RuntimeReady,*NetworkReady,* | *,NetworkReady,*RuntimeReady,*) return 0 ;; esac
+		case ",$status," in *,RuntimeReady,*NetworkReady,* | *,NetworkReady,*RuntimeReady,*)
+			containerd_pid >/dev/null || die "pid $pid is not this bed's containerd"
+			return 0
+			;;
+		esac
 		sleep 0.1
 	done
-	die "containerd at $BED_SOCK not ready after 30s; last log lines:
-$(tail -n 20 "$BED_LOG")"
+	die "containerd at $BED_SOCK not ready after 30s; its log:
+$(tail -c "+$LOG_START" "$BED_LOG" | tail -n 20)"
 }
 
 import_images() {

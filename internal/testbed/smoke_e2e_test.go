@@ -40,11 +40,7 @@ func TestSmoke(t *testing.T) {
 	mark := time.Now()
 	checkRestartedContainer(t, bed, podID)
 	t.Logf("restarted container check %v", time.Since(mark))
-	if conn, err := net.Dial("unix", bed.NRISocket()); err != nil {
-		t.Errorf("NRI socket: %v", err)
-	} else {
-		conn.Close()
-	}
+	dialNRI(t, bed)
 	checkAnnotations(t, bed, podID, ctrID)
 	checkRestartContainerd(t, bed, ip)
 	mark = time.Now()
@@ -250,6 +246,18 @@ func checkRestartContainerd(t *testing.T, bed *testbed.Bed, ip string) {
 	if err := bed.StartContainerd(); err != nil {
 		t.Fatal(err)
 	}
+	dialNRI(t, bed)
+}
+
+// dialNRI proves containerd listens for NRI plugins.
+func dialNRI(t *testing.T, bed *testbed.Bed) {
+	t.Helper()
+	conn, err := net.Dial("unix", bed.NRISocket())
+	if err != nil {
+		t.Errorf("NRI socket: %v", err)
+		return
+	}
+	conn.Close()
 }
 
 func checkStopRemove(t *testing.T, bed *testbed.Bed, podID, ctrID string) {
