@@ -1,0 +1,82 @@
+package deploy_test
+
+import (
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// strict decodes into the k8s.io/api types the way the API server's strict
+// field validation does: unknown and duplicate fields are errors.
+var strict = func() runtime.Decoder {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			panic(err)
+		}
+	}
+	return serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+}()
+
+// objects are a rendering's typed objects, by name.
+type objects struct {
+	daemonSets      map[string]*appsv1.DaemonSet
+	namespaces      map[string]*corev1.Namespace
+	serviceAccounts map[string]*corev1.ServiceAccount
+	configMaps      map[string]*corev1.ConfigMap
+}
+
+// load builds dir, checks every object against the schemas and decodes it
+// strictly. Any violation is an error naming the object.
+func load(fsys filesys.FileSystem, dir string) (*objects, error) {
+	objs, err := build(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	api, err := kubeOpenAPI()
+	if err != nil {
+		return nil, err
+	}
+	out := &objects{
+		daemonSets:      map[string]*appsv1.DaemonSet{},
+		namespaces:      map[string]*corev1.Namespace{},
+		serviceAccounts: map[string]*corev1.ServiceAccount{},
+		configMaps:      map[string]*corev1.ConfigMap{},
+	}
+	var errs []error
+	for _, o := range objs {
+		if err := api.validate(o); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", o.id, err))
+		}
+		if err := out.add(o); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", o.id, err))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// add decodes o strictly and files it by kind.
+func (s *objects) add(o rendered) error {
+	obj, _, err := strict.Decode(o.json, nil, nil)
+	if err != nil {
+		return fmt.Errorf("strict decode: %w", err)
+	}
+	switch v := obj.(type) {
+	case *appsv1.DaemonSet:
+		s.daemonSets[v.Name] = v
+	case *corev1.Namespace:
+		s.namespaces[v.Name] = v
+	case *corev1.ServiceAccount:
+		s.serviceAccounts[v.Name] = v
+	case *corev1.ConfigMap:
+		s.configMaps[v.Name] = v
+	default:
+		return fmt.Errorf("unexpected kind %T", obj)
+	}
+	return nil
+}
