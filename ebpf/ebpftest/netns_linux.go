@@ -1,0 +1,108 @@
+package ebpftest
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+)
+
+// NetNS is a network namespace reachable from the host like a pod: the
+// host dials PodIP or PodIP6 over a veth pair.
+type NetNS struct {
+	// Name is the `ip netns` name; Path its bind mount (/run/netns/Name).
+	Name, Path string
+	// PodIP and PodIP6 are the namespace side's addresses.
+	PodIP, PodIP6 netip.Addr
+	hostIf        string
+}
+
+var (
+	subnetOnce sync.Once
+	subnet     int // third octet of this process's 10.231.x.0/24
+	subnetErr  error
+)
+
+// NewNetNS creates namespace number id (0-62) of this process.
+func NewNetNS(id int) (*NetNS, error) {
+	if id < 0 || id > 62 {
+		return nil, fmt.Errorf("ebpftest: netns id %d out of range 0-62", id)
+	}
+	subnetOnce.Do(func() { subnet, subnetErr = pickSubnet() })
+	if subnetErr != nil {
+		return nil, subnetErr
+	}
+	pid := os.Getpid()
+	n := &NetNS{
+		Name:   fmt.Sprintf("probelet-test-%d-%d", pid, id),
+		PodIP:  netip.AddrFrom4([4]byte{10, 231, byte(subnet), byte(4*id + 2)}),
+		PodIP6: netip.MustParseAddr(fmt.Sprintf("fd00:231:%x:%x::2", subnet, id)),
+		hostIf: fmt.Sprintf("plh%05x%02d", pid&0xfffff, id),
+	}
+	n.Path = "/run/netns/" + n.Name
+	if err := n.setup(id); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *NetNS) setup(id int) error {
+	podIf := "eth0"
+	host4 := fmt.Sprintf("10.231.%d.%d/30", subnet, 4*id+1)
+	host6 := fmt.Sprintf("fd00:231:%x:%x::1/64", subnet, id)
+	cmds := [][]string{
+		{"netns", "add", n.Name},
+		{"link", "add", n.hostIf, "type", "veth", "peer", "name", podIf, "netns", n.Name},
+		{"addr", "add", host4, "dev", n.hostIf},
+		{"addr", "add", host6, "dev", n.hostIf, "nodad"},
+		{"link", "set", n.hostIf, "up"},
+		{"-n", n.Name, "addr", "add", n.PodIP.String() + "/30", "dev", podIf},
+		{"-n", n.Name, "addr", "add", n.PodIP6.String() + "/64", "dev", podIf, "nodad"},
+		{"-n", n.Name, "link", "set", podIf, "up"},
+		{"-n", n.Name, "link", "set", "lo", "up"},
+	}
+	for _, c := range cmds {
+		if err := ip(c...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close deletes the namespace and the host end of its veth pair.
+func (n *NetNS) Close() error {
+	err := ip("netns", "del", n.Name)
+	if lerr := ip("link", "del", n.hostIf); lerr != nil && !strings.Contains(lerr.Error(), "Cannot find device") {
+		err = errors.Join(err, lerr)
+	}
+	return err
+}
+
+func ip(args ...string) error {
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// pickSubnet chooses a 10.231.x.0/24 no route on the host uses yet, so
+// concurrent test processes keep apart.
+func pickSubnet() (int, error) {
+	out, err := exec.Command("ip", "-4", "route", "show").Output()
+	if err != nil {
+		return 0, fmt.Errorf("ebpftest: ip route: %w", err)
+	}
+	start := os.Getpid() % 256
+	for i := range 256 {
+		x := (start + i) % 256
+		if !strings.Contains(string(out), fmt.Sprintf("10.231.%d.", x)) {
+			return x, nil
+		}
+	}
+	return 0, errors.New("ebpftest: no free 10.231.x.0/24")
+}

@@ -1,0 +1,137 @@
+package tracker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+	"go.uber.org/zap"
+
+	"github.com/probelet/probelet/ebpf/listeners"
+)
+
+// Tracker owns the loaded eBPF objects and the table they feed.
+type Tracker struct {
+	log          *zap.Logger
+	noListenExit bool
+	listenExit   bool // sys_exit_listen is attached
+	closeOnce    sync.Once
+	closeErr     error
+
+	table  *listeners.Table
+	objs   trackerObjects
+	links  []link.Link // in attach order; closed in reverse
+	reader *ringbuf.Reader
+	done   chan struct{} // closed when the read loop has ended
+	stats  stats
+
+	syncMu  sync.Mutex
+	syncSeq uint64
+	waiters []waiter
+}
+
+// New loads and attaches the tracker, snapshots the listeners that already
+// exist and returns once they are in Table. ctx bounds the start-up only.
+// Without CAP_BPF and CAP_PERFMON (or BTF) it fails; errors.Is the result
+// with ebpf.ErrNotSupported or unix.EPERM to tell why.
+func New(ctx context.Context, opts ...Option) (*Tracker, error) {
+	t := &Tracker{log: zap.NewNop(), table: listeners.NewTable(), done: make(chan struct{})}
+	for _, o := range opts {
+		if err := o(t); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.start(ctx); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// start runs the fixed order: memlock, load, attach the live hooks, open the
+// ring buffer, then snapshot what existed before the hooks.
+func (t *Tracker) start(ctx context.Context) error {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return fmt.Errorf("tracker: remove memlock limit: %w", err)
+	}
+	if err := loadTrackerObjects(&t.objs, nil); err != nil {
+		return loadError(err)
+	}
+	if err := t.attach(); err != nil {
+		return err
+	}
+	rd, err := ringbuf.NewReader(t.objs.Events)
+	if err != nil {
+		return fmt.Errorf("tracker: open ring buffer: %w", err)
+	}
+	t.reader = rd
+	go t.readLoop()
+	if err := t.snapshot(); err != nil {
+		return err
+	}
+	return t.Sync(ctx)
+}
+
+func loadError(err error) error {
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		return fmt.Errorf("tracker: verifier rejected tracker.c: %w (log tail: %v)", err, ve.Log[max(0, len(ve.Log)-5):])
+	}
+	return fmt.Errorf("tracker: load eBPF objects: %w", err)
+}
+
+func (t *Tracker) attach() error {
+	l, err := link.AttachTracing(link.TracingOptions{Program: t.objs.OnState})
+	if err != nil {
+		return fmt.Errorf("tracker: attach tp_btf/inet_sock_set_state: %w", err)
+	}
+	t.links = append(t.links, l)
+	if t.noListenExit {
+		return nil
+	}
+	l, err = link.Tracepoint("syscalls", "sys_exit_listen", t.objs.OnListenExit, nil)
+	if err != nil {
+		// Without tracefs the port of listen() without bind() comes from
+		// sock_diag instead; everything else works.
+		t.log.Info("sys_exit_listen tracepoint unavailable; listen() without bind() is completed from sock_diag", zap.Error(err))
+		return nil
+	}
+	t.links = append(t.links, l)
+	t.listenExit = true
+	return nil
+}
+
+// Table is the listener table the tracker keeps up to date.
+func (t *Tracker) Table() *listeners.Table { return t.table }
+
+// ListenExitHooked reports whether sys_exit_listen completes listen()
+// without bind() in the kernel.
+func (t *Tracker) ListenExitHooked() bool { return t.listenExit }
+
+// Close stops the read loop and detaches and unloads everything, in the
+// reverse order of New. It is safe to call on a half-started tracker and
+// more than once.
+func (t *Tracker) Close() error {
+	t.closeOnce.Do(func() { t.closeErr = t.close() })
+	return t.closeErr
+}
+
+func (t *Tracker) close() error {
+	var errs []error
+	if t.reader != nil {
+		errs = append(errs, t.reader.Close())
+		<-t.done
+		t.reader = nil
+	}
+	for i := len(t.links) - 1; i >= 0; i-- {
+		errs = append(errs, t.links[i].Close())
+	}
+	t.links = nil
+	errs = append(errs, t.objs.Close())
+	return errors.Join(errs...)
+}
