@@ -352,8 +352,9 @@ func (x *VersionResponse) GetNriConnected() bool {
 
 type ListContainersRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// container narrows the list: an ID prefix, pod/container or
-	// namespace/pod/container. Empty lists everything.
+	// container narrows the list: an ID prefix or a pod name (one part),
+	// pod/container or namespace/pod (two parts), namespace/pod/container
+	// (three parts); every reading counts. Empty lists everything.
 	Container     string `protobuf:"bytes,1,opt,name=container,proto3" json:"container,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -442,8 +443,8 @@ func (x *ListContainersResponse) GetContainers() []*Container {
 
 type GetContainerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// container is an ID prefix, pod/container or namespace/pod/container;
-	// it must match exactly one container.
+	// container is read like ListContainersRequest.container and must match
+	// exactly one container (a full container ID always does).
 	Container string `protobuf:"bytes,1,opt,name=container,proto3" json:"container,omitempty"`
 	// history_limit caps the runs returned per probe; 0 means all retained.
 	HistoryLimit  int32 `protobuf:"varint,2,opt,name=history_limit,json=historyLimit,proto3" json:"history_limit,omitempty"`

@@ -41,6 +41,8 @@ func TestAPIListContainers(t *testing.T) {
 	}{
 		{"", []string{"batch/job/worker", "default/web/app", "default/web/sidecar", "kube-system/dns/coredns"}},
 		{"a", []string{"default/web/app", "default/web/sidecar"}},
+		{"web", []string{"default/web/app", "default/web/sidecar"}}, // a pod name
+		{"default/web", []string{"default/web/app", "default/web/sidecar"}},
 		{"web/app", []string{"default/web/app"}},
 		{"kube-system/dns/coredns", []string{"kube-system/dns/coredns"}},
 		{"default/dns/coredns", nil},
@@ -96,6 +98,10 @@ func TestAPIGetContainer(t *testing.T) {
 	if len(dns.Events) != 2 || dns.Events[1].Reason != "Killing" || len(dns.Container.Restarts) != 1 {
 		t.Errorf("coredns events %v restarts %v", dns.Events, dns.Container.Restarts)
 	}
+	byPod, err := c.GetContainer(context.Background(), &apiv1.GetContainerRequest{Container: "dns"}) // its only container
+	if err != nil || byPod.Container.ContainerId != servertest.DNSCoreID {
+		t.Errorf("GetContainer(dns) = %v, %v", byPod.GetContainer().GetContainerId(), err)
+	}
 	if got := dns.Container.Probes[0].Spec.GetTerminationGracePeriodSeconds(); got != 5 {
 		t.Errorf("liveness terminationGracePeriodSeconds %d, want 5", got)
 	}
@@ -111,6 +117,7 @@ func TestAPIBadReferences(t *testing.T) {
 		{"", codes.InvalidArgument, "is required"},
 		{"ffff", codes.NotFound, `container "ffff" not found`},
 		{"web/nope", codes.NotFound, `container "web/nope" not found`},
+		{"default/web", codes.InvalidArgument, "ambiguous"},
 		{"a", codes.InvalidArgument, "ambiguous, it matches: a100000000000 (default/web/app), a200000000000 (default/web/sidecar)"},
 		{"web/", codes.InvalidArgument, "empty part"},
 		{"a/b/c/d", codes.InvalidArgument, "too many parts"},

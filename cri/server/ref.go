@@ -7,12 +7,13 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// ref is a parsed container reference: an ID prefix, pod/container or
-// namespace/pod/container.
+// ref is a parsed container reference. One part is an ID prefix or a pod
+// name; two parts are pod/container or namespace/pod; three parts are
+// namespace/pod/container. A reference matches every container any of its
+// readings names.
 type ref struct {
-	raw                       string
-	idPrefix                  string
-	namespace, pod, container string
+	raw   string
+	parts []string
 }
 
 // parseRef parses a container reference; empty is the match-all ref.
@@ -25,26 +26,24 @@ func parseRef(raw string) (ref, error) {
 				"container %q: want an ID prefix, pod/container or namespace/pod/container (empty part)", raw)
 		}
 	}
-	switch len(parts) {
-	case 1:
-		r.idPrefix = raw
-	case 2:
-		r.pod, r.container = parts[0], parts[1]
-	case 3:
-		r.namespace, r.pod, r.container = parts[0], parts[1], parts[2]
-	default:
+	if len(parts) > 3 {
 		return r, status.Errorf(codes.InvalidArgument,
 			"container %q: want an ID prefix, pod/container or namespace/pod/container (too many parts)", raw)
 	}
+	r.parts = parts
 	return r, nil
 }
 
 // matches reports whether a container with these identifiers is referred to.
 func (r ref) matches(id, namespace, pod, container string) bool {
-	if r.pod == "" {
-		return strings.HasPrefix(id, r.idPrefix)
+	p := r.parts
+	switch len(p) {
+	case 1:
+		return strings.HasPrefix(id, p[0]) || p[0] == pod
+	case 2:
+		return (p[0] == pod && p[1] == container) || (p[0] == namespace && p[1] == pod)
 	}
-	return (r.namespace == "" || r.namespace == namespace) && r.pod == pod && r.container == container
+	return p[0] == namespace && p[1] == pod && p[2] == container
 }
 
 func (r ref) matchesEntry(e entry) bool {
