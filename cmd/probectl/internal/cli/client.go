@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	apiv1 "github.com/probelet/probelet/api/v1alpha1"
+)
+
+// DefaultSocket is where probelet listens unless told otherwise.
+const DefaultSocket = "unix:///run/probelet/probelet.sock"
+
+// SocketEnv is the environment variable that overrides the default socket.
+const SocketEnv = "PROBELET_SOCKET"
+
+// client is a connection to probelet's API with errors translated for
+// people.
+type client struct {
+	api     apiv1.ProbeletClient
+	conn    *grpc.ClientConn
+	path    string
+	timeout time.Duration
+}
+
+// socketPath returns the path of a unix:// endpoint or bare path.
+func socketPath(endpoint string) (string, error) {
+	path, ok := strings.CutPrefix(endpoint, "unix://")
+	if !ok && strings.Contains(endpoint, "://") {
+		return "", usageErrorf("--socket %q: only unix:// sockets are supported", endpoint)
+	}
+	if path == "" {
+		return "", usageErrorf("--socket is empty")
+	}
+	return path, nil
+}
+
+// dial checks the socket file for the common mistakes first (no daemon,
+// no permission), so those get a precise message, then connects.
+func dial(endpoint string, timeout time.Duration) (*client, error) {
+	path, err := socketPath(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, withCode(ExitError, statError(path, err))
+	}
+	if fi.Mode().Type() != os.ModeSocket {
+		return nil, withCode(ExitError, fmt.Errorf("%s is not a socket (set --socket or %s to probelet's socket)", path, SocketEnv))
+	}
+	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, withCode(ExitError, fmt.Errorf("connect to %s: %w", path, err))
+	}
+	return &client{api: apiv1.NewProbeletClient(conn), conn: conn, path: path, timeout: timeout}, nil
+}
+
+func statError(path string, err error) error {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("is probelet running? no socket at %s (set --socket or %s)", path, SocketEnv)
+	case errors.Is(err, os.ErrPermission):
+		return permissionError(path)
+	}
+	return fmt.Errorf("cannot use socket %s: %w", path, err)
+}
+
+func permissionError(path string) error {
+	return fmt.Errorf("permission denied on %s: run probectl as root (or as a member of the socket's group)", path)
+}
+
+func (c *client) Close() { _ = c.conn.Close() }
+
+// unary bounds a call with the client's timeout.
+func (c *client) unary(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.timeout)
+}
+
+// check makes sure a probelet answers before a long-lived stream is
+// opened, so a dead or foreign socket fails fast instead of hanging.
+func (c *client) check(ctx context.Context) error {
+	ctx, cancel := c.unary(ctx)
+	defer cancel()
+	_, err := c.api.Version(ctx, &apiv1.VersionRequest{})
+	return c.explain(err)
+}
+
+// explain turns a gRPC error into a message that says what to do, with
+// the matching exit code.
+func (c *client) explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return withCode(ExitError, err)
+	}
+	switch st.Code() {
+	case codes.NotFound:
+		return withCode(ExitNotFound, errors.New(st.Message()))
+	case codes.InvalidArgument:
+		return withCode(ExitUsage, errors.New(st.Message()))
+	case codes.DeadlineExceeded:
+		return withCode(ExitError, fmt.Errorf("probelet at %s did not answer within %s (is it a probelet socket?)", c.path, c.timeout))
+	case codes.Unimplemented:
+		return withCode(ExitError, fmt.Errorf("%s does not serve probelet's API (%s): is it another CRI runtime, or an older probelet?", c.path, st.Message()))
+	case codes.Unavailable:
+		return withCode(ExitError, c.unavailable(st.Message()))
+	case codes.Canceled:
+		return withCode(ExitError, errors.New("interrupted"))
+	}
+	return withCode(ExitError, fmt.Errorf("probelet: %s", st.Message()))
+}
+
+func (c *client) unavailable(msg string) error {
+	switch {
+	case strings.Contains(msg, "permission denied"):
+		return permissionError(c.path)
+	case strings.Contains(msg, "no such file"):
+		return fmt.Errorf("is probelet running? no socket at %s", c.path)
+	case strings.Contains(msg, "connection refused"):
+		return fmt.Errorf("is probelet running? nothing listens on %s (a stale socket)", c.path)
+	case strings.Contains(msg, "preface"), strings.Contains(msg, "http2"), strings.Contains(msg, "frame"):
+		return fmt.Errorf("%s did not answer as probelet's gRPC API (is it a probelet socket?): %s", c.path, msg)
+	}
+	return fmt.Errorf("probelet at %s is unavailable: %s", c.path, msg)
+}

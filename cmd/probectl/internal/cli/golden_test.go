@@ -1,0 +1,46 @@
+package cli_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/probelet/probelet/cri/server/servertest"
+)
+
+// Every command's output against the fixture, compared with testdata/.
+func TestGoldenOutputs(t *testing.T) {
+	_, endpoint, _, _ := servertest.StartFixture(t)
+	tests := []struct {
+		golden string
+		args   []string
+	}{
+		{"ps.txt", []string{"ps"}},
+		{"ps_wide.txt", []string{"ps", "-o", "wide"}},
+		{"ps_wide_no_trunc.txt", []string{"ps", "-o", "wide", "--no-trunc"}},
+		{"ps_quiet.txt", []string{"ps", "-q"}},
+		{"ps_filtered.txt", []string{"ps", "default/web"}},
+		{"ps.json", []string{"ps", "-o", "json"}},
+		{"ps.yaml", []string{"ps", "-o", "yaml"}},
+		{"describe_web_app.txt", []string{"describe", "default/web/app"}},
+		{"describe_coredns.txt", []string{"describe", "b1"}},
+		{"describe_job_worker.txt", []string{"describe", "job/worker"}},
+		{"describe_sidecar.txt", []string{"describe", "web/sidecar"}},
+		{"describe_web_app.json", []string{"describe", "web/app", "-o", "json", "--history", "2"}},
+		{"why_web_app.txt", []string{"why", "web/app"}},
+		{"why_coredns.txt", []string{"why", "dns/coredns"}},
+		{"why_job_worker.txt", []string{"why", "c1"}},
+		{"why_web_app.yaml", []string{"why", "web/app", "-o", "yaml"}},
+		{"events.txt", []string{"events"}},
+		{"events_coredns.json", []string{"events", "dns/coredns", "-o", "json"}},
+		{"version.txt", []string{"version"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.golden, func(t *testing.T) {
+			r := probectl(t, endpoint, tt.args...)
+			if r.code != 0 || r.errOut != "" {
+				t.Fatalf("probectl %s: exit %d, stderr %q", strings.Join(tt.args, " "), r.code, r.errOut)
+			}
+			servertest.Golden(t, tt.golden, []byte(r.out))
+		})
+	}
+}

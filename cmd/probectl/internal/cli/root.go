@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	apiv1 "github.com/probelet/probelet/api/v1alpha1"
+)
+
+// rootOptions are the flags and context every command shares.
+type rootOptions struct {
+	socket  string
+	timeout time.Duration
+	streams IOStreams
+	env     Env
+}
+
+// NewCommand builds the probectl command tree writing to streams.
+func NewCommand(streams IOStreams, env Env) *cobra.Command {
+	o := &rootOptions{streams: streams, env: env}
+	cmd := &cobra.Command{
+		Use:   "probectl",
+		Short: "Inspect probelet's container probes on this node",
+		Long: `probectl reads probelet's socket and answers probe questions on the node:
+which containers are ready, what each probe last said, and why a container
+is not ready or was restarted.
+
+Containers are addressed by an ID prefix or pod name, pod/container or
+namespace/pod, or namespace/pod/container; a reference that fits several
+containers is refused with the list of candidates.
+
+Exit codes: 0 ok, 1 error (e.g. probelet unreachable), 2 usage (bad flags,
+arguments or an ambiguous container), 3 container not found.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	cmd.PersistentFlags().StringVar(&o.socket, "socket", "",
+		fmt.Sprintf("probelet's socket (default $%s, else %s)", SocketEnv, DefaultSocket))
+	cmd.PersistentFlags().DurationVar(&o.timeout, "timeout", 10*time.Second, "how long to wait for probelet to answer")
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%v", err) })
+	cmd.AddCommand(
+		newPsCommand(o), newDescribeCommand(o), newWhyCommand(o),
+		newWatchCommand(o), newEventsCommand(o), newVersionCommand(o),
+	)
+	return cmd
+}
+
+// Execute runs probectl with args, printing any error to streams.ErrOut.
+// ExitCode turns the returned error into the process's exit code.
+func Execute(ctx context.Context, args []string, streams IOStreams, env Env) error {
+	cmd := NewCommand(streams, env)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	if err != nil {
+		fmt.Fprintf(streams.ErrOut, "probectl: %v\n", err)
+		if ExitCode(err) == ExitUsage {
+			fmt.Fprintln(streams.ErrOut, "Run 'probectl --help' for usage.")
+		}
+	}
+	return err
+}
+
+// endpoint is --socket, else $PROBELET_SOCKET, else the default.
+func (o *rootOptions) endpoint() string {
+	if o.socket != "" {
+		return o.socket
+	}
+	if v, ok := o.env.Lookup(SocketEnv); ok && v != "" {
+		return v
+	}
+	return DefaultSocket
+}
+
+func (o *rootOptions) connect() (*client, error) {
+	if o.timeout <= 0 {
+		return nil, usageErrorf("--timeout must be positive, got %s", o.timeout)
+	}
+	return dial(o.endpoint(), o.timeout)
+}
+
+func (o *rootOptions) now() time.Time { return o.env.Clock.Now() }
+
+// runner is a command's Options: Complete, Validate, Run.
+type runner interface {
+	Complete(args []string) error
+	Validate() error
+	Run(ctx context.Context) error
+}
+
+// runE wires an Options to cobra; errors that carry no exit code are
+// plain failures (1), since cobra's own parse errors never reach here.
+func runE(r runner) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := r.Complete(args); err != nil {
+			return withCode(ExitUsage, err)
+		}
+		if err := r.Validate(); err != nil {
+			return withCode(ExitUsage, err)
+		}
+		return withCode(ExitError, r.Run(cmd.Context()))
+	}
+}
+
+// argsRange accepts between min and max arguments named name.
+func argsRange(lo, hi int, name string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) < lo {
+			return usageErrorf("missing %s", name)
+		}
+		if len(args) > hi {
+			return usageErrorf("too many arguments (want at most %d %s): %q", hi, name, args)
+		}
+		return nil
+	}
+}
+
+// completeContainers offers namespace/pod/container references from the
+// running probelet for shell completion.
+func (o *rootOptions) completeContainers(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	c, err := o.connect()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	defer c.Close()
+	ctx, cancel := c.unary(cmd.Context())
+	defer cancel()
+	resp, err := c.api.ListContainers(ctx, &apiv1.ListContainersRequest{})
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var refs []string
+	for _, ctr := range resp.Containers {
+		refs = append(refs, ctr.PodNamespace+"/"+ctr.PodName+"/"+ctr.ContainerName)
+	}
+	return refs, cobra.ShellCompDirectiveNoFileComp
+}

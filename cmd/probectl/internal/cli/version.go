@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	apiv1 "github.com/probelet/probelet/api/v1alpha1"
+	"github.com/probelet/probelet/internal/version"
+)
+
+// versionOptions prints probectl's and probelet's versions.
+type versionOptions struct {
+	*rootOptions
+	clientOnly bool
+}
+
+func newVersionCommand(root *rootOptions) *cobra.Command {
+	o := &versionOptions{rootOptions: root}
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print probectl's version and the running probelet's",
+		Args:  argsRange(0, 0, "arguments"),
+		RunE:  runE(o),
+	}
+	cmd.Flags().BoolVar(&o.clientOnly, "client", false, "print probectl's version only")
+	return cmd
+}
+
+// Complete has nothing to complete.
+func (o *versionOptions) Complete([]string) error { return nil }
+
+// Validate has nothing to validate.
+func (o *versionOptions) Validate() error { return nil }
+
+// Run prints the client version, then asks the server.
+func (o *versionOptions) Run(ctx context.Context) error {
+	fmt.Fprintf(o.streams.Out, "Client Version: %s\n", version.Version)
+	if o.clientOnly {
+		return nil
+	}
+	c, err := o.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := c.unary(ctx)
+	defer cancel()
+	v, err := c.api.Version(ctx, &apiv1.VersionRequest{})
+	if err != nil {
+		return c.explain(err)
+	}
+	fmt.Fprintf(o.streams.Out, "Server Version: %s\nAPI Version: %s\nNRI Connected: %t\n", v.Version, v.ApiVersion, v.NriConnected)
+	return nil
+}
