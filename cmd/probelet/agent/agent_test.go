@@ -1,0 +1,247 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	nri "github.com/containerd/nri/pkg/adaptation"
+	nrilog "github.com/containerd/nri/pkg/log"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/probelet/probelet/cmd/probelet/agent"
+	"github.com/probelet/probelet/plugin"
+	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/spec"
+)
+
+func TestMain(m *testing.M) {
+	nrilog.Set(quiet{}) // the in-process runtime logs through logrus
+	os.Exit(m.Run())
+}
+
+type quiet struct{}
+
+func (quiet) Debugf(context.Context, string, ...any) {}
+func (quiet) Infof(context.Context, string, ...any)  {}
+func (quiet) Warnf(context.Context, string, ...any)  {}
+func (quiet) Errorf(context.Context, string, ...any) {}
+
+// fakeCRI answers exec probes by command ("true" exits 0, anything else 1)
+// and records kills.
+type fakeCRI struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+	mu    sync.Mutex
+	stops []*runtimeapi.StopContainerRequest
+}
+
+func (f *fakeCRI) ExecSync(_ context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
+	if req.Cmd[0] == "true" {
+		return &runtimeapi.ExecSyncResponse{}, nil
+	}
+	return &runtimeapi.ExecSyncResponse{ExitCode: 1, Stderr: []byte("not healthy")}, nil
+}
+
+func (f *fakeCRI) StopContainer(_ context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stops = append(f.stops, req)
+	return &runtimeapi.StopContainerResponse{}, nil
+}
+
+func (f *fakeCRI) stopped() []*runtimeapi.StopContainerRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*runtimeapi.StopContainerRequest(nil), f.stops...)
+}
+
+func serveCRI(t *testing.T, path string, f *fakeCRI) {
+	t.Helper()
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	runtimeapi.RegisterRuntimeServiceServer(s, f)
+	go s.Serve(l)
+	t.Cleanup(s.Stop)
+}
+
+func startNRI(t *testing.T, dir string) *nri.Adaptation {
+	t.Helper()
+	sync := func(ctx context.Context, cb nri.SyncCB) error { _, err := cb(ctx, nil, nil); return err }
+	update := func(context.Context, []*nri.ContainerUpdate) ([]*nri.ContainerUpdate, error) { return nil, nil }
+	a, err := nri.New("fake-containerd", "v2.4.2", sync, update,
+		nri.WithSocketPath(filepath.Join(dir, "nri.sock")),
+		nri.WithPluginPath(filepath.Join(dir, "plugins")), nri.WithPluginConfigPath(filepath.Join(dir, "conf.d")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Stop)
+	return a
+}
+
+func testConfig(dir string) agent.Config {
+	cfg := agent.Default()
+	cfg.NRISocket = filepath.Join(dir, "nri.sock")
+	cfg.RuntimeEndpoint = "unix://" + filepath.Join(dir, "cri.sock")
+	cfg.Listen = "unix://" + filepath.Join(dir, "probelet.sock")
+	cfg.MetricsBindAddress = "127.0.0.1:0"
+	cfg.TCPMode = "dial"
+	cfg.ReconcileInterval = agent.Duration{}
+	return cfg
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestAgentProbesAndKillsEndToEnd(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cri := &fakeCRI{}
+	serveCRI(t, filepath.Join(dir, "cri.sock"), cri)
+
+	a, err := agent.New(testConfig(dir), agent.WithLogger(zap.NewNop()),
+		agent.WithEngineOptions(prober.WithJitter(func() float64 { return 0 })),
+		agent.WithPluginOptions(plugin.WithBackoff(10*time.Millisecond, 50*time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	<-a.Started()
+	base := "http://" + a.MetricsAddr()
+	if code, body := get(t, base+"/healthz"); code != http.StatusServiceUnavailable {
+		t.Errorf("healthz without a runtime = %d %q, want 503", code, body)
+	}
+
+	rt := startNRI(t, dir)
+	waitFor(t, "healthz 200", func() bool { code, _ := get(t, base+"/healthz"); return code == http.StatusOK })
+	waitFor(t, "Synchronize", func() bool { return a.Cache().NRIConnected() && synced(t, a) })
+
+	pod := &nri.PodSandbox{Id: "sb1", Uid: "uid1", Name: "web", Namespace: "default", Ips: []string{"10.88.0.9"},
+		Annotations: map[string]string{spec.AnnotationProbes: `{"app": {
+			"livenessProbe": {"exec": {"command": ["false"]}, "periodSeconds": 1, "failureThreshold": 1, "terminationGracePeriodSeconds": 7},
+			"readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}}}`}}
+	ctr := &nri.Container{Id: "c1", PodSandboxId: "sb1", Name: "app", State: nri.ContainerState_CONTAINER_RUNNING,
+		CreatedAt: time.Now().UnixNano(), StartedAt: time.Now().UnixNano(), Pid: 99}
+	runtimeOp(t, rt, func(ctx context.Context) error { return rt.RunPodSandbox(ctx, &nri.RunPodSandboxRequest{Pod: pod}) })
+	runtimeOp(t, rt, func(ctx context.Context) error {
+		return rt.PostStartContainer(ctx, &nri.PostStartContainerRequest{Pod: pod, Container: ctr})
+	})
+
+	waitFor(t, "liveness kill", func() bool { return len(cri.stopped()) > 0 })
+	if s := cri.stopped()[0]; s.ContainerId != "c1" || s.Timeout != 7 {
+		t.Errorf("StopContainer%v, want c1 with the probe's grace period 7", s)
+	}
+	waitFor(t, "ready", func() bool { st, ok := a.Engine().Container("c1"); return ok && st.Ready })
+	_, metrics := get(t, base+"/metrics")
+	for _, m := range []string{"probelet_lifecycle_event_to_worker_seconds_count", "prober_probe_total", "probelet_nri_connected 1"} {
+		if !strings.Contains(metrics, m) {
+			t.Errorf("/metrics lacks %s", m)
+		}
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	if code, _ := get(t, base+"/healthz"); code != 0 {
+		t.Errorf("metrics endpoint still up after shutdown (%d)", code)
+	}
+}
+
+func TestAgentFailsOnBusyMetricsPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cfg := testConfig(t.TempDir())
+	cfg.MetricsBindAddress = l.Addr().String()
+	a, err := agent.New(cfg, agent.WithLogger(zap.NewNop()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "--metrics-bind-address") {
+		t.Fatalf("Run = %v, want the bind error", err)
+	}
+}
+
+func TestNewRejectsInvalidConfig(t *testing.T) {
+	cfg := agent.Default()
+	cfg.TCPMode = "magic"
+	if _, err := agent.New(cfg); err == nil {
+		t.Fatal("invalid config accepted")
+	}
+}
+
+// runtimeOp runs one runtime operation the way containerd does: not
+// while a plugin is being synchronized.
+func runtimeOp(t *testing.T, rt *nri.Adaptation, op func(context.Context) error) {
+	t.Helper()
+	b := rt.BlockPluginSync()
+	defer b.Unblock()
+	if err := op(context.Background()); err != nil {
+		t.Fatalf("runtime operation failed: %v", err)
+	}
+}
+
+func synced(t *testing.T, a *agent.Agent) bool {
+	mfs, err := a.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "probelet_nri_events_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if fmt.Sprint(m.GetLabel()[0].GetValue()) == "Synchronize" && m.GetCounter().GetValue() > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/probelet/probelet/cri/client"
+	"github.com/probelet/probelet/lifecycle"
+	"github.com/probelet/probelet/plugin"
+	"github.com/probelet/probelet/prober"
+)
+
+// build makes every component; on error it releases what it made.
+func (a *Agent) build(ctx context.Context) (_ *parts, err error) {
+	p := &parts{}
+	defer func() {
+		if err != nil {
+			p.release()
+		}
+	}()
+	if p.cri, err = client.New(a.cfg.RuntimeEndpoint, client.WithLogger(a.log.Named("cri"))); err != nil {
+		return nil, err
+	}
+	if p.tcp, err = a.tcp(ctx, a.cfg.TCPMode, a.cfg.TCPVerify, a.log.Named("tcp"), a.reg); err != nil {
+		return nil, fmt.Errorf("--tcp-mode %s: %w", a.cfg.TCPMode, err)
+	}
+	if p.engine, err = prober.NewManager(a.engineOptions(p)...); err != nil {
+		return nil, fmt.Errorf("probe engine: %w", err)
+	}
+	if err = a.buildLifecycle(p); err != nil {
+		return nil, err
+	}
+	if a.cfg.MetricsBindAddress != "" {
+		if p.metrics, err = net.Listen("tcp", a.cfg.MetricsBindAddress); err != nil {
+			return nil, fmt.Errorf("--metrics-bind-address: %w", err)
+		}
+	}
+	if a.socket != nil {
+		if p.socket, err = a.socket(p.engine, p.cache, a.log.Named("socket")); err != nil {
+			return nil, fmt.Errorf("socket server: %w", err)
+		}
+	}
+	return p, nil
+}
+
+func (a *Agent) engineOptions(p *parts) []prober.Option {
+	action := prober.ActionRestart
+	if a.cfg.LivenessAction == "report" {
+		action = prober.ActionReport
+	}
+	opts := []prober.Option{
+		prober.WithLogger(a.log.Named("prober")),
+		prober.WithRegisterer(a.reg),
+		prober.WithExecRunner(p.cri),
+		prober.WithKiller(p.cri),
+		prober.WithLivenessAction(action),
+	}
+	if p.tcp != nil {
+		opts = append(opts, prober.WithTCPProber(p.tcp))
+	}
+	return append(opts, a.engineOpts...)
+}
+
+// buildLifecycle makes the cache, the NRI plugin and the reconciler.
+func (a *Agent) buildLifecycle(p *parts) error {
+	var err error
+	if p.cache, err = lifecycle.New(p.engine, lifecycle.WithLogger(a.log.Named("lifecycle")), lifecycle.WithRegisterer(a.reg)); err != nil {
+		return fmt.Errorf("node cache: %w", err)
+	}
+	opts := append([]plugin.Option{
+		plugin.WithSocketPath(a.cfg.NRISocket),
+		plugin.WithIndex(a.cfg.PluginIndex),
+		plugin.WithLogger(a.log.Named("nri")),
+		plugin.WithRegisterer(a.reg),
+	}, a.pluginOpts...)
+	if p.plugin, err = plugin.New(p.cache, opts...); err != nil {
+		return fmt.Errorf("NRI plugin: %w", err)
+	}
+	p.recon, err = lifecycle.NewReconciler(p.cache, p.cri.Lister(), a.cfg.ReconcileInterval.Duration,
+		lifecycle.WithReconcileLogger(a.log.Named("reconcile")))
+	return err
+}
+
+// release closes what build made and Run does not stop itself.
+func (p *parts) release() {
+	if p.metrics != nil {
+		p.metrics.Close()
+	}
+	if c, ok := p.tcp.(io.Closer); ok {
+		c.Close()
+	}
+	if p.cri != nil {
+		p.cri.Close()
+	}
+}

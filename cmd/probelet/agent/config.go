@@ -1,0 +1,150 @@
+// Package agent builds and runs the whole probelet daemon from a Config:
+// the probe engine, the node cache, the NRI plugin, the CRI client, the
+// safety reconcile, the metrics and health endpoint, and (when one is
+// given) the socket server. cmd/probelet's main and the e2e tests share it.
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// Config is the daemon's configuration; a config file (YAML or JSON) sets
+// the same keys as the flags, in camelCase.
+type Config struct {
+	// NRISocket is the runtime's NRI socket (--nri-socket).
+	NRISocket string `json:"nriSocket,omitempty"`
+	// PluginIndex orders probelet among NRI plugins, two digits (--plugin-index).
+	PluginIndex string `json:"pluginIndex,omitempty"`
+	// RuntimeEndpoint is containerd's CRI socket, unix:///path (--runtime-endpoint).
+	RuntimeEndpoint string `json:"runtimeEndpoint,omitempty"`
+	// Listen is probelet's own socket, unix:///path (--listen).
+	Listen string `json:"listen,omitempty"`
+	// MetricsBindAddress serves /metrics and /healthz, HOST:PORT; empty
+	// turns the endpoint off (--metrics-bind-address).
+	MetricsBindAddress string `json:"metricsBindAddress,omitempty"`
+	// TCPMode picks who answers TCP probes: auto, ebpf or dial (--tcp-mode).
+	TCPMode string `json:"tcpMode,omitempty"`
+	// TCPVerify double-checks eBPF answers with a dial (--tcp-verify).
+	TCPVerify bool `json:"tcpVerify,omitempty"`
+	// LivenessAction is restart (kill like the kubelet) or report (--liveness-action).
+	LivenessAction string `json:"livenessAction,omitempty"`
+	// ReconcileInterval paces the CRI safety reconcile; 0 turns it off
+	// (--reconcile-interval).
+	ReconcileInterval Duration `json:"reconcileInterval,omitempty"`
+	// LogFormat is console or json (--log-format).
+	LogFormat string `json:"logFormat,omitempty"`
+	// LogLevel is debug, info, warn or error (--log-level).
+	LogLevel string `json:"logLevel,omitempty"`
+}
+
+// Default returns the defaults of DESIGN.md and the deploy manifests.
+func Default() Config {
+	return Config{
+		NRISocket:          "/var/run/nri/nri.sock",
+		PluginIndex:        "10",
+		RuntimeEndpoint:    "unix:///run/containerd/containerd.sock",
+		Listen:             "unix:///run/probelet/probelet.sock",
+		MetricsBindAddress: "127.0.0.1:9809",
+		TCPMode:            "auto",
+		LivenessAction:     "restart",
+		ReconcileInterval:  Duration{5 * time.Minute},
+		LogFormat:          "console",
+		LogLevel:           "info",
+	}
+}
+
+// LoadFile reads a YAML or JSON config file over base: keys the file sets
+// win, the others keep base's values. Unknown, duplicate or mis-cased keys
+// and values of the wrong type are errors naming the key.
+func LoadFile(file string, base Config) (Config, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return base, fmt.Errorf("config file: %w", err)
+	}
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return base, fmt.Errorf("config file %s: %w", file, err)
+	}
+	cfg := base
+	strict, err := sigsjson.UnmarshalStrict(js, &cfg)
+	if err == nil {
+		err = errors.Join(strict...)
+	}
+	if err != nil {
+		return base, fmt.Errorf("config file %s: %w", file, err)
+	}
+	return cfg, nil
+}
+
+// Validate reports every invalid setting, naming its flag.
+func (c Config) Validate() error {
+	var errs []error
+	check := func(flag string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %w", flag, err))
+		}
+	}
+	check("nri-socket", absPath(c.NRISocket))
+	check("plugin-index", twoDigits(c.PluginIndex))
+	check("runtime-endpoint", unixEndpoint(c.RuntimeEndpoint))
+	check("listen", unixEndpoint(c.Listen))
+	check("metrics-bind-address", hostPort(c.MetricsBindAddress))
+	check("tcp-mode", oneOf(c.TCPMode, "auto", "ebpf", "dial"))
+	check("liveness-action", oneOf(c.LivenessAction, "restart", "report"))
+	check("log-format", oneOf(c.LogFormat, "console", "json"))
+	check("log-level", oneOf(c.LogLevel, "debug", "info", "warn", "error"))
+	if c.ReconcileInterval.Duration < 0 {
+		check("reconcile-interval", fmt.Errorf("%s is negative (0 turns the reconcile off)", c.ReconcileInterval.Duration))
+	}
+	return errors.Join(errs...)
+}
+
+func absPath(p string) error {
+	if !path.IsAbs(p) {
+		return fmt.Errorf("%q is not an absolute path", p)
+	}
+	return nil
+}
+
+func unixEndpoint(e string) error {
+	p, ok := strings.CutPrefix(e, "unix://")
+	if !ok {
+		return fmt.Errorf("%q is not unix:///absolute/path", e)
+	}
+	return absPath(p)
+}
+
+func hostPort(a string) error {
+	if a == "" {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(a); err != nil {
+		return fmt.Errorf("%q is not HOST:PORT: %w", a, err)
+	}
+	return nil
+}
+
+func twoDigits(s string) error {
+	if len(s) != 2 || s[0] < '0' || s[0] > '9' || s[1] < '0' || s[1] > '9' {
+		return fmt.Errorf("%q is not two digits (00-99)", s)
+	}
+	return nil
+}
+
+func oneOf(v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not one of %s", v, strings.Join(allowed, ", "))
+}

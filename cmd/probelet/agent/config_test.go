@@ -1,0 +1,104 @@
+package agent_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/probelet/probelet/cmd/probelet/agent"
+)
+
+func TestDefaultIsValid(t *testing.T) {
+	if err := agent.Default().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestValidateNamesTheFlag(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*agent.Config)
+		want   string
+	}{
+		{"relative NRI socket", func(c *agent.Config) { c.NRISocket = "nri.sock" }, "--nri-socket"},
+		{"plugin index", func(c *agent.Config) { c.PluginIndex = "100" }, "--plugin-index"},
+		{"tcp runtime endpoint", func(c *agent.Config) { c.RuntimeEndpoint = "tcp://1.2.3.4:5" }, "--runtime-endpoint"},
+		{"listen without scheme", func(c *agent.Config) { c.Listen = "/run/p.sock" }, "--listen"},
+		{"metrics address", func(c *agent.Config) { c.MetricsBindAddress = "9809" }, "--metrics-bind-address"},
+		{"tcp mode", func(c *agent.Config) { c.TCPMode = "bpf" }, "--tcp-mode"},
+		{"liveness action", func(c *agent.Config) { c.LivenessAction = "kill" }, "--liveness-action"},
+		{"log format", func(c *agent.Config) { c.LogFormat = "xml" }, "--log-format"},
+		{"log level", func(c *agent.Config) { c.LogLevel = "trace" }, "--log-level"},
+		{"negative reconcile", func(c *agent.Config) { c.ReconcileInterval.Duration = -time.Second }, "--reconcile-interval"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := agent.Default()
+			tt.mutate(&c)
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate() = %v, want an error naming %s", err, tt.want)
+			}
+		})
+	}
+	c := agent.Default()
+	c.MetricsBindAddress = ""
+	if err := c.Validate(); err != nil {
+		t.Errorf("empty metrics address (off) rejected: %v", err)
+	}
+}
+
+func TestLoadFile(t *testing.T) {
+	tests := []struct {
+		file    string
+		wantErr string
+		check   func(agent.Config) bool
+	}{
+		{file: "config.yaml", check: func(c agent.Config) bool {
+			return c.TCPMode == "dial" && c.LivenessAction == "report" && c.ReconcileInterval.Duration == time.Minute &&
+				c.NRISocket == "/run/nri/nri.sock" && c.LogLevel == "info" // unset keys keep the defaults
+		}},
+		{file: "config.json", check: func(c agent.Config) bool {
+			return c.MetricsBindAddress == "0.0.0.0:9809" && c.TCPVerify && c.LogFormat == "json"
+		}},
+		{file: "unknown-key.yaml", wantErr: `unknown field "tcpmode"`},
+		{file: "bad-duration.yaml", wantErr: "reconcileInterval"},
+		{file: "duplicate-key.yaml", wantErr: `"tcpMode" already set`},
+		{file: "missing.yaml", wantErr: "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			c, err := agent.LoadFile(filepath.Join("testdata", tt.file), agent.Default())
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !tt.check(c) {
+				t.Fatalf("LoadFile = %+v, %v", c, err)
+			}
+		})
+	}
+}
+
+func TestNewLogger(t *testing.T) {
+	var buf strings.Builder
+	l, err := agent.NewLogger(&buf, "json", "warn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Info("hidden")
+	l.Warn("shown")
+	if out := buf.String(); strings.Contains(out, "hidden") || !strings.Contains(out, `"msg":"shown"`) {
+		t.Errorf("json logger wrote %q", out)
+	}
+	if _, err := agent.NewLogger(os.Stderr, "xml", "info"); err == nil {
+		t.Error("bad format accepted")
+	}
+	if _, err := agent.NewLogger(os.Stderr, "console", "loud"); err == nil {
+		t.Error("bad level accepted")
+	}
+}

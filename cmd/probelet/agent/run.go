@@ -1,0 +1,122 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// shutdownTimeout bounds how long the metrics server drains on exit.
+const shutdownTimeout = 5 * time.Second
+
+// Run builds the components and serves until ctx ends (SIGTERM in the
+// daemon) or a server fails. It then shuts down in order: unregister from
+// NRI (no new events), stop the socket server, stop every probe worker,
+// close the metrics endpoint and the CRI connection. It returns nil after
+// a clean shutdown. An Agent runs once.
+func (a *Agent) Run(ctx context.Context) error {
+	p, err := a.build(ctx)
+	if err != nil {
+		return err
+	}
+	defer p.release()
+	// Components get contexts that only shutdown cancels, one by one, so
+	// the order below holds whatever ends ctx.
+	base := context.WithoutCancel(ctx)
+	if err := p.engine.Start(base); err != nil {
+		p.engine.Stop()
+		return err
+	}
+	a.mu.Lock()
+	a.parts = p
+	a.mu.Unlock()
+
+	failed := make(chan error, 2)
+	nri := a.goRun(base, func(ctx context.Context) error { return p.plugin.Run(ctx) }, nil)
+	recon := a.goRun(base, func(ctx context.Context) error { p.recon.Run(ctx); return nil }, nil)
+	sock := a.goRun(base, a.serveSocket(p), failed)
+	web := a.goRun(base, a.serveMetrics(p), failed)
+	a.log.Info("probelet started", zap.Any("config", a.cfg))
+	close(a.started)
+
+	select {
+	case <-ctx.Done():
+		a.log.Info("Shutting down")
+	case err = <-failed:
+		a.log.Error("Shutting down after a failure", zap.Error(err))
+	}
+	nri.stop()
+	recon.stop()
+	sock.stop()
+	p.engine.Stop()
+	web.stop()
+	a.log.Info("probelet stopped")
+	return err
+}
+
+// task is a goroutine with its own cancel, so shutdown can stop the
+// components one after another.
+type task struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func (t *task) stop() {
+	t.cancel()
+	t.wg.Wait()
+}
+
+// goRun runs f until its context ends; an error f returns before that is
+// sent to failed (when given).
+func (a *Agent) goRun(parent context.Context, f func(context.Context) error, failed chan<- error) *task {
+	ctx, cancel := context.WithCancel(parent)
+	t := &task{cancel: cancel}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		if err := f(ctx); err != nil && ctx.Err() == nil && failed != nil {
+			failed <- err
+		}
+	}()
+	return t
+}
+
+func (a *Agent) serveSocket(p *parts) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if p.socket == nil {
+			a.log.Info("No socket server configured; --listen is not served", zap.String("listen", a.cfg.Listen))
+			return nil
+		}
+		if err := p.socket.ListenAndServe(ctx, a.cfg.Listen); err != nil {
+			return errServe("socket server", err)
+		}
+		return nil
+	}
+}
+
+func (a *Agent) serveMetrics(p *parts) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if p.metrics == nil {
+			return nil
+		}
+		srv := &http.Server{Handler: a.handler(p), ReadHeaderTimeout: 10 * time.Second}
+		errc := make(chan error, 1)
+		go func() { errc <- srv.Serve(p.metrics) }()
+		a.log.Info("Serving /metrics and /healthz", zap.String("address", p.metrics.Addr().String()))
+		select {
+		case err := <-errc:
+			return errServe("metrics server", err)
+		case <-ctx.Done():
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			srv.Close()
+		}
+		return nil
+	}
+}
