@@ -167,12 +167,14 @@ func TestAgentProbesAndKillsEndToEnd(t *testing.T) {
 		}
 	}
 
+	stopAt := time.Now()
 	cancel()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatalf("Run = %v", err)
 		}
+		t.Logf("shut down in %s", time.Since(stopAt).Round(time.Millisecond))
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after cancel")
 	}
