@@ -15,8 +15,7 @@ remove_pods() {
 
 # wait_gone PID SECONDS: waits until PID has exited.
 wait_gone() {
-	local i
-	for i in $(seq 1 $(($2 * 10))); do
+	for _ in $(seq 1 $(($2 * 10))); do
 		alive "$1" || return 0
 		sleep 0.1
 	done
@@ -31,14 +30,14 @@ stop_containerd() {
 }
 
 # shim_arg PID NAME: the value after flag NAME in PID's command line.
-shim_arg() { tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | grep -A1 -xF -- "$2" | sed -n 2p; }
+shim_arg() { tr '\0' '\n' 2>/dev/null <"/proc/$1/cmdline" | grep -A1 -xF -- "$2" | sed -n 2p; }
 
 # kill_shims: kills shims whose -address is this bed's socket, and removes
 # their sockets under /run/containerd/s (named by sha256 of address/ns/id).
 kill_shims() {
 	local p pid ns id sum
 	# One grep narrows /proc to candidates; shim_arg then matches exactly.
-	for p in $(grep -laF -- "$BED_SOCK" /proc/[0-9]*/cmdline 2>/dev/null); do
+	while read -r p; do
 		pid=${p#/proc/}
 		pid=${pid%/cmdline}
 		[ "$(shim_arg "$pid" -address)" = "$BED_SOCK" ] || continue
@@ -48,7 +47,7 @@ kill_shims() {
 		wait_gone "$pid" 5 || true
 		sum=$(printf '%s' "$BED_SOCK/$ns/$id" | sha256sum | cut -c1-64)
 		rm -f "/run/containerd/s/$sum" "/run/containerd/s/$(printf '%s' "$BED_SOCK/$ns/$id/debug" | sha256sum | cut -c1-64)"
-	done
+	done < <(grep -laF -- "$BED_SOCK" /proc/[0-9]*/cmdline 2>/dev/null || true)
 }
 
 # kill_containers: force-deletes runc containers left in this bed's runc roots.
@@ -72,7 +71,7 @@ bed_cgroups() {
 remove_cgroups() {
 	local d pid
 	for d in $(bed_cgroups); do
-		for pid in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
+		while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done 2>/dev/null <"$d/cgroup.procs" || true
 	done
 	for d in $(bed_cgroups); do
 		rmdir "$d" 2>/dev/null || sleep 0.2
@@ -91,8 +90,8 @@ bed_mounts() {
 }
 
 unmount_all() {
-	local m i
-	for i in 1 2 3; do
+	local m
+	for _ in 1 2 3; do
 		[ -n "$(bed_mounts)" ] || return 0
 		while read -r m; do
 			umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true

@@ -45,7 +45,9 @@ main() {
 		WORK=$(mktemp -d "$TESTBED_CACHE/.images.XXXXXX")
 		trap 'rm -rf "$WORK"' EXIT
 		mkdir -p "$WORK/out"
-		gobuild "$WORK/mkimage" $(ls "$TESTBED_HACK"/mkimage/*.go | grep -v _test.go)
+		local srcs
+		mapfile -t srcs < <(mkimage_sources)
+		gobuild "$WORK/mkimage" "${srcs[@]}"
 		pause_rootfs "$WORK/pause"
 		busybox_rootfs "$WORK/busybox"
 		"$WORK/mkimage" -rootfs "$WORK/pause" -name "$PAUSE_IMAGE" -entrypoint /pause -out "$WORK/out/pause.tar"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # variables are for the scripts that source this
 # lib.sh: shared versions, paths and helpers for the test bed scripts.
 # Sourced, never run. Callers set -euo pipefail themselves.
 
@@ -52,13 +53,21 @@ go_env() {
 	export PATH=/usr/local/go/bin:$PATH
 }
 
+# mkimage_sources: the mkimage program's Go files, tests excluded.
+mkimage_sources() {
+	local f
+	for f in "$TESTBED_HACK"/mkimage/*.go; do
+		case $f in *_test.go) ;; *) printf '%s\n' "$f" ;; esac
+	done
+}
+
 # images_dir: the image cache directory, keyed by everything the images are
 # made of, so a change to the pause or mkimage sources or to busybox rebuilds.
 images_dir() {
 	local key
 	key=$({
 		cat "$TESTBED_HACK/images.sh" "$TESTBED_HACK"/pause/*.go
-		ls "$TESTBED_HACK"/mkimage/*.go | grep -v _test.go | xargs cat
+		mkimage_sources | xargs cat
 		dpkg-query -W -f='${Version}' busybox-static 2>/dev/null || true
 		go version
 	} | sha256sum | cut -c1-12)
@@ -86,14 +95,14 @@ containerd_pid() {
 	local pid
 	pid=$(cat "$BED_PIDFILE" 2>/dev/null) || return 1
 	[ -n "$pid" ] && alive "$pid" || return 1
-	tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF "$BED_CONFIG" || return 1
+	tr '\0' '\n' 2>/dev/null <"/proc/$pid/cmdline" | grep -qxF "$BED_CONFIG" || return 1
 	printf '%s\n' "$pid"
 }
 
 # alive PID: whether PID runs; a zombie has exited (PID 1 here may reap late).
 alive() {
 	local stat
-	read -r stat <"/proc/$1/stat" 2>/dev/null || return 1
+	read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
 	stat=${stat##*) }
 	[ "${stat%% *}" != Z ]
 }

@@ -12,7 +12,7 @@ MAX_DIR_LEN=80
 # network, or another bed's bridge, which up.sh creates eagerly for this).
 subnet_taken() {
 	[ -n "$(ip -4 route show root "$1.0/24")" ] ||
-		[ -n "$(ip -4 route show match "$1.0/24" | grep -v '^default')" ]
+		ip -4 route show match "$1.0/24" | grep -qv '^default'
 }
 
 # pick_subnet: a private /24 derived from the dir, moved on while taken.
@@ -39,6 +39,7 @@ setup_network() {
 		printf 'BRIDGE=%s\nSUBNET=%s.0/24\nGATEWAY=%s.1\nNETWORK=%s\nCGROUP_PARENT=%s\n' \
 			"$BED_BRIDGE" "$net" "$net" "$BED_NETWORK" "$BED_CGROUP_PARENT" >"$BED_ENVFILE"
 	fi
+	# shellcheck source=/dev/null
 	. "$BED_ENVFILE"
 	if [ ! -e "/sys/class/net/$BRIDGE" ]; then
 		ip link add name "$BRIDGE" type bridge
@@ -49,6 +50,7 @@ setup_network() {
 }
 
 write_cni_config() {
+	# shellcheck source=/dev/null
 	. "$BED_ENVFILE"
 	cat >"$BED_DIR/cni/conf/10-probelet-testbed.conflist" <<JSON
 {
@@ -135,7 +137,7 @@ TOML
 }
 
 start_containerd() {
-	LOG_START=$(($(wc -c <"$BED_LOG" 2>/dev/null || echo 0) + 1))
+	LOG_START=$(($(wc -c 2>/dev/null <"$BED_LOG" || echo 0) + 1))
 	# setsid: containerd outlives the caller's session and terminal; the
 	# script is not a job-control shell, so $! is containerd itself.
 	PATH="$CONTAINERD_DIR/bin:$PATH" setsid "$CONTAINERD_BIN" --config "$BED_CONFIG" \
@@ -165,13 +167,14 @@ $(tail -c "+$LOG_START" "$BED_LOG" | tail -n 20)"
 }
 
 import_images() {
-	local name file out
-	while IFS='=' read -r name file; do
+	local file out
+	while IFS='=' read -r _ file; do
 		out=$("$CTR_BIN" --address "$BED_SOCK" -n k8s.io images import --platform "linux/$(go env GOARCH)" "$file" 2>&1) ||
 			die "importing $file failed: $out"
 	done <<<"$IMAGES"
-	crictl_bed inspecti "$PAUSE_IMAGE" >/dev/null && crictl_bed inspecti "$BUSYBOX_IMAGE" >/dev/null ||
+	if ! crictl_bed inspecti "$PAUSE_IMAGE" >/dev/null || ! crictl_bed inspecti "$BUSYBOX_IMAGE" >/dev/null; then
 		die "images not visible to CRI after import"
+	fi
 }
 
 main() {

@@ -95,7 +95,14 @@ func (b *Bed) up() error {
 	if b.crictl = keyValues(out)["crictl"]; b.crictl == "" {
 		return fmt.Errorf("build.sh did not print crictl=PATH:\n%s", out)
 	}
-	if b.dir, err = os.MkdirTemp(shortTempBase(), "pbt-"); err != nil {
+	base := shortTempBase()
+	if _, err := b.script(downTimeout, "gc.sh", base); err != nil {
+		b.t.Logf("testbed: removing abandoned beds: %v", err)
+	}
+	if b.dir, err = os.MkdirTemp(base, "pbt-"); err != nil {
+		return err
+	}
+	if err := writeOwner(b.dir); err != nil {
 		return err
 	}
 	b.t.Logf("testbed: starting containerd in %s", b.dir)
@@ -142,6 +149,7 @@ func (b *Bed) cleanup() {
 	if b.t.Failed() && !stopped {
 		b.t.Logf("testbed: last lines of %s:\n%s", b.LogPath(), b.logTail(30))
 		if os.Getenv("PROBELET_TESTBED_KEEP") == "1" {
+			_ = os.Remove(filepath.Join(b.dir, ownerFile)) // kept beds are not gc.sh's to remove
 			b.t.Logf("testbed: keeping %s; remove it with %s %s", b.dir, filepath.Join(b.scripts, "down.sh"), b.dir)
 			return
 		}
