@@ -36,18 +36,19 @@ func (m *Manager) act(w *worker, output string) {
 	}
 	if m.action == ActionReport || m.killer == nil {
 		msg := fmt.Sprintf("Container %s failed %s probe, would be restarted (liveness action: report)", w.name, kind)
-		m.log.Info(msg, m.fields(w, zap.String("output", output))...)
-		m.emit(w, eventNormal, reasonWouldRestart, msg)
+		m.emit(w, eventNormal, reasonWouldRestart, msg, zap.String("output", output))
 		return
 	}
 	msg := fmt.Sprintf("Container %s failed %s probe, will be restarted", w.name, kind)
-	m.log.Info(msg, m.fields(w, zap.String("containerID", c.ID), zap.Duration("gracePeriod", grace))...)
-	m.emit(w, eventNormal, reasonKilling, msg)
+	m.emit(w, eventNormal, reasonKilling, msg, zap.Duration("gracePeriod", grace))
 	m.kill(w.pod, Restart{Time: m.clock.Now(), ContainerID: c.ID, ProbeType: w.typ, GracePeriod: grace, Message: msg}, w.name)
 }
 
 // kill records the restart and calls the killer on its own goroutine.
 func (m *Manager) kill(pe *podEntry, r Restart, name string) {
+	if pe.restarts == nil {
+		pe.restarts = make(map[string][]Restart)
+	}
 	pe.restarts[name] = appendCapped(pe.restarts[name], r, max(m.historyLen, 1))
 	m.killing++
 	m.kills.Add(1)

@@ -100,7 +100,7 @@ func (m *Manager) gateOpen(w *worker, c *Container) bool {
 // started reports whether c has started: its startup probe succeeded, or
 // it has none. The caller checks that c runs.
 func (m *Manager) started(pe *podEntry, c *Container) bool {
-	if pe.workers[workerKey{c.Name, probe.Startup}] == nil {
+	if pe.worker(c.Name, probe.Startup) == nil {
 		return true
 	}
 	r, ok := m.cache.Get(results.Key{ContainerID: c.ID, Type: probe.Startup})
@@ -120,7 +120,7 @@ func (m *Manager) publish(w *worker, r results.Result, output string) {
 		ContainerName: w.name, ContainerID: w.containerID, Type: w.typ, Result: r, Output: output,
 	})
 	if w.typ == probe.Startup && r == results.Success {
-		if rw := w.pod.workers[workerKey{w.name, probe.Readiness}]; rw != nil {
+		if rw := w.pod.worker(w.name, probe.Readiness); rw != nil {
 			m.wake(rw)
 		}
 	}

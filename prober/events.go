@@ -1,9 +1,6 @@
 package prober
 
-import (
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-)
+import "go.uber.org/zap"
 
 // Event types and reasons, as the kubelet spells them.
 const (
@@ -17,15 +14,15 @@ const (
 	reasonWouldRestart = "WouldRestart"
 )
 
-// emit publishes an event about w's container to subscribers and the debug log.
-func (m *Manager) emit(w *worker, typ, reason, message string) {
+// emit publishes an event about w's container to subscribers and logs it
+// at info level with its message ("Liveness probe failed: ...").
+func (m *Manager) emit(w *worker, typ, reason, message string, extra ...zap.Field) {
 	pod := &w.pod.pod
 	m.events.publish(Event{
 		Time: m.clock.Now(), Type: typ, Reason: reason, Message: message,
 		PodUID: pod.UID, PodName: pod.Name, PodNamespace: pod.Namespace,
 		ContainerName: w.name, ContainerID: w.containerID, ProbeType: w.typ,
 	})
-	if ce := m.log.Check(zapcore.DebugLevel, message); ce != nil {
-		ce.Write(m.fields(w, zap.String("reason", reason), zap.String("type", typ))...)
-	}
+	fields := append(m.fields(w, zap.String("containerID", w.containerID), zap.String("reason", reason)), extra...)
+	m.log.Info(message, fields...)
 }

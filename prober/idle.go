@@ -51,7 +51,8 @@ func (m *Manager) idleLocked() bool {
 	if !m.parked || m.inflight > 0 || m.killing > 0 {
 		return false
 	}
-	return m.queue.Len() == 0 || m.queue.peek().due.After(m.clock.Now())
+	_, due, ok := m.queue.next()
+	return !ok || due.After(m.clock.Now())
 }
 
 // notifyIdle releases WaitIdle callers once the engine is idle; it costs

@@ -94,8 +94,9 @@ func NewManager(opts ...Option) (*Manager, error) {
 			return nil, err
 		}
 	}
+	m.queue.base = m.clock.Now()
 	if m.agentStart.IsZero() {
-		m.agentStart = m.clock.Now()
+		m.agentStart = m.queue.base
 	}
 	var err error
 	if m.metrics, err = newMetrics(m.registerer); err != nil {
@@ -139,7 +140,7 @@ func (m *Manager) Stop() {
 		if started {
 			<-m.done
 		}
-		m.pool.wait()
+		m.pool.close()
 		m.kills.Wait()
 		m.changes.close()
 		m.events.close()

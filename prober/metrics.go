@@ -1,6 +1,8 @@
 package prober
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/probelet/probelet/prober/probe"
@@ -46,29 +48,49 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-// workerMetrics are one worker's series, resolved once so a probe run
-// only increments.
+// workerMetrics are one worker's series. Like the kubelet's, a series
+// exists once it has a value; each is resolved on first use and then kept,
+// so a probe run only increments. Guarded by Manager.mu.
 type workerMetrics struct {
-	successful, failed, unknown prometheus.Counter
-	duration                    prometheus.Observer
+	m *metrics
+	// t, container, pod, namespace, uid are the label values.
+	t                              probe.Type
+	container, pod, namespace, uid string
+	successful, failed, unknown    prometheus.Counter
+	duration                       prometheus.Observer
 }
 
 func (m *metrics) forWorker(pod *Pod, container string, t probe.Type) workerMetrics {
-	total := func(result string) prometheus.Counter {
-		return m.probes.WithLabelValues(t.String(), result, container, pod.Name, pod.Namespace, pod.UID)
-	}
-	return workerMetrics{
-		successful: total(resultSuccessful),
-		failed:     total(resultFailed),
-		unknown:    total(resultUnknown),
-		duration:   m.duration.WithLabelValues(t.String(), container, pod.Name, pod.Namespace),
-	}
+	return workerMetrics{m: m, t: t, container: container, pod: pod.Name, namespace: pod.Namespace, uid: pod.UID}
 }
 
-// forget deletes a stopped worker's series, as the kubelet does.
-func (m *metrics) forget(pod *Pod, container string, t probe.Type) {
-	for _, r := range []string{resultSuccessful, resultFailed, resultUnknown} {
-		m.probes.DeleteLabelValues(t.String(), r, container, pod.Name, pod.Namespace, pod.UID)
+// count adds one run with the given result label.
+func (wm *workerMetrics) count(result string) {
+	c := &wm.successful
+	switch result {
+	case resultFailed:
+		c = &wm.failed
+	case resultUnknown:
+		c = &wm.unknown
 	}
-	m.duration.DeleteLabelValues(t.String(), container, pod.Name, pod.Namespace)
+	if *c == nil {
+		*c = wm.m.probes.WithLabelValues(wm.t.String(), result, wm.container, wm.pod, wm.namespace, wm.uid)
+	}
+	(*c).Inc()
+}
+
+// observe records a run's duration.
+func (wm *workerMetrics) observe(d time.Duration) {
+	if wm.duration == nil {
+		wm.duration = wm.m.duration.WithLabelValues(wm.t.String(), wm.container, wm.pod, wm.namespace)
+	}
+	wm.duration.Observe(d.Seconds())
+}
+
+// forget deletes the worker's series, as the kubelet does when a worker stops.
+func (wm *workerMetrics) forget() {
+	for _, r := range []string{resultSuccessful, resultFailed, resultUnknown} {
+		wm.m.probes.DeleteLabelValues(wm.t.String(), r, wm.container, wm.pod, wm.namespace, wm.uid)
+	}
+	wm.m.duration.DeleteLabelValues(wm.t.String(), wm.container, wm.pod, wm.namespace)
 }

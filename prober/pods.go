@@ -8,11 +8,27 @@ import (
 )
 
 // podEntry is the engine's view of one pod: its latest state, its workers
-// and the restarts its probes caused.
+// and the restarts its probes caused. A pod has a handful of workers, so a
+// slice is smaller and as fast as a map.
 type podEntry struct {
 	pod      Pod
-	workers  map[workerKey]*worker
-	restarts map[string][]Restart
+	workers  []*worker
+	restarts map[string][]Restart // nil until a probe restarts something
+}
+
+// worker returns the worker for container name and probe type t, or nil.
+func (pe *podEntry) worker(name string, t probe.Type) *worker {
+	for _, w := range pe.workers {
+		if w.name == name && w.typ == t {
+			return w
+		}
+	}
+	return nil
+}
+
+// dropWorker forgets w.
+func (pe *podEntry) dropWorker(w *worker) {
+	pe.workers = slices.DeleteFunc(pe.workers, func(x *worker) bool { return x == w })
 }
 
 // container returns the pod's current container named name.
@@ -68,7 +84,7 @@ func (m *Manager) SyncPods(pods []Pod) {
 func (m *Manager) updatePodLocked(pod Pod) {
 	pe, ok := m.pods[pod.UID]
 	if !ok {
-		pe = &podEntry{workers: make(map[workerKey]*worker), restarts: make(map[string][]Restart)}
+		pe = &podEntry{}
 		m.pods[pod.UID] = pe
 	}
 	old := pe.pod
@@ -81,7 +97,7 @@ func (m *Manager) updatePodLocked(pod Pod) {
 
 // removePodLocked stops the pod's workers, drops their results and forgets it.
 func (m *Manager) removePodLocked(pe *podEntry) {
-	for _, w := range pe.workers {
+	for _, w := range slices.Clone(pe.workers) {
 		m.stopWorker(w)
 	}
 	for _, c := range pe.pod.Containers {
@@ -109,9 +125,9 @@ func (m *Manager) reindex(pe *podEntry, old Pod) {
 // stopVanished stops workers whose container or probe is gone, and those
 // whose probe spec changed (startConfigured replaces them).
 func (m *Manager) stopVanished(pe *podEntry) {
-	for k, w := range pe.workers {
-		_, hasContainer := pe.container(k.name)
-		p := pe.pod.Probes[k.name].Get(k.typ)
+	for _, w := range slices.Clone(pe.workers) {
+		_, hasContainer := pe.container(w.name)
+		p := pe.pod.Probes[w.name].Get(w.typ)
 		if !hasContainer || p == nil || !reflect.DeepEqual(p, w.spec) {
 			m.stopWorker(w)
 		}
@@ -126,12 +142,11 @@ func (m *Manager) startConfigured(pe *podEntry) {
 		cp := pe.pod.Probes[c.Name]
 		for _, t := range probe.Types {
 			p := cp.Get(t)
-			k := workerKey{name: c.Name, typ: t}
-			if p == nil || pe.workers[k] != nil || (pe.pod.Deleting && t != probe.Readiness) {
+			if p == nil || pe.worker(c.Name, t) != nil || (pe.pod.Deleting && t != probe.Readiness) {
 				continue
 			}
 			w := m.newWorker(pe, c.Name, t, p)
-			pe.workers[k] = w
+			pe.workers = append(pe.workers, w)
 			m.scheduleFirst(w)
 		}
 	}
@@ -144,7 +159,7 @@ func (m *Manager) startConfigured(pe *podEntry) {
 func (m *Manager) wakeChanged(pe *podEntry, netChanged bool) {
 	for _, w := range pe.workers {
 		if netChanged {
-			w.target = target{}
+			w.target = nil
 		}
 		c, ok := pe.container(w.name)
 		if !ok {
@@ -173,12 +188,10 @@ func (m *Manager) stopWorker(w *worker) {
 	}
 	w.stopped = true
 	w.cancel()
-	m.queue.remove(w)
-	if cur := w.pod.workers[workerKey{w.name, w.typ}]; cur == w {
-		delete(w.pod.workers, workerKey{w.name, w.typ})
-	}
+	m.queue.forget(w)
+	w.pod.dropWorker(w)
 	if w.containerID != "" {
 		m.cache.Remove(w.key())
 	}
-	m.metrics.forget(&w.pod.pod, w.name, w.typ)
+	w.metrics.forget()
 }

@@ -25,7 +25,7 @@ func (m *Manager) execute(w *worker) {
 	j := &w.job
 	o := outcome{start: m.clock.Now()}
 	if j.ctx.Err() == nil {
-		o.result, o.output, o.method, o.err = m.handlers.runWithRetries(j.ctx, &j.target)
+		o.result, o.output, o.method, o.err = m.handlers.runWithRetries(j.ctx, j.target)
 	}
 	o.duration = m.clock.Since(o.start)
 	m.mu.Lock()
@@ -84,12 +84,12 @@ func (m *Manager) judge(w *worker, o outcome) (r results.Result, counted bool) {
 	case o.err != nil:
 		m.log.Info("Probe errored", m.fields(w, zap.Error(o.err))...)
 		m.emit(w, eventWarning, reasonUnhealthy, w.typ.String()+" probe errored and resulted in unknown state: "+o.err.Error())
-		w.metrics.unknown.Inc()
-		w.metrics.duration.Observe(o.duration.Seconds())
+		w.metrics.count(resultUnknown)
+		w.metrics.observe(o.duration)
 		return results.Unknown, false
 	case o.result == probe.Success:
-		if ce := m.log.Check(zapcore.DebugLevel, "Probe succeeded"); ce != nil {
-			ce.Write(m.fields(w)...)
+		if m.log.Core().Enabled(zapcore.DebugLevel) {
+			m.log.Debug("Probe succeeded", m.fields(w)...)
 		}
 	case o.result == probe.Warning:
 		m.log.Debug("Probe succeeded with a warning", m.fields(w, zap.String("output", o.output))...)
@@ -97,16 +97,16 @@ func (m *Manager) judge(w *worker, o outcome) (r results.Result, counted bool) {
 	case o.result == probe.Failure:
 		m.log.Info("Probe failed", m.fields(w, zap.String("probeResult", "failure"), zap.String("output", o.output))...)
 		m.emit(w, eventWarning, reasonUnhealthy, w.typ.String()+" probe failed: "+o.output)
-		w.metrics.failed.Inc()
+		w.metrics.count(resultFailed)
 		return results.Failure, true
 	default:
 		// Unknown without an error: the kubelet counts it as a Failure, silently.
-		m.log.Info("Probe unknown without error", m.fields(w)...)
-		w.metrics.failed.Inc()
+		m.log.Debug("Probe unknown without error", m.fields(w)...)
+		w.metrics.count(resultFailed)
 		return results.Failure, true
 	}
-	w.metrics.successful.Inc()
-	w.metrics.duration.Observe(o.duration.Seconds())
+	w.metrics.count(resultSuccessful)
+	w.metrics.observe(o.duration)
 	return results.Success, true
 }
 

@@ -71,13 +71,13 @@ func (m *Manager) dispatchDue() (next time.Time, ok bool, gen uint64) {
 	defer m.mu.Unlock()
 	m.parked = false
 	now := m.clock.Now()
-	for m.queue.Len() > 0 && !m.queue.peek().due.After(now) {
-		m.tick(m.queue.pop(), now)
+	for {
+		_, due, ok := m.queue.next()
+		if !ok || due.After(now) {
+			return due, ok, m.gen
+		}
+		m.tick(m.queue.take(), now)
 	}
-	if m.queue.Len() == 0 {
-		return time.Time{}, false, m.gen
-	}
-	return m.queue.peek().due, true, m.gen
 }
 
 // tick is one turn of a worker: decide, then probe, wait or stop.
@@ -95,19 +95,17 @@ func (m *Manager) tick(w *worker, now time.Time) {
 // schedule sets w's due time and (re)places it in the queue.
 func (m *Manager) schedule(w *worker, due time.Time) {
 	w.due = due
-	if w.index < 0 {
-		m.queue.push(w)
-	} else {
-		m.queue.fix(w.index)
+	if m.queue.push(w) {
+		m.nudge()
 	}
-	m.nudge(w)
 }
 
 // dispatch hands w's probe to the pool with a snapshot of its target.
 func (m *Manager) dispatch(w *worker) {
-	if w.target.containerID != w.containerID {
+	if w.target == nil || w.target.containerID != w.containerID {
 		c, _ := w.pod.container(w.name)
-		w.target = prepare(w.spec, &w.pod.pod, c)
+		t := prepare(w.spec, &w.pod.pod, c)
+		w.target = &t
 	}
 	w.job = job{ctx: w.ctx, containerID: w.containerID, target: w.target}
 	w.inFlight = true
@@ -150,12 +148,9 @@ func (m *Manager) reschedule(w *worker) {
 	m.schedule(w, due)
 }
 
-// nudge wakes the scheduler when w became the earliest due worker: its
+// nudge wakes the scheduler when the earliest due time moved earlier: its
 // timer may now be set too late.
-func (m *Manager) nudge(w *worker) {
-	if w.index != 0 {
-		return
-	}
+func (m *Manager) nudge() {
 	m.gen++
 	m.parked = false
 	m.signal()

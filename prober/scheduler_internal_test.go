@@ -31,41 +31,46 @@ func TestNextTickStaysOnThePeriodGrid(t *testing.T) {
 	}
 }
 
-func TestDueQueuePopsInDueOrderThroughFixesAndRemovals(t *testing.T) {
+func TestDueQueueYieldsLiveEntriesInDueOrder(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	rng := rand.New(rand.NewPCG(1, 2))
-	var q dueQueue
+	q := dueQueue{base: t0}
+	at := func() time.Time { return t0.Add(time.Duration(rng.IntN(1000)) * time.Millisecond) }
 	var live []*worker
 	for range 500 {
-		w := &worker{index: -1, due: t0.Add(time.Duration(rng.IntN(1000)) * time.Millisecond)}
+		w := &worker{due: at()}
 		q.push(w)
 		live = append(live, w)
 	}
-	for i := 0; i < 200; i++ {
+	for i := range 300 {
 		w := live[rng.IntN(len(live))]
-		if i%2 == 0 {
-			w.due = t0.Add(time.Duration(rng.IntN(1000)) * time.Millisecond)
-			q.fix(w.index)
+		if i%3 != 0 { // reschedule: the old entry goes stale
+			w.due = at()
+			q.push(w)
 			continue
 		}
-		q.remove(w)
-		q.remove(w) // removing twice is a no-op
+		q.forget(w)
+		q.forget(w) // forgetting twice is a no-op
 		live = slices.DeleteFunc(live, func(x *worker) bool { return x == w })
 	}
-	if q.Len() != len(live) {
-		t.Fatalf("Len = %d, want %d", q.Len(), len(live))
-	}
 	var last time.Time
-	for q.Len() > 0 {
-		w := q.pop()
-		if w.due.Before(last) || w.index != -1 {
-			t.Fatalf("popped due %v after %v (index %d)", w.due, last, w.index)
+	seen := map[*worker]bool{}
+	for {
+		w, due, ok := q.next()
+		if !ok {
+			break
 		}
-		last = w.due
+		if got := q.take(); got != w || !due.Equal(w.due) || due.Before(last) || seen[w] {
+			t.Fatalf("took %p due %v after %v (want %p due %v, seen %v)", got, due, last, w, w.due, seen[w])
+		}
+		seen[w], last = true, due
+	}
+	if len(seen) != len(live) {
+		t.Fatalf("yielded %d workers, want the %d live ones", len(seen), len(live))
 	}
 }
 
-func TestPoolBoundsRunnersAndRetiresThem(t *testing.T) {
+func TestPoolBoundsRunnersAndClosesThem(t *testing.T) {
 	var running, peak atomic.Int32
 	release := make(chan struct{})
 	var done sync.WaitGroup
@@ -87,12 +92,14 @@ func TestPoolBoundsRunnersAndRetiresThem(t *testing.T) {
 	}
 	close(release)
 	done.Wait()
-	p.wait()
+	done.Add(1)
+	p.submit(&worker{}) // a parked runner takes it
+	p.close()
 	if peak.Load() > 3 {
 		t.Fatalf("peak runners = %d, want at most 3", peak.Load())
 	}
-	if p.active != 0 || len(p.queue) != 0 {
-		t.Fatalf("pool not drained: active %d, queued %d", p.active, len(p.queue))
+	if p.active != 0 || p.head != len(p.queue) {
+		t.Fatalf("pool not drained: %d runners, %d queued", p.active, len(p.queue)-p.head)
 	}
 }
 

@@ -53,7 +53,7 @@ func (m *Manager) status(pe *podEntry, c *Container) (ContainerStatus, bool) {
 		Probes: make(map[probe.Type]ProbeStatus),
 	}
 	for _, t := range probe.Types {
-		if w := pe.workers[workerKey{c.Name, t}]; w != nil {
+		if w := pe.worker(c.Name, t); w != nil {
 			st.Probes[t] = m.probeStatus(w, c)
 		}
 	}
@@ -70,7 +70,7 @@ func (m *Manager) status(pe *podEntry, c *Container) (ContainerStatus, bool) {
 // ready is the kubelet's readiness: the published readiness result, or
 // true when the container has no readiness probe.
 func (m *Manager) ready(pe *podEntry, c *Container) bool {
-	if pe.workers[workerKey{c.Name, probe.Readiness}] == nil {
+	if pe.worker(c.Name, probe.Readiness) == nil {
 		return true
 	}
 	r, ok := m.cache.Get(results.Key{ContainerID: c.ID, Type: probe.Readiness})

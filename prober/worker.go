@@ -10,14 +10,8 @@ import (
 	"github.com/probelet/probelet/prober/results"
 )
 
-// workerKey names a worker within its pod: the kubelet keys workers by
-// (pod UID, container name, probe type) so they outlive container restarts.
-type workerKey struct {
-	name string
-	typ  probe.Type
-}
-
-// worker is one probe of one container. It has no goroutine of its own:
+// worker is one probe of one container, keyed like the kubelet's by (pod
+// UID, container name, probe type) so it outlives container restarts. It has no goroutine of its own:
 // the scheduler decides when it runs and the pool runs its probes. Every
 // field is guarded by Manager.mu except job, which belongs to the runner
 // while inFlight is set.
@@ -30,9 +24,11 @@ type worker struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// Scheduling.
+	// Scheduling: due is the worker's place on its period grid; gen and
+	// queued tell which dueQueue entry is live.
 	due      time.Time
-	index    int
+	gen      uint32
+	queued   bool
 	inFlight bool
 	rewake   bool
 	stopped  bool
@@ -54,16 +50,18 @@ type worker struct {
 	method     probe.Method
 	history    history
 
-	target  target
+	// target is prepared for containerID; nil until the first probe and
+	// after the pod's addresses change. It is never modified once made.
+	target  *target
 	job     job
 	metrics workerMetrics
 }
 
-// job is the snapshot a runner probes with, taken under the lock at dispatch.
+// job is what a runner probes with, taken under the lock at dispatch.
 type job struct {
 	ctx         context.Context
 	containerID string
-	target      target
+	target      *target
 }
 
 // newWorker returns a worker for the probe of type t of container name,
@@ -75,7 +73,6 @@ func (m *Manager) newWorker(pe *podEntry, name string, t probe.Type, p *corev1.P
 		typ:     t,
 		spec:    p,
 		period:  period(p),
-		index:   -1,
 		history: newHistory(m.historyLen),
 	}
 	w.ctx, w.cancel = context.WithCancel(m.ctx)
