@@ -15,8 +15,8 @@ type entry struct {
 	status *prober.ContainerStatus
 }
 
-// namespace, podName and podUID come from the pod, or from the status for
-// a container the lifecycle cache does not know (yet).
+// namespace and podName come from the pod, which for a container the
+// lifecycle cache does not know (yet) is built from its status.
 func (e entry) namespace() string { return e.pod.Namespace }
 func (e entry) podName() string   { return e.pod.Name }
 

@@ -22,6 +22,10 @@ const DefaultSocket = "unix:///run/probelet/probelet.sock"
 // SocketEnv is the environment variable that overrides the default socket.
 const SocketEnv = "PROBELET_SOCKET"
 
+// maxMessage lets a node with thousands of containers list them in one
+// answer (gRPC's default limit is 4 MiB).
+const maxMessage = 64 << 20
+
 // client is a connection to probelet's API with errors translated for
 // people.
 type client struct {
@@ -57,7 +61,9 @@ func dial(endpoint string, timeout time.Duration) (*client, error) {
 	if fi.Mode().Type() != os.ModeSocket {
 		return nil, withCode(ExitError, fmt.Errorf("%s is not a socket (set --socket or %s to probelet's socket)", path, SocketEnv))
 	}
-	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("unix://"+path,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage)))
 	if err != nil {
 		return nil, withCode(ExitError, fmt.Errorf("connect to %s: %w", path, err))
 	}

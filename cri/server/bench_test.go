@@ -1,0 +1,70 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	apiv1 "github.com/probelet/probelet/api/v1alpha1"
+	"github.com/probelet/probelet/cri/server/servertest"
+	"github.com/probelet/probelet/prober"
+)
+
+// largeNode copies the fixture's web pod n times: 2n containers, n probed.
+func largeNode(n int) ([]prober.Pod, []prober.ContainerStatus) {
+	base, st := servertest.Pods()[0], servertest.Statuses()[0]
+	var pods []prober.Pod
+	var sts []prober.ContainerStatus
+	for i := range n {
+		p := base
+		p.Name, p.UID, p.SandboxID = fmt.Sprintf("web-%d", i), fmt.Sprintf("uid-%d", i), fmt.Sprintf("%064x", i)
+		p.Containers = append([]prober.Container(nil), base.Containers...)
+		for j := range p.Containers {
+			p.Containers[j].ID = fmt.Sprintf("%062x%02d", i, j)
+		}
+		s := st
+		s.PodUID, s.PodName, s.ContainerID = p.UID, p.Name, p.Containers[0].ID
+		pods, sts = append(pods, p), append(sts, s)
+	}
+	return pods, sts
+}
+
+// Listing a 1000-container node over the socket: what `crictl ps` and
+// `probectl ps` cost the daemon.
+func BenchmarkList(b *testing.B) {
+	pods, sts := largeNode(500)
+	_, endpoint := servertest.Start(b, servertest.NewStatus(sts...), servertest.NewView(pods...))
+	conn := servertest.Dial(b, endpoint)
+	rt, api := runtimeapi.NewRuntimeServiceClient(conn), apiv1.NewProbeletClient(conn)
+	ctx := context.Background()
+	b.Run("CRI/ListContainers", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("CRI/ContainerStatusVerbose", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: sts[250].ContainerID, Verbose: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("API/ListContainers", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := api.ListContainers(ctx, &apiv1.ListContainersRequest{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("API/GetContainer", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := api.GetContainer(ctx, &apiv1.GetContainerRequest{Container: "web-250/app"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
