@@ -22,15 +22,16 @@ type PodRef struct {
 }
 
 // String returns "namespace/name", or just the name when there is no
-// namespace, or "<unnamed>" when there is neither.
+// namespace; a missing name reads "<unnamed>".
 func (p PodRef) String() string {
-	switch {
-	case p.Namespace == "" && p.Name == "":
-		return "<unnamed>"
-	case p.Namespace == "":
-		return p.Name
+	name := p.Name
+	if name == "" {
+		name = "<unnamed>"
 	}
-	return p.Namespace + "/" + p.Name
+	if p.Namespace == "" {
+		return name
+	}
+	return p.Namespace + "/" + name
 }
 
 // Error is one problem found in a pod's probe annotation.

@@ -76,6 +76,7 @@ func TestPodRef_String(t *testing.T) {
 		{spec.PodRef{Namespace: "default", Name: "web"}, "default/web"},
 		{spec.PodRef{Name: "web"}, "web"},
 		{spec.PodRef{}, "<unnamed>"},
+		{spec.PodRef{Namespace: "kube-system"}, "kube-system/<unnamed>"},
 	}
 	for _, tc := range tests {
 		if got := tc.ref.String(); got != tc.want {
