@@ -35,7 +35,11 @@ func (m *Manager) act(w *worker, output string) {
 		kind = "startup"
 	}
 	if m.action == ActionReport || m.killer == nil {
-		msg := fmt.Sprintf("Container %s failed %s probe, would be restarted (liveness action: report)", w.name, kind)
+		why := "liveness action is report"
+		if m.action != ActionReport {
+			why = "no container killer configured"
+		}
+		msg := fmt.Sprintf("Container %s failed %s probe, would be restarted (%s)", w.name, kind, why)
 		m.emit(w, eventNormal, reasonWouldRestart, msg, zap.String("output", output))
 		return
 	}

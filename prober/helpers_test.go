@@ -395,3 +395,26 @@ func (h *harness) droppedTotal(stream string) float64 {
 	}
 	return 0
 }
+
+// labels returns the label sets of a metric's series.
+func (h *harness) labels(name string) []map[string]string {
+	h.t.Helper()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []map[string]string
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			out = append(out, l)
+		}
+	}
+	return out
+}

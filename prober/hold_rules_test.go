@@ -217,7 +217,7 @@ func TestChangedProbeSpecReplacesTheWorker(t *testing.T) {
 
 func TestSeedSkippedForContainerRunningBeforeAgentRestart(t *testing.T) {
 	h := newHarness(t, prober.WithAgentStartTime(epoch))
-	pod := withContainerID(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withInitialDelay(3600))}),
+	pod := withContainerID(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withInitialDelay(7200))}),
 		"c1", epoch.Add(-time.Hour))
 	h.update(pod)
 	if ch := h.drainChanges(); len(ch) != 0 {

@@ -82,8 +82,8 @@ func (m *Manager) SyncPods(pods []Pod) {
 }
 
 func (m *Manager) updatePodLocked(pod Pod) {
-	pe, ok := m.pods[pod.UID]
-	if !ok {
+	pe, known := m.pods[pod.UID]
+	if !known {
 		pe = &podEntry{}
 		m.pods[pod.UID] = pe
 	}
@@ -92,7 +92,7 @@ func (m *Manager) updatePodLocked(pod Pod) {
 	m.reindex(pe, old)
 	m.stopVanished(pe)
 	m.startConfigured(pe)
-	m.wakeChanged(pe, netChanged(old, pod))
+	m.wakeChanged(pe, known && netChanged(old, pod))
 }
 
 // removePodLocked stops the pod's workers, drops their results and forgets it.
@@ -152,20 +152,20 @@ func (m *Manager) startConfigured(pe *podEntry) {
 	}
 }
 
-// wakeChanged wakes each worker whose container ID or state changed, or
-// whose pod started deleting, so it acts at once instead of at its next
-// tick. A container that is merely created has nothing to probe yet; the
-// worker wakes when it runs. netChanged drops prepared targets.
+// wakeChanged wakes each worker whose container ID or state changed, whose
+// pod started deleting or got new addresses, so it acts at once instead of
+// at its next tick. A container that is merely created has nothing to
+// probe yet; the worker wakes when it runs.
 func (m *Manager) wakeChanged(pe *podEntry, netChanged bool) {
 	for _, w := range pe.workers {
 		if netChanged {
-			w.target = nil
+			w.target = nil // prepared for the old addresses
 		}
 		c, ok := pe.container(w.name)
 		if !ok {
 			continue
 		}
-		changed := c.ID != w.seenID || c.State != w.seenState
+		changed := c.ID != w.seenID || c.State != w.seenState || netChanged
 		deleting := pe.pod.Deleting != w.seenDeleting
 		w.seenID, w.seenState, w.seenDeleting = c.ID, c.State, pe.pod.Deleting
 		if (changed && c.State != ContainerCreated) || deleting {

@@ -120,7 +120,11 @@ func (m *Manager) scheduleFirst(w *worker) {
 	now := m.clock.Now()
 	due := now
 	if now.Sub(m.agentStart) < w.period {
-		due = now.Add(time.Duration(m.jitter() * float64(w.period)))
+		j := m.jitter()
+		if j < 0 || j >= 1 {
+			j = 0 // a broken source must not push probes past their period
+		}
+		due = now.Add(time.Duration(j * float64(w.period)))
 	}
 	m.schedule(w, due)
 }

@@ -100,6 +100,20 @@ func TestProbeTotalCountsRunsByResult(t *testing.T) {
 	if n := h.series("prober_probe_duration_seconds"); n != 1 {
 		t.Errorf("duration series = %d, want 1", n)
 	}
+	wantLabels := map[string]map[string]string{
+		"prober_probe_total": {"probe_type": "Readiness", "result": "failed", "container": "app",
+			"pod": "web", "namespace": "default", "pod_uid": "uid-1"},
+		"prober_probe_duration_seconds": {"probe_type": "Readiness", "container": "app", "pod": "web", "namespace": "default"},
+	}
+	for name, want := range wantLabels {
+		found := false
+		for _, got := range h.labels(name) {
+			found = found || reflect.DeepEqual(got, want)
+		}
+		if !found {
+			t.Errorf("%s has no series labelled %v: %v", name, want, h.labels(name))
+		}
+	}
 }
 
 func TestOptionsRejectBadValues(t *testing.T) {

@@ -302,3 +302,25 @@ func TestResultsPublishedOnlyOnChange(t *testing.T) {
 		}
 	}
 }
+
+func TestNewPodAddressesWakeTheWorker(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(60))})
+	pod.IPs = nil
+	h.update(pod) // no pod IP: the run errors and is discarded
+	h.wantResult("c1", probe.Readiness, results.Failure)
+	pod.IPs = []string{"10.0.0.9"}
+	h.update(pod)
+	h.wantResult("c1", probe.Readiness, results.Success) // at once, not 60 s later
+	if last := h.tcp.targets[len(h.tcp.targets)-1]; last.Host != "10.0.0.9" || !last.InPod {
+		t.Fatalf("probed %+v, want the new pod IP", last)
+	}
+}
+
+func TestJitterOutsideItsRangeIsIgnored(t *testing.T) {
+	h := newHarness(t, prober.WithAgentStartTime(epoch), prober.WithJitter(func() float64 { return 7 }))
+	h.update(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
+	if got := h.tcp.count(readyPort); got != 1 {
+		t.Fatalf("probes = %d, want 1 at once", got)
+	}
+}
