@@ -135,7 +135,9 @@ func (c *client) unavailable(msg string) error {
 		return fmt.Errorf("is probelet running? no socket at %s", c.path)
 	case strings.Contains(msg, "connection refused"):
 		return fmt.Errorf("is probelet running? nothing listens on %s (a stale socket)", c.path)
-	case strings.Contains(msg, "preface"), strings.Contains(msg, "http2"), strings.Contains(msg, "frame"):
+	case strings.Contains(msg, "preface"), strings.Contains(msg, "http2"), strings.Contains(msg, "frame"),
+		strings.Contains(msg, "broken pipe"), strings.Contains(msg, "connection reset"), strings.Contains(msg, "EOF"):
+		// The peer accepted the connection but hung up or spoke something else.
 		return fmt.Errorf("%s did not answer as probelet's gRPC API (is it a probelet socket?): %s", c.path, msg)
 	}
 	return fmt.Errorf("probelet at %s is unavailable: %s", c.path, msg)

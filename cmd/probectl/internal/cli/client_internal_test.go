@@ -41,6 +41,8 @@ func TestExplainCodes(t *testing.T) {
 		{status.Error(codes.Unimplemented, "unknown service probelet.v1alpha1.Probelet"), ExitError, "does not serve probelet's API"},
 		{status.Error(codes.Unavailable, "connect: no such file or directory"), ExitError, "no socket at /s"},
 		{status.Error(codes.Unavailable, "probelet is shutting down"), ExitError, "is unavailable: probelet is shutting down"},
+		{status.Error(codes.Unavailable, "write unix @->/s: write: broken pipe"), ExitError, "did not answer as probelet's gRPC API"},
+		{status.Error(codes.Unavailable, "read: connection reset by peer"), ExitError, "did not answer as probelet's gRPC API"},
 		{status.Error(codes.Internal, "boom"), ExitError, "probelet: boom"},
 		{errors.New("plain"), ExitError, "plain"},
 	}
