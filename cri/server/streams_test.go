@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -90,55 +91,94 @@ func TestClientDisconnectCancelsSubscriptions(t *testing.T) {
 	})
 }
 
-// A client that opens a watch and never reads must not slow the publisher:
-// the server drains the subscription, notices the client cannot keep up,
-// cancels the subscription and ends the stream with ResourceExhausted.
-func TestWatchClientThatNeverReads(t *testing.T) {
-	src, view := servertest.NewStatus(), servertest.NewView()
-	clk := clocktesting.NewFakeClock(servertest.Now)
-	srv, endpoint := servertest.Start(t, src, view, server.WithStreamQueue(16), server.WithClock(clk))
-	stream, err := apiv1.NewProbeletClient(servertest.Dial(t, endpoint)).WatchResults(context.Background(), &apiv1.WatchResultsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	servertest.WaitFor(t, "the watch subscription", func() bool { n, _, _ := src.ResultStats(); return n == 1 })
+// neverReader is one stream kind for the never-reading-client test.
+type neverReader struct {
+	name    string
+	open    func(ctx context.Context, conn *grpc.ClientConn) (recv func() error, err error)
+	publish func(i int)
+	stats   func() (subscribers int, dropped uint64, cancelled int)
+}
 
-	// Publish until the server gives up on the client. Every publish
-	// returns at once (the fake, like the prober, drops for a full
-	// subscriber), so this loop is the prober carrying on regardless.
+func neverReaders(src *servertest.Status, view *servertest.View) []neverReader {
+	big := strings.Repeat("x", 256<<10) // fills flow-control windows fast
+	return []neverReader{
+		{
+			name: "WatchResults",
+			open: func(ctx context.Context, conn *grpc.ClientConn) (func() error, error) {
+				s, err := apiv1.NewProbeletClient(conn).WatchResults(ctx, &apiv1.WatchResultsRequest{})
+				return func() error { _, err := s.Recv(); return err }, err
+			},
+			publish: func(i int) { src.PublishResult(resultChange(i, len(big))) },
+			stats:   src.ResultStats,
+		},
+		{
+			name: "GetContainerEvents",
+			open: func(ctx context.Context, conn *grpc.ClientConn) (func() error, error) {
+				s, err := runtimeapi.NewRuntimeServiceClient(conn).GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+				return func() error { _, err := s.Recv(); return err }, err
+			},
+			publish: func(i int) {
+				pod := servertest.Pods()[0]
+				pod.Annotations = map[string]string{"big": big}
+				view.Publish(lifecycle.Event{Type: lifecycle.ContainerStarted, ContainerID: servertest.WebAppID, Pod: pod})
+			},
+			stats: view.EventStats,
+		},
+	}
+}
+
+// A client that opens a stream and never reads must not slow the
+// publisher: the server drains the subscription, notices the client cannot
+// keep up, cancels the subscription and ends the stream with
+// ResourceExhausted.
+func TestStreamClientThatNeverReads(t *testing.T) {
+	src, view := servertest.NewStatus(), servertest.NewView()
+	_, endpoint := servertest.Start(t, src, view, server.WithStreamQueue(16))
+	for _, nr := range neverReaders(src, view) {
+		t.Run(nr.name, func(t *testing.T) {
+			recv, err := nr.open(context.Background(), servertest.Dial(t, endpoint))
+			if err != nil {
+				t.Fatal(err)
+			}
+			servertest.WaitFor(t, "the subscription", func() bool { n, _, _ := nr.stats(); return n == 1 })
+			published := publishUntilCancelled(t, nr)
+			// Once the client reads, it gets what was queued, then the reason.
+			received := 0
+			for err = recv(); err == nil; err = recv() {
+				received++
+			}
+			if statusCode(err) != codes.ResourceExhausted {
+				t.Fatalf("stream ended with %v; want ResourceExhausted", err)
+			}
+			if received == 0 || received >= published {
+				t.Fatalf("received %d of %d messages; want some but not all", received, published)
+			}
+		})
+	}
+}
+
+// publishUntilCancelled publishes until the server cancels the
+// subscription. Every publish returns at once (the fakes, like the real
+// sources, drop for a full subscriber): this loop is probing carrying on.
+func publishUntilCancelled(t *testing.T, nr neverReader) int {
+	t.Helper()
 	published := 0
 	for published < 100_000 {
-		src.PublishResult(resultChange(published, 256<<10))
+		nr.publish(published)
 		published++
-		if _, _, cancelled := src.ResultStats(); cancelled == 1 {
+		if _, _, cancelled := nr.stats(); cancelled == 1 {
 			break
 		}
 		if published%1000 == 0 {
 			time.Sleep(time.Millisecond) // let the server goroutines run on 2 cores
 		}
 	}
-	subs, dropped, cancelled := src.ResultStats()
+	subs, dropped, cancelled := nr.stats()
 	if cancelled != 1 || subs != 0 {
-		t.Fatalf("after %d changes: %d subscribers, %d cancelled; want the subscription cancelled", published, subs, cancelled)
+		t.Fatalf("after %d messages: %d subscribers, %d cancelled; want the subscription cancelled", published, subs, cancelled)
 	}
-	t.Logf("subscription cancelled after %d changes (%d dropped by the publisher)", published, dropped)
-
-	// Once the client reads, it gets what was queued, then the reason.
-	received := 0
-	for {
-		_, err := stream.Recv()
-		if err != nil {
-			if c := statusCode(err); c != codes.ResourceExhausted {
-				t.Fatalf("stream ended with %v; want ResourceExhausted", err)
-			}
-			break
-		}
-		received++
-	}
-	if received == 0 || received >= published {
-		t.Fatalf("received %d of %d changes; want some but not all", received, published)
-	}
-	srv.Stop()
+	t.Logf("subscription cancelled after %d messages (%d dropped by the publisher)", published, dropped)
+	return published
 }
 
 func statusCode(err error) codes.Code {
