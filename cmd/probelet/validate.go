@@ -1,26 +1,20 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	sjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/prober/spec/manifest"
 )
 
 // Exit statuses of `probelet validate`.
@@ -73,7 +67,7 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			ref = spec.PodRef{Namespace: ns, Name: name}
 		}
 		for _, d := range docs {
-			d.ref = ref
+			d.Ref = ref
 		}
 	}
 	docs = skipUnannotated(docs, stderr)
@@ -89,7 +83,7 @@ func skipUnannotated(docs []*podDoc, stderr io.Writer) []*podDoc {
 	}
 	var kept []*podDoc
 	for _, d := range docs {
-		if d.set || d.misplaced || d.unreadable != "" {
+		if wanted(d) {
 			kept = append(kept, d)
 		}
 	}
@@ -97,12 +91,16 @@ func skipUnannotated(docs []*podDoc, stderr io.Writer) []*podDoc {
 		return docs
 	}
 	for _, d := range docs {
-		if !d.set && !d.misplaced && d.unreadable == "" {
+		if !wanted(d) {
 			fmt.Fprintf(stderr, "note: %s has no %s annotation, skipped\n", d.title(), spec.AnnotationProbes)
 		}
 	}
 	return kept
 }
+
+// wanted tells whether a pod of a multi-document manifest is reported:
+// it uses probelet, or means to, or could not be read.
+func wanted(d *podDoc) bool { return d.HasAnnotation || d.Misplaced || d.Err != nil }
 
 // parseValidateArgs reads flags and the optional FILE; ok is false when the
 // command is done (help, or a usage error with its exit code).
@@ -154,156 +152,38 @@ func (o validateOptions) name() string {
 	return o.file
 }
 
-// podDoc is one pod to check: from a manifest, or a bare annotation value.
-type podDoc struct {
-	ref spec.PodRef
-	// kind is the manifest's kind; empty for a bare annotation.
-	kind string
-	// annotation is the probelet.io/probes value; set tells whether it exists.
-	annotation string
-	set        bool
-	// podSpec is the pod the probes run in; nil for a bare annotation.
-	podSpec *corev1.PodSpec
-	// misplaced is set when a workload carries the annotation on its own
-	// metadata, where pods never see it, instead of its pod template's.
-	misplaced bool
-	// unreadable explains why the manifest itself could not be read.
-	unreadable string
-}
+// podDoc is one pod to check: from a manifest, or a bare annotation value
+// (Kind empty, no Spec).
+type podDoc struct{ manifest.Pod }
 
 // title heads the pod's text output.
 func (d *podDoc) title() string {
 	switch {
-	case d.kind == "" && d.unreadable != "":
+	case d.Kind == "" && d.Err != nil:
 		return "Manifest (unreadable)"
-	case d.kind == "":
-		return "Annotation (pod " + d.ref.String() + ")"
-	case d.kind == "Pod":
-		return "Pod " + d.ref.String()
+	case d.Kind == "":
+		return "Annotation (pod " + d.Ref.String() + ")"
+	case d.Kind == "Pod":
+		return "Pod " + d.Ref.String()
 	}
-	return d.kind + " " + d.ref.String() + " (pod template)"
+	return d.Kind + " " + d.Ref.String() + " (pod template)"
 }
 
-// manifestLine spots a manifest that is too broken to parse.
-var manifestLine = regexp.MustCompile(`(?m)^\s*"?(apiVersion|kind)"?\s*:`)
-
-// podDocs splits the input into the pods it describes. Input that is not a
-// manifest (no apiVersion or kind) is a bare annotation value; so is input
-// that cannot be read at all, so Parse explains the syntax error.
+// podDocs finds the pods to check: those of a manifest, or the input
+// itself as a bare annotation value (Parse then explains any syntax error).
 func podDocs(data []byte) ([]*podDoc, error) {
-	chunks, err := yamlDocuments(data)
-	if err != nil && manifestLine.Match(data) {
-		return []*podDoc{{unreadable: "cannot read the manifest: " + err.Error()}}, nil
+	pods, isManifest, err := manifest.Read(data)
+	if err != nil {
+		return nil, err
 	}
-	if err != nil || len(chunks) == 0 || !isManifest(chunks[0]) {
-		return []*podDoc{{annotation: string(data), set: true}}, nil
+	if !isManifest {
+		return []*podDoc{{manifest.Pod{Annotation: string(data), HasAnnotation: true}}}, nil
 	}
-	var docs []*podDoc
-	for _, c := range chunks {
-		if d := manifestDoc(c); d != nil {
-			docs = append(docs, d)
-		}
-	}
-	if len(docs) == 0 {
-		return nil, errors.New("no Pod and no workload with a pod template found")
+	docs := make([]*podDoc, len(pods))
+	for i := range pods {
+		docs[i] = &podDoc{pods[i]}
 	}
 	return docs, nil
-}
-
-// yamlDocuments converts each non-empty YAML (or JSON) document to JSON.
-func yamlDocuments(data []byte) ([][]byte, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var out [][]byte
-	for {
-		chunk, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		j, err := yaml.YAMLToJSON(chunk)
-		if err != nil {
-			return nil, err
-		}
-		if !bytes.Equal(j, []byte("null")) {
-			out = append(out, j)
-		}
-	}
-}
-
-// isManifest reports whether a document is a Kubernetes object: an object
-// whose apiVersion or kind is a string (a container named "kind" would map
-// to an object instead).
-func isManifest(doc []byte) bool {
-	var top map[string]json.RawMessage
-	if json.Unmarshal(doc, &top) != nil {
-		return false
-	}
-	for _, k := range []string{"apiVersion", "kind"} {
-		var s string
-		if raw, ok := top[k]; ok && json.Unmarshal(raw, &s) == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// manifest is the part of any object that can carry a pod: a Pod's spec,
-// a workload's spec.template, a CronJob's spec.jobTemplate.spec.template or
-// a PodTemplate's template.
-type manifest struct {
-	Kind     string                  `json:"kind"`
-	Metadata metav1.ObjectMeta       `json:"metadata"`
-	Template *corev1.PodTemplateSpec `json:"template"`
-	Spec     struct {
-		Template    *corev1.PodTemplateSpec `json:"template"`
-		JobTemplate *struct {
-			Spec struct {
-				Template *corev1.PodTemplateSpec `json:"template"`
-			} `json:"spec"`
-		} `json:"jobTemplate"`
-	} `json:"spec"`
-}
-
-// manifestDoc reads one manifest; nil when it carries no pod (a Service).
-func manifestDoc(doc []byte) *podDoc {
-	var m manifest
-	err := sjson.UnmarshalCaseSensitivePreserveInts(doc, &m)
-	d := &podDoc{kind: m.Kind, ref: spec.PodRef{Namespace: m.Metadata.Namespace, Name: m.Metadata.Name}}
-	if d.ref.Namespace == "" {
-		d.ref.Namespace = metav1.NamespaceDefault
-	}
-	if err != nil {
-		d.unreadable = "cannot read the manifest: " + err.Error()
-		return d
-	}
-	var tmpl *corev1.PodTemplateSpec
-	if m.Kind == "Pod" {
-		var pod corev1.Pod
-		if err := sjson.UnmarshalCaseSensitivePreserveInts(doc, &pod); err != nil {
-			d.unreadable = "cannot read the Pod: " + err.Error()
-			return d
-		}
-		tmpl = &corev1.PodTemplateSpec{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec}
-	} else if tmpl = m.podTemplate(); tmpl == nil {
-		return nil
-	}
-	d.podSpec = &tmpl.Spec
-	d.annotation, d.set = tmpl.Annotations[spec.AnnotationProbes]
-	_, onWorkload := m.Metadata.Annotations[spec.AnnotationProbes]
-	d.misplaced = !d.set && onWorkload && m.Kind != "Pod"
-	return d
-}
-
-func (m *manifest) podTemplate() *corev1.PodTemplateSpec {
-	switch {
-	case m.Spec.Template != nil:
-		return m.Spec.Template
-	case m.Spec.JobTemplate != nil:
-		return m.Spec.JobTemplate.Spec.Template
-	}
-	return m.Template
 }
 
 // podReport is the outcome for one pod; its JSON form is the stable output
@@ -319,23 +199,23 @@ type podReport struct {
 
 // check parses, defaults and validates one pod's annotation.
 func check(d *podDoc) *podReport {
-	r := &podReport{Pod: d.ref.String(), Containers: spec.PodProbes{}, doc: d}
+	r := &podReport{Pod: d.Ref.String(), Containers: spec.PodProbes{}, doc: d}
 	switch {
-	case d.unreadable != "":
-		r.fail(fmt.Sprintf("pod %s: %s", d.ref, d.unreadable))
+	case d.Err != nil:
+		r.fail(fmt.Sprintf("pod %s: %v", d.Ref, d.Err))
 		return r
-	case d.misplaced:
+	case d.Misplaced:
 		r.fail(fmt.Sprintf("pod %s: annotation %s is on the %s's own metadata; pods only get "+
-			"it from spec.template.metadata.annotations", d.ref, spec.AnnotationProbes, d.kind))
+			"it from spec.template.metadata.annotations", d.Ref, spec.AnnotationProbes, d.Kind))
 		return r
-	case !d.set:
-		r.fail(fmt.Sprintf("pod %s: annotation %s is not set in metadata.annotations", d.ref, spec.AnnotationProbes))
+	case !d.HasAnnotation:
+		r.fail(fmt.Sprintf("pod %s: annotation %s is not set in metadata.annotations", d.Ref, spec.AnnotationProbes))
 		return r
 	}
-	probes, errs := spec.Parse(d.ref, d.annotation)
-	if d.podSpec != nil {
-		errs = append(errs, spec.CheckPod(d.ref, probes, d.podSpec)...)
-		r.Warnings = nativeProbeWarnings(d.ref, probes, d.podSpec)
+	probes, errs := spec.Parse(d.Ref, d.Annotation)
+	if d.Spec != nil {
+		errs = append(errs, spec.CheckPod(d.Ref, probes, d.Spec)...)
+		r.Warnings = nativeProbeWarnings(d.Ref, probes, d.Spec)
 	}
 	// Errors from parsing and from the pod check, grouped by container.
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Container < errs[j].Container })
