@@ -184,25 +184,37 @@ func (s *Server) Stop() {
 		close(s.done)
 		s.mu.Unlock()
 		s.health.Shutdown()
-		stopped := make(chan struct{})
-		go func() { s.grpc.GracefulStop(); close(stopped) }()
-		select {
-		case <-stopped:
-		case <-s.clock.After(s.shutdownTimeout):
-			// A handler stuck sending to a client that does not read.
-			s.grpc.Stop()
-			<-stopped
-		}
+		s.stopGRPC()
 		s.bg.Wait()
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.listener != nil {
-			_ = s.listener.Close() // Listen without Serve
-		}
-		if s.created != nil {
-			removeIfSame(s.path, s.created)
-		}
+		s.removeSocket()
 	})
+}
+
+// stopGRPC stops gracefully, or hard once the shutdown timeout passes: a
+// handler can be stuck sending to a client that does not read.
+func (s *Server) stopGRPC() {
+	stopped := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-s.clock.After(s.shutdownTimeout):
+		s.log.Warn("shutdown timeout passed; closing connections", zap.Duration("timeout", s.shutdownTimeout))
+		s.grpc.Stop()
+		<-stopped
+	}
+}
+
+// removeSocket closes the listener (Listen without Serve leaves it open)
+// and removes the socket file if it is still ours.
+func (s *Server) removeSocket() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listener != nil {
+		_ = s.listener.Close()
+	}
+	if s.created != nil {
+		removeIfSame(s.path, s.created)
+	}
 }
 
 // startEventLog records probe events in the background until Stop; the
