@@ -3,6 +3,7 @@
 # runc, crictl and the CNI plugins from the Go module proxy into a versioned
 # cache. Idempotent: finished components are only checked, never rebuilt.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 APT_PACKAGES=(libseccomp-dev pkg-config gcc libc6-dev iproute2 busybox-static util-linux mount jq)

@@ -4,6 +4,7 @@
 # and DIR itself. Touches only processes and objects of this bed, by PID and
 # by name. Idempotent: safe on a half-started or already removed bed.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 # remove_pods: lets containerd stop and remove every pod while it still runs,
@@ -108,8 +109,10 @@ remove_network() {
 }
 
 main() {
-	[ $# -eq 1 ] || die "usage: down.sh DIR"
-	bed_paths "$(abs_dir "$1")"
+	if [ $# -ne 1 ] || [ -z "$1" ]; then die "usage: down.sh DIR"; fi
+	local dir
+	dir=$(bed_dir "$1")
+	bed_paths "$dir"
 	if [ -d "$BED_DIR" ]; then
 		remove_pods
 		stop_containerd

@@ -2,10 +2,12 @@
 # env.sh DIR: prints shell exports for the test bed in DIR; use it as
 #   eval "$(hack/testbed/env.sh DIR)"
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 [ $# -eq 1 ] || die "usage: env.sh DIR"
-bed_paths "$(abs_dir "$1")"
+dir=$(bed_dir "$1")
+bed_paths "$dir"
 q() { printf '%q' "$1"; }
 cat <<EOS
 export PROBELET_TESTBED_DIR=$(q "$BED_DIR")

@@ -2,8 +2,10 @@
 # gc.sh [BASE]: tears down test beds under BASE (default /tmp) whose owner
 # process is gone, e.g. after `go test` was killed by its timeout and never
 # ran its cleanups. A bed's DIR/owner file holds "PID STARTTIME" of the test
-# process; beds without one (started by hand) are left alone.
+# process; beds without one (started by hand) and directories without the
+# bed marker are left alone.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 # owner_alive DIR: whether the process named in DIR/owner still runs (the
@@ -25,7 +27,7 @@ main() {
 	flock 9
 	for d in "$base"/pbt-*/; do
 		d=${d%/}
-		[ -f "$d/owner" ] || continue
+		if [ ! -f "$d/owner" ] || [ ! -e "$d/$BED_MARKER" ]; then continue; fi
 		owner_alive "$d" && continue
 		log "removing abandoned test bed $d (owner $(cat "$d/owner" 2>/dev/null) is gone)"
 		"$TESTBED_HACK/down.sh" "$d" || log "could not remove $d"

@@ -3,6 +3,7 @@
 # OCI archives (no registry needed) into the cache and prints their paths.
 # Idempotent: a cached build is reused until one of its sources changes.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 # gobuild OUT FILES...: builds stdlib-only sources outside any module, so the

@@ -10,6 +10,9 @@ CNI_VERSION=v1.9.1
 PAUSE_IMAGE=localhost/probelet/pause:testbed
 BUSYBOX_IMAGE=localhost/probelet/busybox:testbed
 
+# BED_MARKER marks a directory as a test bed; down.sh deletes only those.
+BED_MARKER=.probelet-testbed
+
 TESTBED_CACHE=${PROBELET_TESTBED_CACHE:-/var/cache/probelet-testbed}
 TESTBED_HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TESTBED_REPO=$(cd "$TESTBED_HACK/../.." && pwd)
@@ -29,12 +32,18 @@ CNI_BIN_DIR=$CNI_DIR/bin
 log() { printf 'testbed: %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-# abs_dir DIR: the absolute path of DIR, which need not exist yet.
-abs_dir() {
-	case $1 in
-	/*) printf '%s\n' "${1%/}" ;;
-	*) printf '%s/%s\n' "$PWD" "${1%/}" ;;
-	esac
+# bed_dir ARG: ARG as a normalized absolute bed directory; never / and
+# never an existing directory that is neither empty nor marked as a bed.
+# Call it in a plain assignment (dir=$(bed_dir "$1")) so set -e sees a failure.
+bed_dir() {
+	local d
+	[ -n "$1" ] || die "empty test bed directory"
+	d=$(realpath -m -- "$1")
+	[ "$d" != / ] || die "refusing / as a test bed directory"
+	if [ -d "$d" ] && [ -n "$(ls -A -- "$d")" ] && [ ! -e "$d/$BED_MARKER" ]; then
+		die "$d is not a test bed directory (no $BED_MARKER); not touching it"
+	fi
+	printf '%s\n' "$d"
 }
 
 # bed_hash DIR: a stable hex digest of a test dir, used for names that must

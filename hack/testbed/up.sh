@@ -3,6 +3,7 @@
 # and a CNI bridge, all state under DIR, and imports the test images.
 # Builds what is missing first. Idempotent: a running bed is left alone.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 # Unix socket paths are limited to 108 bytes; the longest one is the ttrpc socket.
@@ -180,11 +181,15 @@ import_images() {
 main() {
 	[ $# -eq 1 ] || die "usage: up.sh DIR"
 	[ "$(id -u)" -eq 0 ] || die "the test bed needs root"
-	bed_paths "$(abs_dir "$1")"
+	local dir
+	dir=$(bed_dir "$1")
+	bed_paths "$dir"
 	[ ${#BED_DIR} -le $MAX_DIR_LEN ] || die "$BED_DIR is longer than $MAX_DIR_LEN bytes; unix socket paths under it would not fit"
 	"$TESTBED_HACK/build.sh" >/dev/null
 	IMAGES=$("$TESTBED_HACK/images.sh")
 	go_env
+	mkdir -p "$BED_DIR"
+	touch "$BED_DIR/$BED_MARKER"
 	mkdir -p "$BED_DIR"/{root,state,runc,cni/conf,cni/ipam,nri/plugins,nri/conf}
 	if pid=$(containerd_pid); then
 		log "containerd already running (pid $pid) for $BED_DIR"

@@ -102,7 +102,7 @@ func (b *Bed) up() error {
 	if b.dir, err = os.MkdirTemp(base, "pbt-"); err != nil {
 		return err
 	}
-	if err := writeOwner(b.dir); err != nil {
+	if err := markBed(b.dir); err != nil {
 		return err
 	}
 	b.t.Logf("testbed: starting containerd in %s", b.dir)

@@ -7,15 +7,24 @@ import (
 	"path/filepath"
 )
 
-// ownerFile marks a bed with the test process that owns it, as
-// "PID STARTTIME"; hack/testbed/gc.sh removes beds whose owner is gone
-// (a test binary killed by its timeout never runs its cleanups).
-const ownerFile = "owner"
+const (
+	// bedMarker marks a directory as a test bed; the scripts refuse to
+	// start in or delete a non-empty directory without it.
+	bedMarker = ".probelet-testbed"
+	// ownerFile names the test process that owns the bed, as
+	// "PID STARTTIME"; hack/testbed/gc.sh removes beds whose owner is gone
+	// (a test binary killed by its timeout never runs its cleanups).
+	ownerFile = "owner"
+)
 
-func writeOwner(dir string) error {
+// markBed writes the marker and the owner file into a new bed directory.
+func markBed(dir string) error {
 	pid := os.Getpid()
 	start, err := processStart(pid)
 	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, bedMarker), nil, 0o644); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, ownerFile), fmt.Appendf(nil, "%d %s\n", pid, start), 0o644)

@@ -28,8 +28,8 @@ func TestProcessStartMatchesProc(t *testing.T) {
 }
 
 // TestGCRemovesOnlyAbandonedBeds runs hack/testbed/gc.sh over beds that
-// run nothing: one owned by this test, one whose owner is gone, one without
-// an owner file.
+// run nothing: one owned by this test, one whose owner is gone, and a
+// directory with an owner file but no bed marker.
 func TestGCRemovesOnlyAbandonedBeds(t *testing.T) {
 	scripts, err := findScripts()
 	if err != nil {
@@ -42,11 +42,17 @@ func TestGCRemovesOnlyAbandonedBeds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := writeOwner(live); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{live, dead} {
+		if err := markBed(d); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// This PID with another start time: a reused PID, so the owner is gone.
 	if err := os.WriteFile(filepath.Join(dead, ownerFile), []byte(strconv.Itoa(os.Getpid())+" 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// An owner file without the marker is not a bed: gc.sh must leave it.
+	if err := os.WriteFile(filepath.Join(manual, ownerFile), []byte("1 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(filepath.Join(scripts, "gc.sh"), base)
