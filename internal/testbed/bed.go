@@ -86,8 +86,31 @@ func newBed(t testing.TB, opts []Option) (*Bed, error) {
 	return b, nil
 }
 
-// up runs build.sh (which prints where the binaries are), then up.sh.
+// up builds, picks a fresh directory and starts containerd in it.
 func (b *Bed) up() error {
+	if err := b.build(); err != nil {
+		return err
+	}
+	base := shortTempBase()
+	if _, err := b.script(downTimeout, "gc.sh", base); err != nil {
+		b.t.Logf("testbed: removing abandoned beds: %v", err)
+	}
+	dir, err := os.MkdirTemp(base, "pbt-")
+	if err != nil {
+		return err
+	}
+	b.dir = dir
+	// Registered before up.sh so a half-started bed is torn down too.
+	b.t.Cleanup(b.cleanup)
+	if err := markBed(dir); err != nil {
+		return err
+	}
+	b.t.Logf("testbed: starting containerd in %s", dir)
+	return b.startIn(dir)
+}
+
+// build runs build.sh, which prints where the binaries are.
+func (b *Bed) build() error {
 	out, err := b.script(b.startTimeout, "build.sh")
 	if err != nil {
 		return err
@@ -95,23 +118,15 @@ func (b *Bed) up() error {
 	if b.crictl = keyValues(out)["crictl"]; b.crictl == "" {
 		return fmt.Errorf("build.sh did not print crictl=PATH:\n%s", out)
 	}
-	base := shortTempBase()
-	if _, err := b.script(downTimeout, "gc.sh", base); err != nil {
-		b.t.Logf("testbed: removing abandoned beds: %v", err)
-	}
-	if b.dir, err = os.MkdirTemp(base, "pbt-"); err != nil {
+	return nil
+}
+
+// startIn runs up.sh and reads the network names it chose.
+func (b *Bed) startIn(dir string) error {
+	if _, err := b.script(b.startTimeout, "up.sh", dir); err != nil {
 		return err
 	}
-	if err := markBed(b.dir); err != nil {
-		return err
-	}
-	b.t.Logf("testbed: starting containerd in %s", b.dir)
-	// Registered before up.sh so a half-started bed is torn down too.
-	b.t.Cleanup(b.cleanup)
-	if _, err := b.script(b.startTimeout, "up.sh", b.dir); err != nil {
-		return err
-	}
-	env, err := os.ReadFile(filepath.Join(b.dir, "testbed.env"))
+	env, err := os.ReadFile(filepath.Join(dir, "testbed.env"))
 	if err != nil {
 		return err
 	}
