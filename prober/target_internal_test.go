@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,32 +99,37 @@ func TestPrepareErrorsAreNamed(t *testing.T) {
 
 // recorder is a handlers set that records what it was asked to probe.
 type recorder struct {
+	mu    sync.Mutex
 	calls []string
 	res   probe.Result
 	err   error
 }
 
+func (r *recorder) note(call string) (probe.Result, string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, call)
+	return r.res, "", r.err
+}
+
 func (r *recorder) handlers() handlers {
 	return handlers{
 		http: func(_ context.Context, t httpprobe.Target) (probe.Result, string, error) {
-			r.calls = append(r.calls, "http "+t.Host)
-			return r.res, "", r.err
+			return r.note("http " + t.Host)
 		},
 		grpc: func(_ context.Context, host string, _ int, svc string, _ time.Duration) (probe.Result, string, error) {
-			r.calls = append(r.calls, "grpc "+host+" "+svc)
-			return r.res, "", r.err
+			return r.note("grpc " + host + " " + svc)
 		},
 		exec: func(_ context.Context, id string, cmd []string, _ time.Duration) (probe.Result, string, error) {
-			r.calls = append(r.calls, "exec "+id+" "+strings.Join(cmd, " "))
-			return r.res, "", r.err
+			return r.note("exec " + id + " " + strings.Join(cmd, " "))
 		},
 		tcp: r,
 	}
 }
 
 func (r *recorder) ProbeTCP(_ context.Context, t probe.TCPTarget) (probe.Result, string, probe.Method, error) {
-	r.calls = append(r.calls, "tcp "+t.Host)
-	return r.res, "", probe.MethodEBPF, r.err
+	res, out, err := r.note("tcp " + t.Host)
+	return res, out, probe.MethodEBPF, err
 }
 
 func TestHandlerSelectionPicksTheProbesHandler(t *testing.T) {

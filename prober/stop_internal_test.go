@@ -1,0 +1,64 @@
+package prober
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/spec"
+)
+
+func TestStopIsIdempotentAndRemovesTheCachedResult(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := &recorder{res: probe.Success}
+	m, err := NewManager(WithClock(clocktesting.NewFakeClock(t0)), WithTCPProber(r), WithAgentStartTime(t0.Add(-time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tcp := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}, PeriodSeconds: 10}
+	pod := Pod{
+		UID: "u", Name: "web", Namespace: "ns", IPs: []string{"10.0.0.1"},
+		Probes:     spec.PodProbes{"app": {Liveness: tcp, Readiness: tcp}},
+		Containers: []Container{{ID: "c1", Name: "app", State: ContainerRunning, StartedAt: t0}},
+	}
+	settle := func() {
+		if err := m.WaitIdle(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.UpdatePod(pod)
+	settle()
+	if n := m.cache.Len(); n != 2 {
+		t.Fatalf("cached results = %d, want 2", n)
+	}
+	readinessOnly := pod
+	readinessOnly.Probes = spec.PodProbes{"app": {Readiness: tcp}}
+	m.UpdatePod(readinessOnly)
+	settle()
+	if n := m.cache.Len(); n != 1 {
+		t.Fatalf("cached results after the liveness worker stopped = %d, want 1", n)
+	}
+	m.mu.Lock()
+	w := m.pods["u"].worker("app", probe.Readiness)
+	m.stopWorker(w)
+	m.stopWorker(w) // idempotent
+	m.mu.Unlock()
+	if n := m.cache.Len(); n != 0 {
+		t.Fatalf("cached results after stopping = %d, want 0", n)
+	}
+	m.RemovePod("u")
+	m.RemovePod("u")
+	settle()
+	if len(m.pods) != 0 || len(m.byID) != 0 {
+		t.Fatalf("pod state left: %d pods, %d container IDs", len(m.pods), len(m.byID))
+	}
+}
