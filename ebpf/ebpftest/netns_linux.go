@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"time"
 )
 
 // NetNS is a network namespace reachable from the host like a pod: the
@@ -70,7 +71,28 @@ func (n *NetNS) setup(id int) error {
 			return err
 		}
 	}
-	return nil
+	return n.waitUp(podIf)
+}
+
+// linkUpTimeout bounds waiting for a new veth pair to carry packets.
+const linkUpTimeout = 5 * time.Second
+
+// waitUp waits until both ends of the veth pair are operationally up: the
+// kernel turns the carrier on asynchronously (linkwatch, up to a second
+// later), and packets sent before are dropped.
+func (n *NetNS) waitUp(podIf string) error {
+	deadline := time.Now().Add(linkUpTimeout)
+	for {
+		host, err1 := exec.Command("ip", "-o", "link", "show", "dev", n.hostIf).Output()
+		pod, err2 := exec.Command("ip", "-n", n.Name, "-o", "link", "show", "dev", podIf).Output()
+		if err1 == nil && err2 == nil && strings.Contains(string(host), "state UP") && strings.Contains(string(pod), "state UP") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("ebpftest: veth %s of %s not up after %v", n.hostIf, n.Name, linkUpTimeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // Close deletes the namespace and the host end of its veth pair.

@@ -71,6 +71,15 @@ func (t *Table) HasListeners(netns uint32) bool {
 	return sp != nil && sp.count > 0
 }
 
+// Portless reports whether namespace netns has a listener whose port is not
+// known yet (listen() without bind() in progress).
+func (t *Table) Portless(netns uint32) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	sp := t.spaces[netns]
+	return sp != nil && sp.portless > 0
+}
+
 // Unresolved lists the namespaces with a listener whose port or cookie is
 // not known yet.
 func (t *Table) Unresolved() []uint32 {

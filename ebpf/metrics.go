@@ -1,0 +1,59 @@
+package ebpf
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the prober's Prometheus series.
+type metrics struct {
+	mismatch prometheus.Counter
+	answered *prometheus.CounterVec
+	fallback *prometheus.CounterVec
+	drift    *prometheus.CounterVec
+	mode     *prometheus.GaugeVec
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		mismatch: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "probelet_tcp_shortcircuit_mismatch_total",
+			Help: "TCP probes where the eBPF short-circuit and a real dial disagreed (--tcp-verify).",
+		}),
+		answered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "probelet_tcp_probes_total",
+			Help: "TCP probes by how they were answered: ebpf (listener table) or dial.",
+		}, []string{"method"}),
+		fallback: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "probelet_tcp_shortcircuit_fallback_total",
+			Help: "TCP probes the short-circuit left to a dial, by reason.",
+		}, []string{"reason"}),
+		drift: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "probelet_tcp_listener_drift_total",
+			Help: "Listeners reconciliation found missing from or stale in the eBPF-fed table.",
+		}, []string{"kind"}),
+		mode: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "probelet_tcp_mode",
+			Help: "The effective TCP probe mode (1 for the mode in use).",
+		}, []string{"mode"}),
+	}
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.mismatch, m.answered, m.fallback, m.drift, m.mode}
+}
+
+// register registers cs with r, undoing the ones already registered when
+// one fails.
+func register(r prometheus.Registerer, cs ...prometheus.Collector) error {
+	for i, c := range cs {
+		if err := r.Register(c); err != nil {
+			for _, done := range cs[:i] {
+				r.Unregister(done)
+			}
+			return errors.New("ebpf: register metrics: " + err.Error())
+		}
+	}
+	return nil
+}

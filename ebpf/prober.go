@@ -1,0 +1,175 @@
+package ebpf
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"k8s.io/utils/clock"
+
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/probe/tcpprobe"
+)
+
+var _ probe.TCPProber = (*TCPProber)(nil)
+
+// TCPProber answers TCP probes from the eBPF listener table when it can and
+// dials otherwise. It is safe for concurrent use.
+type TCPProber struct {
+	fallback probe.TCPProber
+	verify   bool
+	log      *zap.Logger
+	reg      prometheus.Registerer
+	interval time.Duration
+	clock    clock.WithTicker
+
+	mode    Mode
+	sc      shortCircuit // nil when dialing
+	metrics *metrics
+	viaEBPF prometheus.Counter
+	viaDial prometheus.Counter
+	owned   []prometheus.Collector // registered by this prober
+}
+
+// shortCircuit is the platform part: the listener table and what feeds it.
+type shortCircuit interface {
+	// answer decides target without a connection; ok false (with a reason
+	// for the metrics) means only a dial can tell.
+	answer(t probe.TCPTarget) (res probe.Result, output, reason string, ok bool)
+	// sync waits until every listener change made before the call is in
+	// the table.
+	sync(ctx context.Context) error
+	// collectors are the short-circuit's own metrics.
+	collectors() []prometheus.Collector
+	close() error
+}
+
+// scConfig is what a short-circuit is built from.
+type scConfig struct {
+	log      *zap.Logger
+	clock    clock.WithTicker
+	interval time.Duration
+	metrics  *metrics
+}
+
+// NewTCPProber returns a TCP prober in the given mode. ModeAuto and
+// ModeEBPF load the eBPF tracker (which needs CAP_BPF and CAP_PERFMON, and
+// CAP_SYS_ADMIN to query pod namespaces with sock_diag); ModeAuto falls back
+// to dialing when that fails and logs why once, ModeEBPF returns the error.
+// ctx bounds the start-up only.
+func NewTCPProber(ctx context.Context, mode Mode, opts ...Option) (*TCPProber, error) {
+	if _, err := ParseMode(string(mode)); err != nil {
+		return nil, err
+	}
+	p := &TCPProber{
+		fallback: tcpprobe.NewDialer(),
+		log:      zap.NewNop(),
+		reg:      prometheus.NewRegistry(),
+		interval: DefaultReconcileInterval,
+		clock:    clock.RealClock{},
+		metrics:  newMetrics(),
+	}
+	for _, o := range opts {
+		if err := o(p); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.start(ctx, mode); err != nil {
+		return nil, err
+	}
+	if err := p.registerMetrics(); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *TCPProber) start(ctx context.Context, mode Mode) error {
+	p.mode = ModeDial
+	if mode == ModeDial {
+		p.log.Info("TCP probes dial (tcp mode dial)")
+		return nil
+	}
+	sc, err := newShortCircuit(ctx, scConfig{log: p.log, clock: p.clock, interval: p.interval, metrics: p.metrics})
+	switch {
+	case err == nil:
+		p.sc, p.mode = sc, ModeEBPF
+		p.log.Info("TCP probes are answered from the eBPF listener table", zap.Bool("verify", p.verify))
+	case mode == ModeEBPF:
+		return fmt.Errorf("tcp mode ebpf: %w", err)
+	default:
+		p.log.Warn("eBPF TCP short-circuit unavailable; TCP probes dial", zap.Error(err))
+	}
+	return nil
+}
+
+func (p *TCPProber) registerMetrics() error {
+	p.viaEBPF = p.metrics.answered.WithLabelValues(string(probe.MethodEBPF))
+	p.viaDial = p.metrics.answered.WithLabelValues(string(probe.MethodDial))
+	p.metrics.mode.WithLabelValues(string(p.mode)).Set(1)
+	cs := p.metrics.collectors()
+	if p.sc != nil {
+		cs = append(cs, p.sc.collectors()...)
+	}
+	if err := register(p.reg, cs...); err != nil {
+		return err
+	}
+	p.owned = cs
+	return nil
+}
+
+// Mode is the effective mode: ModeEBPF when the short-circuit is in use,
+// else ModeDial.
+func (p *TCPProber) Mode() Mode { return p.mode }
+
+// ProbeTCP answers target from the listener table, or dials when the
+// table cannot decide. The Method says which one answered.
+func (p *TCPProber) ProbeTCP(ctx context.Context, target probe.TCPTarget) (probe.Result, string, probe.Method, error) {
+	if p.sc == nil || !valid(target) || ctx.Err() != nil {
+		// The dialer reports invalid targets and cancelled contexts.
+		return p.dial(ctx, target)
+	}
+	res, out, reason, ok := p.sc.answer(target)
+	if !ok {
+		p.metrics.fallback.WithLabelValues(reason).Inc()
+		return p.dial(ctx, target)
+	}
+	if p.verify {
+		return p.compare(ctx, target, res, out)
+	}
+	p.viaEBPF.Inc()
+	return res, out, probe.MethodEBPF, nil
+}
+
+func (p *TCPProber) dial(ctx context.Context, target probe.TCPTarget) (probe.Result, string, probe.Method, error) {
+	p.viaDial.Inc()
+	return p.fallback.ProbeTCP(ctx, target)
+}
+
+func valid(t probe.TCPTarget) bool {
+	return t.Host != "" && t.Port >= 1 && t.Port <= 65535 && t.Timeout > 0
+}
+
+// Sync waits until every listener change made before the call is visible
+// to ProbeTCP. It returns at once when dialing.
+func (p *TCPProber) Sync(ctx context.Context) error {
+	if p.sc == nil {
+		return nil
+	}
+	return p.sc.sync(ctx)
+}
+
+// Close unloads the short-circuit and unregisters the metrics. The prober
+// must not be used afterwards.
+func (p *TCPProber) Close() error {
+	for _, c := range p.owned {
+		p.reg.Unregister(c)
+	}
+	p.owned = nil
+	if p.sc == nil {
+		return nil
+	}
+	return p.sc.close()
+}
