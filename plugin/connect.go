@@ -14,7 +14,13 @@ import (
 // runtime then replays its state through Synchronize, which reconciles the
 // cache. When ctx is done Run closes the connection, which unregisters the
 // plugin, and returns nil.
+//
+// A plugin the runtime launched serves the one connection it was given and
+// returns ErrConnectionClosed when it closes.
 func (p *Plugin) Run(ctx context.Context) error {
+	if p.launched {
+		return p.runLaunched(ctx)
+	}
 	wait, failures := p.minBackoff, 0
 	for {
 		st, closed, err := p.register(ctx)
@@ -46,13 +52,16 @@ func (p *Plugin) Run(ctx context.Context) error {
 func (p *Plugin) register(ctx context.Context) (stub.Stub, <-chan struct{}, error) {
 	closed := make(chan struct{})
 	var once sync.Once
-	st, err := stub.New(handler{p},
-		stub.WithPluginName(p.name),
-		stub.WithPluginIdx(p.index),
-		stub.WithSocketPath(p.socket),
+	opts := []stub.Option{
 		stub.WithLogger(nriLogger{p.log.Sugar()}),
 		stub.WithOnClose(func() { once.Do(func() { close(closed) }) }),
-	)
+	}
+	if !p.launched {
+		// A launched plugin's index, name and socket come from the
+		// environment; the stub refuses a second index.
+		opts = append(opts, stub.WithPluginName(p.name), stub.WithPluginIdx(p.index), stub.WithSocketPath(p.socket))
+	}
+	st, err := stub.New(handler{p}, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -31,10 +31,19 @@ var (
 	_ stub.RemoveContainerInterface     = handler{}
 )
 
-// Configure records who we talk to; the event mask follows from the
-// interfaces implemented.
-func (h handler) Configure(_ context.Context, _, runtime, version string) (api.EventMask, error) {
+// Configure records who we talk to and hands the configuration text to
+// the config handler; the event mask follows from the interfaces
+// implemented. An invalid configuration is the operator's error and fails
+// the registration, never a pod.
+func (h handler) Configure(_ context.Context, config, runtime, version string) (api.EventMask, error) {
 	h.p.setRuntime(runtime, version)
+	if h.p.onConfig == nil {
+		return 0, nil
+	}
+	if err := h.p.onConfig(config); err != nil {
+		h.p.log.Error("Invalid plugin configuration from the runtime", zap.Error(err))
+		return 0, err
+	}
 	return 0, nil
 }
 

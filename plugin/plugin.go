@@ -59,6 +59,9 @@ type Plugin struct {
 	reg        prometheus.Registerer
 	m          *metrics
 
+	launched bool
+	onConfig func(config string) error
+
 	connected atomic.Bool
 	mu        sync.Mutex
 	runtime   string
@@ -143,6 +146,8 @@ func WithRegisterer(r prometheus.Registerer) Option {
 }
 
 // New returns a plugin that feeds cache. It does not connect: call Run.
+// When the runtime launched the process (see Launched), the socket, index
+// and name options give way to what the runtime passed.
 func New(cache Cache, opts ...Option) (*Plugin, error) {
 	if cache == nil {
 		return nil, errors.New("plugin: nil cache")
@@ -157,6 +162,7 @@ func New(cache Cache, opts ...Option) (*Plugin, error) {
 		clock:      clock.RealClock{},
 		log:        zap.NewNop(),
 		m:          newMetrics(),
+		launched:   Launched(),
 	}
 	for _, o := range opts {
 		if err := o(p); err != nil {

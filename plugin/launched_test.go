@@ -1,0 +1,98 @@
+package plugin_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/probelet/probelet/lifecycle"
+	"github.com/probelet/probelet/plugin"
+)
+
+// launchedEnv makes this process look like a plugin the runtime launched:
+// a connected socket in NRI_PLUGIN_SOCKET, index and name in the
+// environment (what deploy/nriinstall's launch test recorded).
+func launchedEnv(t *testing.T, rt *fakeRuntime) {
+	t.Helper()
+	conn, err := net.Dial("unix", rt.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := conn.(*net.UnixConn).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Dup(int(f.Fd()))
+	f.Close()
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NRI_PLUGIN_SOCKET", strconv.Itoa(fd))
+	t.Setenv("NRI_PLUGIN_IDX", "10")
+	t.Setenv("NRI_PLUGIN_NAME", "probelet")
+}
+
+func TestLaunchedPluginServesItsOneConnection(t *testing.T) {
+	rt := newFakeRuntime(t)
+	launchedEnv(t, rt)
+	if !plugin.Launched() {
+		t.Fatal("Launched() = false with NRI_PLUGIN_SOCKET set")
+	}
+	sink := newRecordingSink()
+	cache, err := lifecycle.New(sink, lifecycle.WithProbeParser(probesParser))
+	if err != nil {
+		t.Fatal(err)
+	}
+	configured := make(chan string, 1)
+	// WithIndex is ignored: the runtime chose the index.
+	p, err := plugin.New(cache, plugin.WithIndex("42"), plugin.WithSocketPath("/nonexistent"),
+		plugin.WithConfigHandler(func(c string) error { configured <- c; return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(context.Background()) }()
+	select {
+	case <-configured:
+	case err := <-done:
+		t.Fatalf("Run = %v before Configure", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("never configured")
+	}
+	waitFor(t, "Synchronize", func() bool { return sink.syncCount() >= 1 })
+	if err := rt.runPod(pod("sb1", "uid1", "")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := sink.pod("uid1"); !ok {
+		t.Error("event on the inherited connection did not reach the engine")
+	}
+
+	rt.stop() // the runtime exits; it relaunches its plugins when it starts
+	select {
+	case err := <-done:
+		if !errors.Is(err, plugin.ErrConnectionClosed) {
+			t.Fatalf("Run = %v, want ErrConnectionClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run went on after the runtime closed the connection")
+	}
+}
+
+func TestLaunchedPluginRejectsBadConfiguration(t *testing.T) {
+	rt := newFakeRuntime(t)
+	launchedEnv(t, rt)
+	p, err := plugin.New(panickyCache{}, plugin.WithConfigHandler(func(string) error {
+		return errors.New("--tcp-mode: \"x\" is not one of auto, ebpf, dial")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background()); err == nil || p.Connected() {
+		t.Fatalf("Run = %v, connected %v; want the registration refused", err, p.Connected())
+	}
+}
