@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sync"
@@ -44,6 +45,11 @@ type Agent struct {
 	tcp        TCPProberFunc
 	engineOpts []prober.Option
 	pluginOpts []plugin.Option
+	launched   bool
+	// ownLog is set when the agent made its logger (on logOut) and may
+	// remake it for a configuration that arrives later.
+	ownLog bool
+	logOut io.Writer
 
 	started chan struct{}
 	mu      sync.Mutex
@@ -65,13 +71,27 @@ type parts struct {
 // Option configures an Agent.
 type Option func(*Agent) error
 
-// WithLogger sets the logger (default: built from the config, on stderr).
+// WithLogger sets the logger (default: made from the configuration, see
+// WithLogOutput).
 func WithLogger(l *zap.Logger) Option {
 	return func(a *Agent) error {
 		if l == nil {
 			return errors.New("agent: nil logger")
 		}
 		a.log = l
+		return nil
+	}
+}
+
+// WithLogOutput has the agent make its logger from the configuration,
+// writing to w (default: os.Stderr). A launched plugin's logger is remade
+// when the runtime's configuration arrives.
+func WithLogOutput(w io.Writer) Option {
+	return func(a *Agent) error {
+		if w == nil {
+			return errors.New("agent: nil log output")
+		}
+		a.logOut = w
 		return nil
 	}
 }
@@ -136,11 +156,14 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 		}
 	}
 	if a.log == nil {
-		l, err := NewLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel)
+		if a.logOut == nil {
+			a.logOut = os.Stderr
+		}
+		l, err := NewLogger(a.logOut, cfg.LogFormat, cfg.LogLevel)
 		if err != nil {
 			return nil, err
 		}
-		a.log = l
+		a.log, a.ownLog = l, true
 	}
 	if a.reg == nil {
 		a.reg = prometheus.NewRegistry()
@@ -149,11 +172,16 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 	return a, nil
 }
 
-// Config returns the configuration the agent runs with.
+// Config returns the configuration the agent runs with (for a launched
+// plugin, complete once Started).
 func (a *Agent) Config() Config { return a.cfg }
 
 // Logger returns the agent's logger.
-func (a *Agent) Logger() *zap.Logger { return a.log }
+func (a *Agent) Logger() *zap.Logger {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.log
+}
 
 // Registry returns the agent's metrics registry.
 func (a *Agent) Registry() *prometheus.Registry { return a.reg }

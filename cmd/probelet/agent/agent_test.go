@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -246,4 +248,74 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+func TestAgentAsLaunchedPlugin(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	serveCRI(t, filepath.Join(dir, "cri.sock"), &fakeCRI{})
+	rt := startNRI(t, dir)
+	// What containerd hands a pre-installed plugin: a connected socket,
+	// index and name in the environment, no flags.
+	conn, err := net.Dial("unix", filepath.Join(dir, "nri.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := conn.(*net.UnixConn).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Dup(int(f.Fd()))
+	f.Close()
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NRI_PLUGIN_SOCKET", strconv.Itoa(fd))
+	t.Setenv("NRI_PLUGIN_IDX", "10")
+	t.Setenv("NRI_PLUGIN_NAME", "probelet")
+
+	cfg := testConfig(dir)
+	cfg.NRISocket = "/nonexistent/nri.sock" // ignored: the socket is inherited
+	var logs strings.Builder
+	a, err := agent.New(cfg, agent.AsLaunchedPlugin(), agent.WithLogOutput(&syncWriter{w: &logs}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	select {
+	case <-a.Started():
+	case err := <-done:
+		t.Fatalf("Run = %v before starting", err)
+	}
+	waitFor(t, "Synchronize", func() bool { return synced(t, a) })
+	pod := &nri.PodSandbox{Id: "sb1", Uid: "uid1", Name: "web", Namespace: "default"}
+	runtimeOp(t, rt, func(ctx context.Context) error { return rt.RunPodSandbox(ctx, &nri.RunPodSandboxRequest{Pod: pod}) })
+	if n := len(a.Cache().Pods()); n != 1 {
+		t.Errorf("cache has %d pods, want 1", n)
+	}
+	if code, _ := get(t, "http://"+a.MetricsAddr()+"/healthz"); code != http.StatusOK {
+		t.Errorf("healthz = %d", code)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+}
+
+// syncWriter serializes writes from the agent's goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -13,7 +13,20 @@ import (
 )
 
 // build makes every component; on error it releases what it made.
-func (a *Agent) build(ctx context.Context) (_ *parts, err error) {
+func (a *Agent) build(ctx context.Context) (*parts, error) {
+	p, err := a.buildParts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if p.plugin, err = plugin.New(p.cache, a.pluginOptions()...); err != nil {
+		p.release()
+		return nil, fmt.Errorf("NRI plugin: %w", err)
+	}
+	return p, nil
+}
+
+// buildParts makes everything but the NRI plugin.
+func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 	p := &parts{}
 	defer func() {
 		if err != nil {
@@ -63,24 +76,26 @@ func (a *Agent) engineOptions(p *parts) []prober.Option {
 	return append(opts, a.engineOpts...)
 }
 
-// buildLifecycle makes the cache, the NRI plugin and the reconciler.
+// buildLifecycle makes the cache and the reconciler.
 func (a *Agent) buildLifecycle(p *parts) error {
 	var err error
 	if p.cache, err = lifecycle.New(p.engine, lifecycle.WithLogger(a.log.Named("lifecycle")), lifecycle.WithRegisterer(a.reg)); err != nil {
 		return fmt.Errorf("node cache: %w", err)
 	}
-	opts := append([]plugin.Option{
+	p.recon, err = lifecycle.NewReconciler(p.cache, p.cri.Lister(), a.cfg.ReconcileInterval.Duration,
+		lifecycle.WithReconcileLogger(a.log.Named("reconcile")))
+	return err
+}
+
+func (a *Agent) pluginOptions(extra ...plugin.Option) []plugin.Option {
+	opts := []plugin.Option{
 		plugin.WithSocketPath(a.cfg.NRISocket),
 		plugin.WithIndex(a.cfg.PluginIndex),
 		plugin.WithLogger(a.log.Named("nri")),
 		plugin.WithRegisterer(a.reg),
-	}, a.pluginOpts...)
-	if p.plugin, err = plugin.New(p.cache, opts...); err != nil {
-		return fmt.Errorf("NRI plugin: %w", err)
 	}
-	p.recon, err = lifecycle.NewReconciler(p.cache, p.cri.Lister(), a.cfg.ReconcileInterval.Duration,
-		lifecycle.WithReconcileLogger(a.log.Named("reconcile")))
-	return err
+	opts = append(opts, extra...)
+	return append(opts, a.pluginOpts...)
 }
 
 // release closes what build made and Run does not stop itself.

@@ -102,3 +102,39 @@ func TestNewLogger(t *testing.T) {
 		t.Error("bad level accepted")
 	}
 }
+
+func TestConfigFromText(t *testing.T) {
+	base := agent.Default()
+	base.LogLevel = "debug"
+	tests := []struct {
+		name    string
+		text    string
+		wantErr string
+		check   func(agent.Config) bool
+	}{
+		{name: "empty keeps the base", text: "", check: func(c agent.Config) bool { return c == base }},
+		{name: "deploy's preinstalled probelet.conf", text: "# probelet's configuration\n" +
+			"--runtime-endpoint=unix:///run/containerd/containerd.sock\n--listen=unix:///run/probelet/probelet.sock\n" +
+			"--metrics-bind-address=127.0.0.1:9809\n  --tcp-mode=dial   --tcp-verify\n\n",
+			check: func(c agent.Config) bool {
+				return c.TCPMode == "dial" && c.TCPVerify && c.MetricsBindAddress == "127.0.0.1:9809" && c.LogLevel == "debug"
+			}},
+		{name: "invalid value names the flag", text: "--liveness-action=kill", wantErr: "--liveness-action"},
+		{name: "unknown flag", text: "--nope=1", wantErr: "unknown flag"},
+		{name: "stray word", text: "--tcp-mode=dial verbose", wantErr: `unexpected argument "verbose"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := agent.ConfigFromText(base, tt.text)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !tt.check(c) {
+				t.Fatalf("ConfigFromText = %+v, %v", c, err)
+			}
+		})
+	}
+}

@@ -19,24 +19,19 @@ const shutdownTimeout = 5 * time.Second
 // close the metrics endpoint and the CRI connection. It returns nil after
 // a clean shutdown. An Agent runs once.
 func (a *Agent) Run(ctx context.Context) error {
-	p, err := a.build(ctx)
-	if err != nil {
-		return err
-	}
-	defer p.release()
 	// Components get contexts that only shutdown cancels, one by one, so
 	// the order below holds whatever ends ctx.
 	base := context.WithoutCancel(ctx)
-	if err := p.engine.Start(base); err != nil {
-		p.engine.Stop()
+	failed := make(chan error, 3)
+	p, nri, err := a.start(ctx, base, failed)
+	if err != nil || p == nil {
 		return err
 	}
+	defer p.release()
 	a.mu.Lock()
 	a.parts = p
 	a.mu.Unlock()
 
-	failed := make(chan error, 2)
-	nri := a.goRun(base, func(ctx context.Context) error { return p.plugin.Run(ctx) }, nil)
 	recon := a.goRun(base, func(ctx context.Context) error { p.recon.Run(ctx); return nil }, nil)
 	sock := a.goRun(base, a.serveSocket(p), failed)
 	web := a.goRun(base, a.serveMetrics(p), failed)
@@ -56,6 +51,36 @@ func (a *Agent) Run(ctx context.Context) error {
 	web.stop()
 	a.log.Info("probelet stopped")
 	return err
+}
+
+// start builds the daemon, starts the engine and registers with NRI. A
+// nil *parts with a nil error means ctx ended first.
+func (a *Agent) start(ctx, base context.Context, failed chan error) (*parts, *task, error) {
+	var p *parts
+	var nri *task
+	if a.launched {
+		var err error
+		if p, nri, err = a.startLaunched(ctx, base, failed); err != nil || p == nil {
+			return nil, nil, err
+		}
+	} else {
+		var err error
+		if p, err = a.build(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := p.engine.Start(base); err != nil {
+		if nri != nil {
+			nri.stop()
+		}
+		p.engine.Stop()
+		p.release()
+		return nil, nil, err
+	}
+	if nri == nil {
+		nri = a.goRun(base, p.plugin.Run, failed)
+	}
+	return p, nri, nil
 }
 
 // task is a goroutine with its own cancel, so shutdown can stop the

@@ -1,0 +1,98 @@
+package agent
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// Flags are the daemon's command-line flags. Only flags that were set
+// override the config file, which overrides the defaults.
+type Flags struct {
+	configFile string
+	values     Config
+}
+
+// NewFlags returns flags whose defaults are Default().
+func NewFlags() *Flags { return &Flags{values: Default()} }
+
+// flagFields copies each flag's value into a Config.
+var flagFields = map[string]func(dst *Config, src Config){
+	"nri-socket":           func(d *Config, s Config) { d.NRISocket = s.NRISocket },
+	"plugin-index":         func(d *Config, s Config) { d.PluginIndex = s.PluginIndex },
+	"runtime-endpoint":     func(d *Config, s Config) { d.RuntimeEndpoint = s.RuntimeEndpoint },
+	"listen":               func(d *Config, s Config) { d.Listen = s.Listen },
+	"metrics-bind-address": func(d *Config, s Config) { d.MetricsBindAddress = s.MetricsBindAddress },
+	"tcp-mode":             func(d *Config, s Config) { d.TCPMode = s.TCPMode },
+	"tcp-verify":           func(d *Config, s Config) { d.TCPVerify = s.TCPVerify },
+	"liveness-action":      func(d *Config, s Config) { d.LivenessAction = s.LivenessAction },
+	"reconcile-interval":   func(d *Config, s Config) { d.ReconcileInterval = s.ReconcileInterval },
+	"log-format":           func(d *Config, s Config) { d.LogFormat = s.LogFormat },
+	"log-level":            func(d *Config, s Config) { d.LogLevel = s.LogLevel },
+}
+
+// Bind defines the flags on fs.
+func (f *Flags) Bind(fs *pflag.FlagSet) {
+	v := &f.values
+	fs.StringVar(&f.configFile, "config", "", "YAML or JSON file setting the same keys as the flags (camelCase: nriSocket, tcpMode, ...); flags win")
+	fs.StringVar(&v.NRISocket, "nri-socket", v.NRISocket, "containerd's NRI socket")
+	fs.StringVar(&v.PluginIndex, "plugin-index", v.PluginIndex, "NRI plugin index, two digits")
+	fs.StringVar(&v.RuntimeEndpoint, "runtime-endpoint", v.RuntimeEndpoint, "containerd's CRI socket, unix:///path")
+	fs.StringVar(&v.Listen, "listen", v.Listen, "probelet's CRI-style socket, unix:///path")
+	fs.StringVar(&v.MetricsBindAddress, "metrics-bind-address", v.MetricsBindAddress, "HOST:PORT serving /metrics and /healthz; empty turns it off")
+	fs.StringVar(&v.TCPMode, "tcp-mode", v.TCPMode, "who answers TCP probes: auto, ebpf or dial")
+	fs.BoolVar(&v.TCPVerify, "tcp-verify", v.TCPVerify, "also dial to verify eBPF TCP answers")
+	fs.StringVar(&v.LivenessAction, "liveness-action", v.LivenessAction, "on liveness/startup failure: restart (like the kubelet) or report")
+	fs.DurationVar(&v.ReconcileInterval.Duration, "reconcile-interval", v.ReconcileInterval.Duration, "CRI safety reconcile period; 0 turns it off")
+	fs.StringVar(&v.LogFormat, "log-format", v.LogFormat, "console or json")
+	fs.StringVar(&v.LogLevel, "log-level", v.LogLevel, "debug, info, warn or error")
+}
+
+// Config returns the defaults, overridden by the --config file, overridden
+// by the flags set on fs, validated.
+func (f *Flags) Config(fs *pflag.FlagSet) (Config, error) {
+	return f.over(Default(), fs)
+}
+
+func (f *Flags) over(base Config, fs *pflag.FlagSet) (Config, error) {
+	cfg := base
+	if f.configFile != "" {
+		var err error
+		if cfg, err = LoadFile(f.configFile, cfg); err != nil {
+			return cfg, err
+		}
+	}
+	fs.Visit(func(fl *pflag.Flag) {
+		if set, ok := flagFields[fl.Name]; ok {
+			set(&cfg, f.values)
+		}
+	})
+	return cfg, cfg.Validate()
+}
+
+// ConfigFromText applies flags written one or more per line ("--tcp-mode=auto";
+// blank lines and lines starting with '#' are skipped) over base. It reads
+// the configuration a runtime hands a pre-installed NRI plugin.
+func ConfigFromText(base Config, text string) (Config, error) {
+	var args []string
+	for line := range strings.Lines(text) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		args = append(args, strings.Fields(line)...)
+	}
+	fs := pflag.NewFlagSet("plugin configuration", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := &Flags{values: base}
+	f.Bind(fs)
+	if err := fs.Parse(args); err != nil {
+		return base, fmt.Errorf("plugin configuration: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return base, fmt.Errorf("plugin configuration: unexpected argument %q", fs.Arg(0))
+	}
+	return f.over(base, fs)
+}
