@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/probelet/probelet/cmd/probelet/agent"
+)
+
+// execute runs the command line with a daemon that only records its config.
+func execute(t *testing.T, args ...string) (agent.Config, string, error) {
+	t.Helper()
+	var got agent.Config
+	daemon := func(_ context.Context, cfg agent.Config, _ io.Writer) error { got = cfg; return nil }
+	validate := func(args []string, _ io.Reader, stdout, _ io.Writer) int {
+		io.WriteString(stdout, "validate "+strings.Join(args, " "))
+		if len(args) > 0 && args[0] == "broken.yaml" {
+			return 1
+		}
+		return 0
+	}
+	var out bytes.Buffer
+	cmd := newRootCommandWith(daemon, validate, strings.NewReader(""), &out, &out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return got, out.String(), err
+}
+
+func TestFlagsOverrideConfigFileOverrideDefaults(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "probelet.yaml")
+	if err := os.WriteFile(file, []byte("tcpMode: dial\nlogLevel: debug\nreconcileInterval: 1m\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := func(mut func(*agent.Config)) agent.Config {
+		c := agent.Default()
+		mut(&c)
+		return c
+	}
+	tests := []struct {
+		name string
+		args []string
+		want agent.Config
+	}{
+		{"defaults", nil, agent.Default()},
+		{"flags", []string{"--tcp-mode=ebpf", "--tcp-verify", "--liveness-action", "report", "--plugin-index=05",
+			"--nri-socket=/run/nri.sock", "--runtime-endpoint=unix:///c.sock", "--listen=unix:///p.sock",
+			"--metrics-bind-address=:9", "--reconcile-interval=0", "--log-format=json", "--log-level=warn"},
+			agent.Config{NRISocket: "/run/nri.sock", PluginIndex: "05", RuntimeEndpoint: "unix:///c.sock", Listen: "unix:///p.sock",
+				MetricsBindAddress: ":9", TCPMode: "ebpf", TCPVerify: true, LivenessAction: "report", LogFormat: "json", LogLevel: "warn"}},
+		{"config file", []string{"--config", file}, want(func(c *agent.Config) {
+			c.TCPMode, c.LogLevel, c.ReconcileInterval = "dial", "debug", agent.Duration{Duration: time.Minute}
+		})},
+		{"flag beats config file", []string{"--config=" + file, "--tcp-mode=auto"}, want(func(c *agent.Config) {
+			c.LogLevel, c.ReconcileInterval = "debug", agent.Duration{Duration: time.Minute}
+		})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, out, err := execute(t, tt.args...)
+			if err != nil {
+				t.Fatalf("err = %v (%s)", err, out)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("config\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBadCommandLines(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tcp-mode=magic"}, "--tcp-mode"},
+		{[]string{"--reconcile-interval=soon"}, "reconcile-interval"},
+		{[]string{"--no-such-flag"}, "unknown flag"},
+		{[]string{"--config=/nonexistent/probelet.yaml"}, "no such file"},
+		{[]string{"extra-arg"}, "unknown command"},
+	}
+	for _, tt := range tests {
+		if _, out, err := execute(t, tt.args...); err == nil || !strings.Contains(err.Error()+out, tt.want) {
+			t.Errorf("%v: err = %v, want one mentioning %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+func TestVersionAndValidateDispatch(t *testing.T) {
+	_, out, err := execute(t, "version")
+	if err != nil || !strings.HasPrefix(out, "probelet ") {
+		t.Errorf("version: %q, %v", out, err)
+	}
+	_, out, err = execute(t, "validate", "-o", "json", "pod.yaml")
+	if err != nil || out != "validate -o json pod.yaml" {
+		t.Errorf("validate: %q, %v; want the arguments passed through untouched", out, err)
+	}
+	_, _, err = execute(t, "validate", "broken.yaml")
+	var code exitCode
+	if !errors.As(err, &code) || code != 1 {
+		t.Errorf("validate of a broken file: err = %v, want exit status 1", err)
+	}
+}
