@@ -80,7 +80,7 @@ func TestRunForAContainerTheWorkerLeftIsDiscarded(t *testing.T) {
 	}
 }
 
-func TestConcurrencyBoundsProbesInFlight(t *testing.T) {
+func TestConcurrencyLimitedPoolStillRunsEveryProbe(t *testing.T) {
 	h := newHarness(t, prober.WithConcurrency(2))
 	release := h.tcp.block(readyPort)
 	for i := range 5 {
@@ -88,13 +88,10 @@ func TestConcurrencyBoundsProbesInFlight(t *testing.T) {
 		pod.UID = fmt.Sprintf("uid-%d", i)
 		h.m.UpdatePod(pod)
 	}
+	// Two probes hang; the other three wait for a runner (the bound
+	// itself is checked deterministically in TestPoolBoundsRunnersAndClosesThem).
 	waitEntered(t, h.tcp, readyPort)
 	waitEntered(t, h.tcp, readyPort)
-	select {
-	case <-h.tcp.entered:
-		t.Fatal("a third probe started with concurrency 2")
-	case <-time.After(50 * time.Millisecond):
-	}
 	release()
 	h.settle()
 	if got := h.tcp.count(readyPort); got != 5 {
