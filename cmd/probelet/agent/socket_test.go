@@ -1,0 +1,63 @@
+package agent_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/probelet/probelet/cmd/probelet/agent"
+	"github.com/probelet/probelet/cri/client"
+	"github.com/probelet/probelet/cri/server"
+	"github.com/probelet/probelet/lifecycle"
+	"github.com/probelet/probelet/prober"
+)
+
+// The socket server plugs in as it is; the lead's wiring is this function.
+var _ agent.SocketServer = (*server.Server)(nil)
+
+func criServer(s prober.StatusSource, v lifecycle.View, l *zap.Logger) (agent.SocketServer, error) {
+	return server.New(s, v, server.WithLogger(l))
+}
+
+func TestAgentServesTheSocket(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cfg := testConfig(dir)
+	a, err := agent.New(cfg, agent.WithLogger(zap.NewNop()), agent.WithSocketServer(criServer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	<-a.Started()
+
+	c, err := client.New(cfg.Listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitFor(t, "socket", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "probelet.sock"))
+		return err == nil
+	})
+	if _, err := c.Version(ctx); err != nil {
+		t.Errorf("Version on probelet's socket: %v", err)
+	}
+	if _, err := c.ListContainers(ctx); err != nil {
+		t.Errorf("ListContainers on probelet's socket: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "probelet.sock")); !os.IsNotExist(err) {
+		t.Errorf("socket left behind after shutdown: %v", err)
+	}
+}
