@@ -2,23 +2,21 @@ package agent
 
 import (
 	"context"
-	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/probelet/probelet/ebpf"
 	"github.com/probelet/probelet/prober/probe"
 )
 
-// defaultTCPProber keeps TCP probes on the engine's kubelet-style dialer.
-// The eBPF listener table is not wired in yet: auto falls back to dialing
-// and says so, ebpf is refused rather than silently dialing.
-func defaultTCPProber(_ context.Context, mode string, _ bool, log *zap.Logger, _ prometheus.Registerer) (probe.TCPProber, error) {
-	switch mode {
-	case "ebpf":
-		return nil, errors.New("the eBPF TCP prober is not available in this build")
-	case "auto":
-		log.Info("eBPF TCP prober not available in this build; TCP probes dial")
+// defaultTCPProber answers TCP probes from the eBPF listener table (auto
+// falls back to dialing when it cannot load, ebpf refuses to start, dial
+// always dials), verifying eBPF answers with a dial when asked to.
+func defaultTCPProber(ctx context.Context, mode string, verify bool, log *zap.Logger, reg prometheus.Registerer) (probe.TCPProber, error) {
+	m, err := ebpf.ParseMode(mode)
+	if err != nil {
+		return nil, err
 	}
-	return nil, nil
+	return ebpf.NewTCPProber(ctx, m, ebpf.WithVerify(verify), ebpf.WithLogger(log), ebpf.WithRegisterer(reg))
 }
