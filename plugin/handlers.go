@@ -70,10 +70,15 @@ func (h handler) Shutdown(context.Context) {
 	h.p.log.Info("Runtime is shutting down")
 }
 
-// RunPodSandbox records a new pod.
+// RunPodSandbox records a new pod. NRI carries no creation time; the
+// event comes right after the sandbox and its network were set up, so its
+// time stands in (a CRI reconcile knows better only for pods it adds).
 func (h handler) RunPodSandbox(_ context.Context, pod *api.PodSandbox) error {
 	defer h.guard("RunPodSandbox")
-	h.p.cache.RunPod(h.p.clock.Now(), sandboxFrom(pod))
+	at := h.p.clock.Now()
+	sb := sandboxFrom(pod)
+	sb.CreatedAt = at
+	h.p.cache.RunPod(at, sb)
 	return nil
 }
 

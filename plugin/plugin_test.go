@@ -132,7 +132,8 @@ func TestTranslatesPodAndContainerFields(t *testing.T) {
 	}
 	got, _ := h.sink.pod("uid1")
 	if got.Name != "web-uid1" || got.Namespace != "default" || got.SandboxID != "sb1" ||
-		got.IPs[0] != "10.88.0.5" || got.NetNSPath != "/run/netns/cni-1" || got.Labels["app"] != "web" || got.Probes == nil {
+		got.IPs[0] != "10.88.0.5" || got.NetNSPath != "/run/netns/cni-1" || got.Labels["app"] != "web" || got.Probes == nil ||
+		got.CreatedAt.IsZero() {
 		t.Errorf("pod = %+v", got)
 	}
 	ct := got.Containers[0]
