@@ -108,8 +108,8 @@ func WithRegistry(r *prometheus.Registry) Option {
 	}
 }
 
-// WithSocketServer serves the --listen socket with the server f builds.
-// Without it the socket is not served.
+// WithSocketServer replaces the server that serves the --listen socket
+// (default: cri/server). A nil f leaves the socket unserved.
 func WithSocketServer(f SocketServerFunc) Option {
 	return func(a *Agent) error {
 		a.socket = f
@@ -149,7 +149,7 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, tcp: defaultTCPProber, started: make(chan struct{})}
+	a := &Agent{cfg: cfg, tcp: defaultTCPProber, socket: defaultSocketServer, started: make(chan struct{})}
 	for _, o := range opts {
 		if err := o(a); err != nil {
 			return nil, err

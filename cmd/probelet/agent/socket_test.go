@@ -15,9 +15,6 @@ import (
 	"github.com/probelet/probelet/prober"
 )
 
-// The socket server plugs in as it is; the lead's wiring is this function.
-var _ agent.SocketServer = (*server.Server)(nil)
-
 func criServer(s prober.StatusSource, v lifecycle.View, l *zap.Logger) (agent.SocketServer, error) {
 	return server.New(s, v, server.WithLogger(l))
 }
