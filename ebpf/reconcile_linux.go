@@ -86,10 +86,10 @@ func (s *linuxSC) reconcileNS(path string, ino uint32) bool {
 		s.diagFailed(path, err)
 		return false
 	}
-	d := s.table.Reconcile(ino, toListeners(socks, ino), since)
+	d := s.tr.Reconcile(ino, toListeners(socks, ino), since)
 	s.cfg.metrics.drift.WithLabelValues("missing").Add(float64(d.Missing))
 	s.cfg.metrics.drift.WithLabelValues("stale").Add(float64(d.Stale))
-	if d != (listeners.Drift{}) {
+	if d.Count() != 0 {
 		s.cfg.log.Debug("listener table drift repaired", zap.String("netns", path), zap.Int("missing", d.Missing), zap.Int("stale", d.Stale))
 	}
 	return true

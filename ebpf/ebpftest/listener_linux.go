@@ -2,7 +2,9 @@ package ebpftest
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
+	"os"
 
 	"golang.org/x/sys/unix"
 
@@ -30,6 +32,7 @@ type ListenConfig struct {
 // Listener is a listening socket in some network namespace.
 type Listener struct {
 	fd int
+	ln net.Listener // set by Serve
 	// Port is the bound port.
 	Port int
 }
@@ -148,5 +151,37 @@ func (l *Listener) Accept() error {
 // listening while the descriptor stays open.
 func (l *Listener) Shutdown() error { return unix.Shutdown(l.fd, unix.SHUT_RD) }
 
+// Serve accepts and at once closes every connection, like an application
+// that answers and hangs up, until Close. Probe connections then end in
+// TIME_WAIT on the prober's side, as they do against real servers.
+func (l *Listener) Serve() error {
+	fd, err := unix.Dup(l.fd)
+	if err != nil {
+		return fmt.Errorf("dup: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "listener")
+	defer f.Close()
+	ln, err := net.FileListener(f)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	l.ln = ln
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return nil
+}
+
 // Close closes the socket.
-func (l *Listener) Close() error { return unix.Close(l.fd) }
+func (l *Listener) Close() error {
+	if l.ln != nil {
+		l.ln.Close()
+	}
+	return unix.Close(l.fd)
+}

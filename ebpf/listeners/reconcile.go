@@ -6,7 +6,12 @@ type Drift struct {
 	Missing int
 	// Stale listeners were in the table but no longer in the kernel.
 	Stale int
+	// Ports lists the ports whose listener set changed.
+	Ports []PortKey
 }
+
+// Count is the number of repaired differences.
+func (d Drift) Count() int { return d.Missing + d.Stale }
 
 // Reconcile makes namespace netns's listeners equal to observed, a complete
 // sock_diag dump started when the table's sequence was since, and marks the
@@ -34,6 +39,7 @@ func (t *Table) Reconcile(netns uint32, observed []Listener, since uint64) Drift
 		case l.seq <= since:
 			t.unlink(l)
 			d.Stale++
+			d.Ports = append(d.Ports, PortKey{netns, l.Port})
 		}
 	}
 	for i, o := range observed {
@@ -44,6 +50,7 @@ func (t *Table) Reconcile(netns uint32, observed []Listener, since uint64) Drift
 		n.NetNS, n.SK, n.Full, n.seq = netns, 0, o.Queue > o.Backlog, t.seq+1
 		t.insert(&n)
 		d.Missing++
+		d.Ports = append(d.Ports, PortKey{netns, n.Port})
 	}
 	sp.verified = true
 	t.seq++

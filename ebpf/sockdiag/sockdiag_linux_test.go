@@ -58,6 +58,10 @@ func TestListenersInNamespace(t *testing.T) {
 			got := find(t, socks, l.Port)
 			want := tc.want
 			want.State, want.Port, want.Cookie = sockdiag.StateListen, uint16(l.Port), got.Cookie
+			want.Peer = netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
+			if want.Family == 10 {
+				want.Peer = netip.AddrPortFrom(netip.IPv6Unspecified(), 0)
+			}
 			if got != want || got.Cookie == 0 {
 				t.Errorf("got  %+v\nwant %+v (and a cookie)", got, want)
 			}
@@ -98,4 +102,43 @@ func TestOpenInMissingNamespace(t *testing.T) {
 	if _, err := sockdiag.ListenersIn("/nonexistent/ns/net"); err == nil {
 		t.Fatal("ListenersIn of a missing namespace succeeded")
 	}
+}
+
+func TestTimeWaitPeer(t *testing.T) {
+	ebpftest.RequireRoot(t)
+	l, err := ebpftest.Listen("", ebpftest.ListenConfig{Addr: netip.MustParseAddr("127.0.0.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Serve(); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(l.Port), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	// Whichever side closed first keeps the TIME_WAIT socket.
+	c, err := sockdiag.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	want := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(l.Port))
+	for range 100 { // the FIN handshake completes asynchronously
+		socks, err := c.TCP(1 << sockdiag.StateTimeWait)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range socks {
+			client := s.Peer == want
+			server := int(s.Port) == l.Port && s.Peer.Addr() == want.Addr()
+			if s.State == sockdiag.StateTimeWait && (client || server) {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no TIME_WAIT socket of a connection to %s", want)
 }

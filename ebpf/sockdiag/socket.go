@@ -22,6 +22,8 @@ type Socket struct {
 	Addr netip.Addr
 	// Port is the local port.
 	Port uint16
+	// Peer is the remote address and port; unspecified for a listener.
+	Peer netip.AddrPort
 	// BoundDev is the SO_BINDTODEVICE interface index, 0 if unbound.
 	BoundDev int32
 	// V6Only is IPV6_V6ONLY of an AF_INET6 listener.

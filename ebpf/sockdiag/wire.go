@@ -49,11 +49,14 @@ func decodeMsg(b []byte) (Socket, error) {
 	s := Socket{Family: b[0], State: b[1]}
 	id := b[4 : 4+sockIDLen]
 	s.Port = binary.BigEndian.Uint16(id[0:])
+	peerPort := binary.BigEndian.Uint16(id[2:])
 	switch s.Family {
 	case afInet:
 		s.Addr = netip.AddrFrom4([4]byte(id[4:8]))
+		s.Peer = netip.AddrPortFrom(netip.AddrFrom4([4]byte(id[20:24])), peerPort)
 	case afInet6:
 		s.Addr = netip.AddrFrom16([16]byte(id[4:20]))
+		s.Peer = netip.AddrPortFrom(netip.AddrFrom16([16]byte(id[20:36])), peerPort)
 	default:
 		return Socket{}, fmt.Errorf("sock_diag: unexpected family %d", s.Family)
 	}

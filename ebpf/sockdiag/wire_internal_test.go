@@ -46,11 +46,11 @@ func TestDecodeMsg(t *testing.T) {
 		wantErr bool
 	}{
 		{"IPv4", inetDiagMsg(afInet, []byte{10, 0, 0, 5}, 8080, 1<<40|7),
-			Socket{Family: afInet, State: StateListen, Addr: netip.MustParseAddr("10.0.0.5"), Port: 8080, BoundDev: 2, Cookie: 1<<40 | 7, Queue: 3, Backlog: 5}, false},
+			Socket{Family: afInet, State: StateListen, Addr: netip.MustParseAddr("10.0.0.5"), Port: 8080, Peer: netip.MustParseAddrPort("0.0.0.0:0"), BoundDev: 2, Cookie: 1<<40 | 7, Queue: 3, Backlog: 5}, false},
 		{"IPv6 v6only", inetDiagMsg(afInet6, v6[:], 80, 9, attr(attrSkV6Only, 1)),
-			Socket{Family: afInet6, State: StateListen, Addr: netip.MustParseAddr("fd00::1"), Port: 80, BoundDev: 2, Cookie: 9, Queue: 3, Backlog: 5, V6Only: true}, false},
+			Socket{Family: afInet6, State: StateListen, Addr: netip.MustParseAddr("fd00::1"), Port: 80, Peer: netip.MustParseAddrPort("[::]:0"), BoundDev: 2, Cookie: 9, Queue: 3, Backlog: 5, V6Only: true}, false},
 		{"other attributes are skipped", inetDiagMsg(afInet6, v6[:], 80, 9, attr(4, 'c', 'u', 'b', 'i', 'c'), attr(attrSkV6Only, 0)),
-			Socket{Family: afInet6, State: StateListen, Addr: netip.MustParseAddr("fd00::1"), Port: 80, BoundDev: 2, Cookie: 9, Queue: 3, Backlog: 5}, false},
+			Socket{Family: afInet6, State: StateListen, Addr: netip.MustParseAddr("fd00::1"), Port: 80, Peer: netip.MustParseAddrPort("[::]:0"), BoundDev: 2, Cookie: 9, Queue: 3, Backlog: 5}, false},
 		{"short message", make([]byte, msgLen-1), Socket{}, true},
 		{"unknown family", inetDiagMsg(1, nil, 0, 0), Socket{}, true},
 		{"attribute longer than the message", append(inetDiagMsg(afInet, []byte{1, 2, 3, 4}, 1, 1), 0xff, 0, 11, 0), Socket{}, true},

@@ -56,8 +56,11 @@ func (t *Tracker) apply(e event) {
 }
 
 // updateIndex rewrites the kernel's (netns, port) → listeners index that
-// the accept-queue watch reads.
+// the accept-queue watch reads. The read loop and Reconcile both call it;
+// indexMu keeps each entry's read of the table and write to the map together.
 func (t *Tracker) updateIndex(keys ...listeners.PortKey) {
+	t.indexMu.Lock()
+	defer t.indexMu.Unlock()
 	for _, k := range keys {
 		if k.Port == 0 {
 			continue

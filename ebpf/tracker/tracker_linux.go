@@ -30,6 +30,8 @@ type Tracker struct {
 	done   chan struct{} // closed when the read loop has ended
 	stats  stats
 
+	indexMu sync.Mutex
+
 	syncMu  sync.Mutex
 	syncSeq uint64
 	waiters []waiter
@@ -108,6 +110,15 @@ func (t *Tracker) attach() error {
 
 // Table is the listener table the tracker keeps up to date.
 func (t *Tracker) Table() *listeners.Table { return t.table }
+
+// Reconcile applies a complete sock_diag dump of namespace netns, started
+// when the table's sequence was since, to the table (listeners.Table.Reconcile)
+// and to the kernel's accept-queue watch.
+func (t *Tracker) Reconcile(netns uint32, observed []listeners.Listener, since uint64) listeners.Drift {
+	d := t.table.Reconcile(netns, observed, since)
+	t.updateIndex(d.Ports...)
+	return d
+}
 
 // ListenExitHooked reports whether sys_exit_listen completes listen()
 // without bind() in the kernel.
