@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	cebpf "github.com/cilium/ebpf"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 	"golang.org/x/sys/unix"
 
 	"github.com/probelet/probelet/ebpf"
@@ -92,13 +94,17 @@ func unprivilegedChild(t *testing.T) {
 		t.Fatalf("NewTCPProber(ebpf) as nobody = %v, want EPERM or ErrNotSupported", err)
 	}
 	t.Logf("ModeEBPF refused: %v", err)
-	p, err := ebpf.NewTCPProber(ctx, ebpf.ModeAuto)
+	core, logs := observer.New(zap.InfoLevel)
+	p, err := ebpf.NewTCPProber(ctx, ebpf.ModeAuto, ebpf.WithLogger(zap.New(core)))
 	if err != nil {
 		t.Fatalf("NewTCPProber(auto) as nobody: %v", err)
 	}
 	defer p.Close()
 	if p.Mode() != ebpf.ModeDial {
 		t.Fatalf("effective mode = %s, want dial", p.Mode())
+	}
+	if n := logs.FilterMessageSnippet("unavailable").Len(); n != 1 {
+		t.Errorf("%d log lines say the short-circuit is unavailable, want 1: %v", n, logs.All())
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -118,6 +124,9 @@ func unprivilegedChild(t *testing.T) {
 		if err != nil || res != tc.want || method != probe.MethodDial || res != dres || out != dout {
 			t.Errorf("port %d: (%s, %q, %s, %v), dial (%s, %q); want %s via dial", tc.port, res, out, method, err, dres, dout, tc.want)
 		}
+	}
+	if n := logs.FilterMessageSnippet("unavailable").Len(); n != 1 {
+		t.Errorf("probing logged the fallback again: %d lines", n)
 	}
 }
 

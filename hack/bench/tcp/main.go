@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command tcp compares kubelet-style TCP probe dials with probelet's eBPF
 // short-circuit, side by side in one run: the cost of one probe (ns/op,
 // allocs/op, sockets left after N probes) and a node simulation (thousands
@@ -5,6 +7,8 @@
 // the prober process's CPU in each mode. Needs root.
 //
 //	go run ./hack/bench/tcp [-window 15s] [-netns 50] [-listeners 1000] [-probes 3000]
+//
+// Linux only.
 package main
 
 import (
