@@ -18,7 +18,7 @@ import (
 
 // probeTimeout is long enough for a veth round trip and short enough that
 // the full-queue cases (where the dial times out) stay quick.
-const probeTimeout = 300 * time.Millisecond
+const probeTimeout = 500 * time.Millisecond
 
 // env is one pod-like namespace, a short-circuit prober and the kubelet
 // dialer it must agree with.

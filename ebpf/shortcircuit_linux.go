@@ -52,6 +52,9 @@ func (s *linuxSC) answer(t probe.TCPTarget) (probe.Result, string, string, bool)
 	if !t.InPod {
 		return "", "", "not-in-pod", false
 	}
+	if s.tr.Stale() {
+		return "", "", "tracker-stopped", false
+	}
 	if t.NetNSPath == "" {
 		return "", "", "no-netns", false
 	}

@@ -19,8 +19,9 @@ func (t *Tracker) readLoop() {
 			if errors.Is(err, ringbuf.ErrClosed) {
 				return
 			}
-			t.log.Error("reading the listener ring buffer failed; stopping", zap.Error(err))
+			t.log.Error("reading the listener ring buffer failed; the table is no longer updated", zap.Error(err))
 			t.stats.readErrors.Add(1)
+			t.stopped.Store(true)
 			return
 		}
 		e, err := decodeEvent(rec.RawSample)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -23,12 +24,13 @@ type Tracker struct {
 	closeOnce    sync.Once
 	closeErr     error
 
-	table  *listeners.Table
-	objs   trackerObjects
-	links  []link.Link // in attach order; closed in reverse
-	reader *ringbuf.Reader
-	done   chan struct{} // closed when the read loop has ended
-	stats  stats
+	table   *listeners.Table
+	objs    trackerObjects
+	links   []link.Link // in attach order; closed in reverse
+	reader  *ringbuf.Reader
+	done    chan struct{} // closed when the read loop has ended
+	stopped atomic.Bool   // the read loop ended on an error: Table is stale
+	stats   stats
 
 	indexMu sync.Mutex
 
@@ -119,6 +121,10 @@ func (t *Tracker) Reconcile(netns uint32, observed []listeners.Listener, since u
 	t.updateIndex(d.Ports...)
 	return d
 }
+
+// Stale reports whether the table stopped following the kernel (the ring
+// buffer could not be read); answers must not come from it any more.
+func (t *Tracker) Stale() bool { return t.stopped.Load() }
 
 // ListenExitHooked reports whether sys_exit_listen completes listen()
 // without bind() in the kernel.
