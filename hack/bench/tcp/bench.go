@@ -81,6 +81,7 @@ func podTarget(p pod, port int) probe.TCPTarget {
 	return probe.TCPTarget{Host: p.PodIP.String(), Port: port, InPod: true, NetNSPath: p.Path, Timeout: probeTimeout}
 }
 
+// modes lists the dial first: the columns read "before, after".
 func (b *bench) modes() []mode {
 	return []mode{
 		{"kubelet dial", b.dialer, probe.MethodDial},

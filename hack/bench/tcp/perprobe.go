@@ -23,10 +23,11 @@ type probeCost struct {
 	socketsLeft int // after config.dials probes
 }
 
-// perProbe measures both modes on one reachable target.
+// perProbe measures both modes on one reachable target that the
+// simulation does not use, so its leftover sockets are counted apart.
 func (b *bench) perProbe() ([]probeCost, error) {
 	p := b.pods[0]
-	target := podTarget(p, p.Ports[0])
+	target := podTarget(p, p.Bench)
 	ns := &ebpftest.NetNS{Path: p.Path, PodIP: p.PodIP}
 	var out []probeCost
 	for _, m := range b.modes() {

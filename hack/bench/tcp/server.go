@@ -27,6 +27,7 @@ type pod struct {
 	PodIP  netip.Addr `json:"podIP"`
 	Ports  []int      `json:"ports"`  // reachable on PodIP
 	Closed []int      `json:"closed"` // listening, but not on PodIP
+	Bench  int        `json:"bench"`  // pod 0 only: the per-probe target, not simulated
 }
 
 type server struct {
@@ -103,6 +104,15 @@ func serve(args []string) error {
 		nss = append(nss, ns)
 		pods[i] = pod{Path: ns.Path, PodIP: ns.PodIP}
 	}
+	bench, err := nss[0].Listen(ebpftest.ListenConfig{Addr: netip.IPv4Unspecified()})
+	if err != nil {
+		return err
+	}
+	defer bench.Close()
+	if err := bench.Serve(); err != nil {
+		return err
+	}
+	pods[0].Bench = bench.Port
 	for i := range nL {
 		p := &pods[i%nNS]
 		shape := listenerShapes[(i/nNS)%len(listenerShapes)]
@@ -123,6 +133,6 @@ func serve(args []string) error {
 	if err := json.NewEncoder(os.Stdout).Encode(pods); err != nil {
 		return err
 	}
-	_, err := io.Copy(io.Discard, bufio.NewReader(os.Stdin))
+	_, err = io.Copy(io.Discard, bufio.NewReader(os.Stdin))
 	return err
 }
