@@ -89,50 +89,67 @@ func serve(args []string) error {
 	if err := errors.Join(err1, err2); err != nil {
 		return err
 	}
-	var nss []*ebpftest.NetNS
+	var closers []io.Closer
 	defer func() {
-		for _, ns := range nss {
-			ns.Close()
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i].Close()
 		}
 	}()
-	pods := make([]pod, nNS)
-	for i := range nNS {
-		ns, err := ebpftest.NewNetNS(i)
-		if err != nil {
-			return err
-		}
-		nss = append(nss, ns)
-		pods[i] = pod{Path: ns.Path, PodIP: ns.PodIP}
-	}
-	bench, err := nss[0].Listen(ebpftest.ListenConfig{Addr: netip.IPv4Unspecified()})
+	nss, pods, err := buildNamespaces(nNS, &closers)
 	if err != nil {
 		return err
 	}
-	defer bench.Close()
-	if err := bench.Serve(); err != nil {
+	if err := buildListeners(nss, pods, nL, &closers); err != nil {
 		return err
-	}
-	pods[0].Bench = bench.Port
-	for i := range nL {
-		p := &pods[i%nNS]
-		shape := listenerShapes[(i/nNS)%len(listenerShapes)]
-		l, err := nss[i%nNS].Listen(shape)
-		if err != nil {
-			return err
-		}
-		defer l.Close()
-		if err := l.Serve(); err != nil {
-			return err
-		}
-		if shape.Addr.Is4() && shape.Addr.IsUnspecified() {
-			p.Ports = append(p.Ports, l.Port)
-		} else {
-			p.Closed = append(p.Closed, l.Port)
-		}
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(pods); err != nil {
 		return err
 	}
 	_, err = io.Copy(io.Discard, bufio.NewReader(os.Stdin))
 	return err
+}
+
+func buildNamespaces(n int, closers *[]io.Closer) ([]*ebpftest.NetNS, []pod, error) {
+	nss := make([]*ebpftest.NetNS, n)
+	pods := make([]pod, n)
+	for i := range n {
+		ns, err := ebpftest.NewNetNS(i)
+		if err != nil {
+			return nil, nil, err
+		}
+		*closers = append(*closers, ns)
+		nss[i], pods[i] = ns, pod{Path: ns.Path, PodIP: ns.PodIP}
+	}
+	return nss, pods, nil
+}
+
+// buildListeners opens the per-probe target in pod 0, then n listeners
+// round robin over the namespaces, shapes cycling per round.
+func buildListeners(nss []*ebpftest.NetNS, pods []pod, n int, closers *[]io.Closer) error {
+	listen := func(ns *ebpftest.NetNS, c ebpftest.ListenConfig) (int, error) {
+		l, err := ns.Listen(c)
+		if err != nil {
+			return 0, err
+		}
+		*closers = append(*closers, l)
+		return l.Port, l.Serve()
+	}
+	var err error
+	if pods[0].Bench, err = listen(nss[0], ebpftest.ListenConfig{Addr: netip.IPv4Unspecified()}); err != nil {
+		return err
+	}
+	for i := range n {
+		p := &pods[i%len(nss)]
+		shape := listenerShapes[(i/len(nss))%len(listenerShapes)]
+		port, err := listen(nss[i%len(nss)], shape)
+		if err != nil {
+			return err
+		}
+		if shape.Addr.Is4() && shape.Addr.IsUnspecified() {
+			p.Ports = append(p.Ports, port)
+		} else {
+			p.Closed = append(p.Closed, port)
+		}
+	}
+	return nil
 }
