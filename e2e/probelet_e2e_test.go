@@ -1,0 +1,225 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/probelet/probelet/internal/testbed"
+)
+
+const (
+	daemonStartTimeout = 20 * time.Second
+	daemonStopTimeout  = 15 * time.Second
+)
+
+// daemon is one probelet process running against a bed, as users run it.
+type daemon struct {
+	t       *testing.T
+	bed     *testbed.Bed
+	args    []string
+	socket  string // unix:///path
+	logPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	err     error  // the process's exit, once done is closed
+	metrics string // HOST:PORT of /metrics and /healthz
+	runs    int
+}
+
+// startProbelet starts probelet against bed with its socket in the bed's
+// directory, metrics on a free port and JSON logs, plus extra flags, and
+// waits until it is registered with containerd over NRI. The process is
+// stopped when the test ends; a failed test shows its log.
+func startProbelet(t *testing.T, bed *testbed.Bed, extra ...string) *daemon {
+	t.Helper()
+	d := &daemon{t: t, bed: bed, socket: "unix://" + filepath.Join(bed.Dir(), "pl.sock")}
+	d.args = append([]string{
+		"--nri-socket", bed.NRISocket(),
+		"--runtime-endpoint", bed.CRIEndpoint(),
+		"--listen", d.socket,
+		"--metrics-bind-address", "127.0.0.1:0",
+		"--log-format", "json",
+	}, extra...)
+	t.Cleanup(d.cleanup)
+	d.start()
+	return d
+}
+
+// start runs the binary once more with the same flags and a new log file.
+func (d *daemon) start() {
+	d.t.Helper()
+	d.runs++
+	d.logPath = filepath.Join(d.bed.Dir(), fmt.Sprintf("probelet-%d.log", d.runs))
+	logFile, err := os.Create(d.logPath)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer logFile.Close()
+	d.cmd = exec.Command(bins.probelet, d.args...)
+	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
+	if err := d.cmd.Start(); err != nil {
+		d.t.Fatalf("start probelet: %v", err)
+	}
+	d.done = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) {
+		d.err = cmd.Wait()
+		close(done)
+	}(d.cmd, d.done)
+	d.waitReady()
+}
+
+// waitReady waits for the metrics address in the log, then for /healthz to
+// say NRI is connected.
+func (d *daemon) waitReady() {
+	d.t.Helper()
+	d.metrics = ""
+	eventually(d.t, daemonStartTimeout, "probelet to serve /healthz with NRI connected", func() (bool, string) {
+		if d.exited() {
+			return false, fmt.Sprintf("probelet exited: %v\n%s", d.err, d.logTail(20))
+		}
+		if d.metrics == "" {
+			d.metrics = d.logField("Serving /metrics and /healthz", "address")
+			return false, "no metrics address in the log yet"
+		}
+		code, body := d.healthz()
+		return code == http.StatusOK, fmt.Sprintf("/healthz: %d %s", code, body)
+	})
+}
+
+func (d *daemon) exited() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// healthz returns /healthz's status code and body (0 when unreachable).
+func (d *daemon) healthz() (int, string) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + d.metrics + "/healthz")
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(b.String())
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (d *daemon) stop() {
+	d.t.Helper()
+	if err := d.signal(syscall.SIGTERM); err != nil {
+		d.t.Fatal(err)
+	}
+	if d.err != nil {
+		d.t.Fatalf("probelet exited with %v after SIGTERM:\n%s", d.err, d.logTail(20))
+	}
+}
+
+// kill sends SIGKILL (a crash) and waits for the process to end.
+func (d *daemon) kill() {
+	d.t.Helper()
+	if err := d.signal(syscall.SIGKILL); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+func (d *daemon) signal(sig syscall.Signal) error {
+	if d.exited() {
+		return nil
+	}
+	if err := d.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("signal probelet: %w", err)
+	}
+	select {
+	case <-d.done:
+		return nil
+	case <-time.After(daemonStopTimeout):
+		_ = d.cmd.Process.Kill()
+		<-d.done
+		return fmt.Errorf("probelet still running %v after %v; killed:\n%s", daemonStopTimeout, sig, d.logTail(20))
+	}
+}
+
+// cleanup stops the daemon when the test ends and shows its log on failure.
+func (d *daemon) cleanup() {
+	if err := d.signal(syscall.SIGTERM); err != nil {
+		d.t.Error(err)
+	}
+	if d.t.Failed() {
+		d.t.Logf("last lines of probelet's log %s:\n%s", d.logPath, d.logTail(60))
+	}
+}
+
+func (d *daemon) logTail(n int) string {
+	data, err := os.ReadFile(d.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// logEntry is one JSON log line.
+type logEntry map[string]any
+
+func (e logEntry) str(key string) string {
+	s, _ := e[key].(string)
+	return s
+}
+
+// logs returns the current run's log lines, JSON-decoded; other lines are
+// kept under "msg".
+func (d *daemon) logs() []logEntry {
+	data, err := os.ReadFile(d.logPath)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	var out []logEntry
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		e := logEntry{}
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			e = logEntry{"msg": sc.Text()}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// logsMatching returns the log lines whose message contains msg.
+func (d *daemon) logsMatching(msg string) []logEntry {
+	var out []logEntry
+	for _, e := range d.logs() {
+		if strings.Contains(e.str("msg"), msg) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// logField is field of the last log line whose message contains msg.
+func (d *daemon) logField(msg, field string) string {
+	m := d.logsMatching(msg)
+	if len(m) == 0 {
+		return ""
+	}
+	return fmt.Sprint(m[len(m)-1][field])
+}

@@ -1,0 +1,69 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/probelet/probelet/internal/testbed"
+	"github.com/probelet/probelet/prober/spec"
+)
+
+// TestProbeletRestart: probelet is stopped (SIGTERM) and later crashes
+// (SIGKILL, leaving its socket behind) while containers run. Each new
+// probelet learns the running containers from NRI's Synchronize, probes
+// them again and kills nothing, though its liveness probes fail at the
+// first failure.
+func TestProbeletRestart(t *testing.T) {
+	t.Parallel()
+	bed := testbed.Start(t)
+	d := startProbelet(t, bed)
+	web := runApp(t, bed, appSpec{name: "web", cmd: webApp, probes: spec.ContainerProbes{
+		Liveness: tcpProbe(appPort, 1, 1), Readiness: httpProbe("/", 1, 1),
+	}})
+	ex := runApp(t, bed, appSpec{name: "exec", cmd: sleeper, probes: spec.ContainerProbes{
+		Liveness: execProbe(1, 1, "true"), Startup: execProbe(1, 3, "true"),
+	}})
+	for _, a := range []app{web, ex} {
+		checkRelearned(t, d, a, time.Time{})
+	}
+
+	for _, crash := range []bool{false, true} {
+		if crash {
+			d.kill()
+		} else {
+			d.stop()
+		}
+		restarted := time.Now()
+		d.start()
+		if got := d.logField("Synchronized with the runtime", "containers"); got != "2" {
+			t.Errorf("crash=%v: Synchronize gave %s containers, want 2", crash, got)
+		}
+		for _, a := range []app{web, ex} {
+			checkRelearned(t, d, a, restarted)
+		}
+		if kills := d.logsMatching("Killing container"); len(kills) > 0 {
+			t.Errorf("crash=%v: the new probelet killed containers: %v", crash, kills)
+		}
+	}
+	for _, a := range []app{web, ex} {
+		if st, err := bed.ContainerState(a.ctr); err != nil || st.State != testbed.StateRunning {
+			t.Errorf("%s: %+v, %v; want still running", a.name, st, err)
+		}
+	}
+}
+
+// checkRelearned: the new probelet lists the container, has probed it
+// since it started and finds it started and ready, with no restart issued.
+func checkRelearned(t *testing.T, d *daemon, a app, since time.Time) {
+	t.Helper()
+	eventually(t, 10*time.Second, a.name+" probed by the new probelet", func() (bool, string) {
+		v := d.describe(a.ctr)
+		l := v.Probes["liveness"]
+		probed := len(l.History) > 0 && l.History[len(l.History)-1].Time.After(since) && l.Result == "Success"
+		return probed && v.Started && v.Ready && v.RestartsIssued == 0,
+			fmt.Sprintf("started=%v ready=%v restarts=%d liveness %+v", v.Started, v.Ready, v.RestartsIssued, l)
+	})
+}
