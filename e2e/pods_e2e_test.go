@@ -49,6 +49,9 @@ type appSpec struct {
 	grace   *int64  // pod terminationGracePeriodSeconds
 }
 
+// httpPort is the container's one port as the kubelet annotates it.
+var httpPort = []corev1.ContainerPort{{Name: "http", ContainerPort: appPort, Protocol: corev1.ProtocolTCP}}
+
 // runApp runs the pod through crictl with the probelet.io/probes
 // annotation and the kubelet's container metadata (port "http" = 8080).
 func runApp(t *testing.T, bed *testbed.Bed, s appSpec) app {
@@ -61,7 +64,7 @@ func runApp(t *testing.T, bed *testbed.Bed, s appSpec) app {
 		Container: testbed.ContainerSpec{
 			Name:    s.name,
 			Command: s.cmd,
-			Ports:   []corev1.ContainerPort{{Name: "http", ContainerPort: appPort, Protocol: corev1.ProtocolTCP}},
+			Ports:   httpPort,
 		},
 	})
 	if err != nil {
@@ -79,11 +82,16 @@ func annotation(t *testing.T, s appSpec) string {
 	if s.rawAnno != nil {
 		return *s.rawAnno
 	}
-	data, err := json.Marshal(spec.PodProbes{s.name: s.probes})
+	data, err := jsonString(spec.PodProbes{s.name: s.probes})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(data)
+	return data
+}
+
+func jsonString(v any) (string, error) {
+	data, err := json.Marshal(v)
+	return string(data), err
 }
 
 // Probe builders; zero thresholds take Kubernetes' defaults.

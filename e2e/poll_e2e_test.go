@@ -3,6 +3,8 @@
 package e2e_test
 
 import (
+	"bytes"
+	"sync"
 	"testing"
 	"time"
 )
@@ -39,4 +41,34 @@ func during(t *testing.T, d time.Duration, what string, cond func() (ok bool, st
 		}
 		time.Sleep(pollEvery)
 	}
+}
+
+// within polls cond until it holds (true) or timeout passes (false).
+func within(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(pollEvery)
+	}
+	return true
+}
+
+// syncBuffer is a bytes.Buffer a child process writes while a test reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -1,0 +1,136 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/probelet/probelet/internal/testbed"
+	"github.com/probelet/probelet/prober/spec"
+)
+
+const (
+	churnPods        = 50
+	churnConcurrency = 5
+	// goroutineSlack allows for runtime and HTTP keep-alive goroutines
+	// that come and go; a leaked worker per pod would be 50+.
+	goroutineSlack = 5
+)
+
+// TestChurnLeavesNothingBehind: 50 pods with startup, liveness and
+// readiness probes are created, probed until ready and removed, five at a
+// time. Afterwards probelet lists no container, its node cache is empty
+// and its goroutines and file descriptors are back to the baseline.
+func TestChurnLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
+	bed := testbed.Start(t)
+	d := startProbelet(t, bed)
+	// A warm-up pod opens what probelet keeps for good (the CRI
+	// connection for exec probes) before the baseline is taken.
+	churnOne(d, bed, "warmup")
+	waitDrained(t, d, nil)
+	base := baseline{goroutines: d.gauge("go_goroutines"), fds: d.gauge("process_open_fds")}
+	t.Logf("baseline: %v goroutines, %v open fds", base.goroutines, base.fds)
+
+	began := time.Now()
+	if err := churn(d, bed); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d pods created, probed until ready and removed in %v", churnPods, time.Since(began).Round(time.Millisecond))
+	waitDrained(t, d, &base)
+}
+
+type baseline struct{ goroutines, fds float64 }
+
+// churn runs churnOne for churnPods pods, churnConcurrency at a time.
+func churn(d *daemon, bed *testbed.Bed) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, churnPods)
+	next := make(chan int)
+	for range churnConcurrency {
+		wg.Go(func() {
+			for i := range next {
+				if err := churnOne(d, bed, fmt.Sprintf("churn-%02d", i)); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range churnPods {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
+// churnOne runs a pod, waits until probelet finds it ready and removes it.
+func churnOne(d *daemon, bed *testbed.Bed, name string) error {
+	probes := spec.ContainerProbes{
+		Startup: execProbe(1, 10, "true"), Liveness: tcpProbe(appPort, 1, 3), Readiness: httpProbe("/", 1, 3),
+	}
+	anno, err := jsonString(spec.PodProbes{name: probes})
+	if err != nil {
+		return err
+	}
+	podID, ctrID, err := bed.RunPod(testbed.PodSpec{Name: name, Annotations: map[string]string{spec.AnnotationProbes: anno},
+		Container: testbed.ContainerSpec{Name: name, Command: webApp, Ports: httpPort}})
+	if err != nil {
+		return err
+	}
+	if err := waitReadyQuiet(d, ctrID, 20*time.Second); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return bed.RemovePod(podID)
+}
+
+// waitReadyQuiet polls (slowly: many run at once) until the container is
+// ready; it reports instead of failing the test.
+func waitReadyQuiet(d *daemon, ctrID string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	last := "not listed"
+	for time.Now().Before(deadline) {
+		v, err := d.tryPS()
+		if err != nil {
+			return err
+		}
+		for _, c := range v {
+			if c.ContainerID == ctrID {
+				if c.Ready {
+					return nil
+				}
+				last = fmt.Sprintf("%+v", c)
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return fmt.Errorf("not ready after %v: %s", timeout, last)
+}
+
+// waitDrained waits until probelet lists nothing, its cache is empty and,
+// given a baseline, its goroutines and open fds are back to it.
+func waitDrained(t *testing.T, d *daemon, base *baseline) {
+	t.Helper()
+	eventually(t, 30*time.Second, "probelet drained", func() (bool, string) {
+		listed := len(d.ps())
+		pods, ctrs := d.gauge("probelet_lifecycle_pods"), d.gauge("probelet_lifecycle_containers")
+		g, fds := d.gauge("go_goroutines"), d.gauge("process_open_fds")
+		ok := listed == 0 && pods == 0 && ctrs == 0
+		if base != nil {
+			ok = ok && g <= base.goroutines+goroutineSlack && fds <= base.fds+goroutineSlack
+		}
+		return ok, fmt.Sprintf("listed %d, cache %v pods %v containers, %v goroutines, %v fds", listed, pods, ctrs, g, fds)
+	})
+	if base != nil {
+		t.Logf("drained: %v goroutines, %v open fds", d.gauge("go_goroutines"), d.gauge("process_open_fds"))
+	}
+}
