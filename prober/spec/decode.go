@@ -40,8 +40,16 @@ func toJSON(value string) ([]byte, error) {
 	return docs[0], nil
 }
 
-// yamlDocuments converts each non-empty YAML document to JSON.
+// yamlDocuments converts each non-empty YAML document to JSON, rejecting
+// duplicate keys.
 func yamlDocuments(data []byte) ([][]byte, error) {
+	return YAMLDocuments(data, yaml.YAMLToJSONStrict)
+}
+
+// YAMLDocuments splits a YAML (or JSON) stream into its non-empty
+// documents, each converted to JSON with convert (yaml.YAMLToJSON or its
+// strict variant).
+func YAMLDocuments(data []byte, convert func([]byte) ([]byte, error)) ([][]byte, error) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var docs [][]byte
 	for {
@@ -52,7 +60,7 @@ func yamlDocuments(data []byte) ([][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		converted, err := yaml.YAMLToJSONStrict(chunk)
+		converted, err := convert(chunk)
 		if err != nil {
 			return nil, err
 		}

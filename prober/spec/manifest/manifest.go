@@ -4,17 +4,13 @@
 package manifest
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -52,7 +48,7 @@ type Pod struct {
 // Documents without a pod (a Service) are skipped; ErrNoPods is returned
 // when none has one.
 func Read(data []byte) (pods []Pod, isManifest bool, err error) {
-	docs, err := documents(data)
+	docs, err := spec.YAMLDocuments(data, yaml.YAMLToJSON)
 	if err != nil {
 		if !manifestLine.Match(data) {
 			return nil, false, nil
@@ -75,28 +71,6 @@ func Read(data []byte) (pods []Pod, isManifest bool, err error) {
 
 // manifestLine spots a manifest that is too broken to parse.
 var manifestLine = regexp.MustCompile(`(?m)^\s*"?(apiVersion|kind)"?\s*:`)
-
-// documents converts each non-empty YAML (or JSON) document to JSON.
-func documents(data []byte) ([][]byte, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var out [][]byte
-	for {
-		chunk, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		j, err := yaml.YAMLToJSON(chunk)
-		if err != nil {
-			return nil, err
-		}
-		if !bytes.Equal(j, []byte("null")) {
-			out = append(out, j)
-		}
-	}
-}
 
 // hasKind reports whether a document is a Kubernetes object: its
 // apiVersion or kind is a string (in a bare annotation a container named
