@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# bench.sh: probelet's benchmarks in one run, each beside what it replaces,
+# then a summary of the headline numbers. `make bench` runs it.
+#
+#   1. engine and handlers (go test -bench): the heap scheduler vs the
+#      kubelet's goroutine+ticker workers, the NRI event handoff, spec
+#      parsing, the socket's list calls, and one probe per handler
+#      (network benchmarks with a fixed iteration count, so they leave a
+#      bounded number of TIME_WAIT sockets);
+#   2. (root) one TCP probe: kubelet-style dial vs the eBPF short-circuit;
+#   3. (root) hack/bench/tcp: a node of TCP probes, CPU% and sockets per mode;
+#   4. (root) hack/bench/startlatency: container start → first probe on a
+#      real containerd, probelet vs a 1 s relist loop.
+#
+# Env: GO (default go), BENCH_NET_ITERATIONS (2000), BENCH_TCP_WINDOW (15s),
+# BENCH_CONTAINERS (40), BENCH_ONLY (a section number to run alone).
+set -uo pipefail
+
+cd "$(dirname "$0")/.." || exit 1
+GO=${GO:-go}
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+failed=()
+
+section() { printf '\n\033[1m== %s. %s ==\033[0m\n' "$1" "$2"; }
+
+# want N: whether section N runs (BENCH_ONLY picks one).
+want() { [ -z "${BENCH_ONLY:-}" ] || [ "$BENCH_ONLY" = "$1" ]; }
+
+# run N NAME CMD...: runs a section, keeping its output for the summary.
+run() {
+	local n=$1 name=$2
+	shift 2
+	want "$n" || return 0
+	section "$n" "$name"
+	if ! "$@" 2>&1 | tee "$OUT/$n"; then
+		failed+=("$n. $name")
+	fi
+}
+
+# root N NAME CMD...: like run, but sections that need root are skipped
+# (with a note) for other users.
+root() {
+	if [ "$(id -u)" -ne 0 ]; then
+		want "$1" && section "$1" "$2" && echo "skipped: needs root (eBPF, network namespaces, containerd)"
+		return 0
+	fi
+	run "$@"
+}
+
+gobench() { "$GO" test -run='^$' -bench=. -benchmem "$@"; }
+
+engine() {
+	gobench ./prober/ ./lifecycle/ ./prober/spec/ ./cri/server/ &&
+		gobench -benchtime="${BENCH_NET_ITERATIONS:-2000}x" ./prober/probe/...
+}
+
+# summary: the headline numbers of every section that ran, side by side.
+summary() {
+	section S "Summary"
+	if [ -s "$OUT/1" ]; then
+		awk '/^BenchmarkEngine\/probes=10000/ {
+				split($1, a, "/"); sub(/-[0-9]+$/, "", a[3]); printf "  engine, 10000 probes, %-24s %10s ns per probe cycle, %8s B kept per probe\n", a[3] ":", $3, $7 }
+			/^BenchmarkContainerEventHandoff\/pods=1000/ { printf "  NRI event → engine handoff, 1000 pods cached: %s ns\n", $3 }' "$OUT/1"
+	fi
+	if [ -s "$OUT/2" ]; then
+		awk '/^BenchmarkTCPProbe\// { split($1, a, "/"); sub(/-[0-9]+$/, "", a[2]); ns[a[2]] = $3; printf "  one TCP probe, %-14s %10s ns, %s sockets left\n", a[2] ":", $3, $5 }
+			END { if (ns["short-circuit"] > 0) printf "  short-circuit: %.0fx cheaper than a dial\n", ns["kubelet-dial"] / ns["short-circuit"] }' "$OUT/2"
+	fi
+	if [ -s "$OUT/3" ]; then
+		sed -n '/^Node simulation/,/^mismatches/p' "$OUT/3" | grep -vE 'probes answered|unexpected' | sed 's/^/  /'
+	fi
+	if [ -s "$OUT/4" ]; then
+		grep -E '^Container start|p50 +p99|NRI event →|target from' "$OUT/4" | sed 's/^/  /'
+	fi
+}
+
+main() {
+	run 1 "Engine and handlers (go test -bench; network handlers ${BENCH_NET_ITERATIONS:-2000}x)" engine
+	root 2 "One TCP probe: kubelet-style dial vs eBPF short-circuit (go test -bench ./ebpf, 1000x)" \
+		gobench -benchtime=1000x ./ebpf/
+	root 3 "TCP node simulation (hack/bench/tcp)" \
+		"$GO" run ./hack/bench/tcp -window "${BENCH_TCP_WINDOW:-15s}"
+	root 4 "Container start → first probe (hack/bench/startlatency)" \
+		"$GO" run ./hack/bench/startlatency -containers "${BENCH_CONTAINERS:-40}"
+	summary
+	if [ ${#failed[@]} -gt 0 ]; then
+		printf '\nbench: FAILED: %s\n' "${failed[*]}" >&2
+		exit 1
+	fi
+}
+
+main
