@@ -14,8 +14,8 @@ import (
 
 // TestInvalidAnnotation: a pod whose probelet.io/probes annotation is
 // broken still runs; the error, naming the pod, container and field, is
-// on the socket (probectl ps, describe), in the log, and hurts no other
-// container.
+// on the socket (probectl ps, describe and why; crictl inspect), in the
+// log, and hurts no other container.
 func TestInvalidAnnotation(t *testing.T) {
 	t.Parallel()
 	bed := testbed.Start(t)
@@ -57,12 +57,23 @@ func waitSpecError(t *testing.T, d *daemon, a app) ctrView {
 	return c
 }
 
-// checkSpecErrorShown: describe and the log carry the error too.
+// checkSpecErrorShown: probectl describe and why, crictl inspect and the
+// log carry the error too.
 func checkSpecErrorShown(t *testing.T, d *daemon, a app, specErr string) {
 	t.Helper()
-	out := d.mustProbectl("describe", "default/"+a.name+"/"+a.name)
-	if !strings.Contains(out, specErr) {
-		t.Errorf("%s: describe does not show the spec error %q:\n%s", a.name, specErr, out)
+	for _, cmd := range []string{"describe", "why"} {
+		if out := d.mustProbectl(cmd, "default/"+a.name+"/"+a.name); !strings.Contains(out, specErr) {
+			t.Errorf("%s: probectl %s does not show the spec error %q:\n%s", a.name, cmd, specErr, out)
+		}
+	}
+	var info struct {
+		Probelet struct {
+			SpecError string `json:"specError"`
+		} `json:"probelet"`
+	}
+	decodeJSON(t, crictlOn(t, d, "inspect", a.ctr), &info)
+	if info.Probelet.SpecError != specErr {
+		t.Errorf("%s: crictl inspect shows spec error %q, want %q", a.name, info.Probelet.SpecError, specErr)
 	}
 	var logged bool
 	for _, e := range d.logs() {

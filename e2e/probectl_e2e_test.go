@@ -141,6 +141,6 @@ func (d *daemon) describe(id string) detailView {
 func decodeJSON(t *testing.T, out string, v any) {
 	t.Helper()
 	if err := json.Unmarshal([]byte(out), v); err != nil {
-		t.Fatalf("probectl output is not the expected JSON: %v\n%s", err, out)
+		t.Fatalf("output is not the expected JSON: %v\n%s", err, out)
 	}
 }

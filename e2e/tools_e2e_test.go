@@ -28,6 +28,7 @@ func TestCrictlAndProbectl(t *testing.T) {
 	}})
 	waitReady(t, d, a, true, "probelet test bed")
 
+	checkContract(t, d)
 	checkCrictlLists(t, d, a)
 	checkInspect(t, d, a, true, "probelet test bed\n")
 	checkProbectlText(t, d, a, true, "probelet test bed")

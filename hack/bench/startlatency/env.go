@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 
@@ -88,5 +87,3 @@ func (e *env) close(keep bool) error {
 	}
 	return nil
 }
-
-var errTimeout = errors.New("timed out")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -9,6 +10,8 @@ import (
 
 	apiv1 "github.com/probelet/probelet/api/v1alpha1"
 )
+
+var errTimeout = errors.New("timed out")
 
 // sample is one container's instants, all on the node's wall clock.
 type sample struct {
