@@ -105,7 +105,7 @@ start_probelet() {
 	for _ in $(seq 1 100); do
 		if probectl version 2>/dev/null | grep -q 'NRI Connected: true'; then
 			note "probelet $(cat "$PIDFILE") is registered with containerd over NRI and serves $SOCK"
-			note "$(grep -o 'TCP probes are answered[^{]*' "$LOG" | head -n 1)"
+			note "$(grep -o 'TCP probes are answered[^{]*' "$LOG" | head -n 1 | sed 's/[[:space:]]*$//')"
 			return 0
 		fi
 		probelet_pid >/dev/null || die "probelet exited; its log:
