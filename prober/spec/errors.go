@@ -154,19 +154,23 @@ func (l ErrorList) Containers() []string {
 
 // ByContainer maps each container with problems to its reasons joined by
 // "; " (without the pod and container prefix), the form prober.Pod.SpecErrors
-// takes. Annotation-wide problems are under PodWide.
+// takes. Annotation-wide problems are under PodWide and name the
+// annotation, since whoever reads them sees no field path.
 func (l ErrorList) ByContainer() map[string]string {
 	if len(l) == 0 {
 		return nil
 	}
 	out := map[string]string{}
 	for _, e := range l {
-		k := key(e)
+		k, reason := key(e), e.Reason()
+		if k == PodWide {
+			reason = e.scope() + reason
+		}
 		if prev, ok := out[k]; ok {
-			out[k] = prev + "; " + e.Reason()
+			out[k] = prev + "; " + reason
 			continue
 		}
-		out[k] = e.Reason()
+		out[k] = reason
 	}
 	return out
 }

@@ -86,8 +86,13 @@ func TestParse_SyntaxErrorIsOneErrorNamingPodAndAnnotation(t *testing.T) {
 			if errs.Len() != 1 || errs[0].Error() != tc.want {
 				t.Fatalf("errors = %q\nwant [%q]", errs.Strings(), tc.want)
 			}
-			if errs[0].Container != "" || errs.ByContainer()[spec.PodWide] == "" {
-				t.Errorf("annotation error not pod-wide: %+v", errs.ByContainer())
+			if errs[0].Container != "" {
+				t.Errorf("annotation error names container %q", errs[0].Container)
+			}
+			// What the daemon shows per container must still say which annotation broke.
+			wantShown := strings.TrimPrefix(tc.want, "pod default/web: ")
+			if got := errs.ByContainer()[spec.PodWide]; got != wantShown {
+				t.Errorf("ByContainer()[PodWide] = %q, want %q", got, wantShown)
 			}
 		})
 	}
