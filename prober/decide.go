@@ -65,6 +65,9 @@ func (m *Manager) follow(w *worker, c *Container) {
 	}
 	w.containerID = c.ID
 	w.onHold = false
+	// The last run belonged to the old container; its output would read as
+	// the new one's. History keeps it, with its time.
+	w.lastProbe, w.lastOutput, w.method = time.Time{}, "", ""
 	if m.startedBeforeAgent(c) {
 		// Like the kubelet after its own restart: do not flip a container
 		// that was already running (and maybe Ready) back to the seed.

@@ -76,6 +76,27 @@ func TestRunCarriesOverANewContainerLikeTheKubelet(t *testing.T) {
 	h.wantResult("c2", probe.Liveness, results.Failure)
 }
 
+func TestNewContainerDoesNotShowTheOldContainersLastRun(t *testing.T) {
+	h := newHarness(t)
+	h.tcp.always(livePort, failure)
+	pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort)})
+	h.update(pod)
+	h.step(10 * time.Second)
+	if st, _ := h.m.Container("c1"); st.Probes[probe.Liveness].LastOutput != failure.out {
+		t.Fatalf("c1 last output = %q, want %q", st.Probes[probe.Liveness].LastOutput, failure.out)
+	}
+	// The new container is not running yet: nothing is probed for it.
+	h.update(withState(withContainerID(pod, "c2", h.clock.Now()), prober.ContainerExited))
+	st, _ := h.m.Container("c2")
+	ps := st.Probes[probe.Liveness]
+	if ps.LastOutput != "" || !ps.LastProbeTime.IsZero() || ps.Method != "" {
+		t.Fatalf("c2 shows the old run: output %q, time %v, method %q", ps.LastOutput, ps.LastProbeTime, ps.Method)
+	}
+	if len(ps.History) == 0 {
+		t.Fatal("history of the old container dropped, want it kept")
+	}
+}
+
 func TestPodDeletionSetsLivenessAndStartupSuccessAndStopsThem(t *testing.T) {
 	h := newHarness(t)
 	h.tcp.always(startPort, failure)
