@@ -153,7 +153,7 @@ func jobWorker() prober.ContainerStatus {
 // Events returns probe events of the fixture, oldest first.
 func Events() []prober.Event {
 	return []prober.Event{
-		{Time: ago(32 * time.Minute), Type: "Warning", Reason: "Unhealthy", Message: "Liveness probe failed: HTTP probe failed with statuscode: 500",
+		{Time: ago(32 * time.Minute), Type: "Warning", Reason: "Unhealthy", Message: "Liveness probe failed: HTTP probe failed with statuscode: 500\n",
 			PodUID: "uid-dns", PodName: "dns", PodNamespace: "kube-system", ContainerName: "coredns", ContainerID: DNSCoreOldID, ProbeType: probe.Liveness},
 		{Time: ago(31 * time.Minute), Type: "Normal", Reason: "Killing", Message: "Container coredns failed liveness probe, will be restarted",
 			PodUID: "uid-dns", PodName: "dns", PodNamespace: "kube-system", ContainerName: "coredns", ContainerID: DNSCoreOldID, ProbeType: probe.Liveness},

@@ -181,7 +181,7 @@ func describeEvents(w io.Writer, now time.Time, evs []eventView) {
 	}
 	t := newTable(w, "  AGE", "TYPE", "REASON", "MESSAGE")
 	for _, e := range evs {
-		t.row("  "+age(now, e.Time), e.Type, e.Reason, e.Message)
+		t.row("  "+age(now, e.Time), e.Type, e.Reason, oneLine(e.Message, true))
 	}
 	_ = t.flush()
 }

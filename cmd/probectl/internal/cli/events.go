@@ -116,5 +116,5 @@ func (o *eventsOptions) print(ev *apiv1.Event) error {
 
 func (o *eventsOptions) printView(v eventView) {
 	_ = printRow(o.streams.Out, eventsLine, age(o.now(), v.Time), v.Type, v.Reason,
-		v.PodNamespace+"/"+v.PodName+"/"+v.ContainerName, v.Message)
+		v.PodNamespace+"/"+v.PodName+"/"+v.ContainerName, oneLine(v.Message, true))
 }
