@@ -3,7 +3,9 @@
 package e2e_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +45,7 @@ func TestProbeletRestart(t *testing.T) {
 		}
 		for _, a := range []app{web, ex} {
 			checkRelearned(t, d, a, restarted)
+			checkPodCreatedAt(t, d, bed, a)
 		}
 		if kills := d.logsMatching("Killing container"); len(kills) > 0 {
 			t.Errorf("crash=%v: the new probelet killed containers: %v", crash, kills)
@@ -66,4 +69,37 @@ func checkRelearned(t *testing.T, d *daemon, a app, since time.Time) {
 		return probed && v.Started && v.Ready && v.RestartsIssued == 0,
 			fmt.Sprintf("started=%v ready=%v restarts=%d liveness %+v", v.Started, v.Ready, v.RestartsIssued, l)
 	})
+}
+
+// checkPodCreatedAt: a pod learned from Synchronize (NRI carries no
+// creation time) shows containerd's creation time on probelet's socket.
+func checkPodCreatedAt(t *testing.T, d *daemon, bed *testbed.Bed, a app) {
+	t.Helper()
+	out, err := bed.Crictl("inspectp", a.pod)
+	if err != nil {
+		t.Fatalf("crictl inspectp on containerd: %v: %s", err, out)
+	}
+	want := podCreatedAt(t, out)
+	if want == "" || want == "0" {
+		t.Fatalf("containerd's inspectp has no createdAt:\n%s", out)
+	}
+	eventually(t, 10*time.Second, a.name+"'s pod createdAt on probelet's socket", func() (bool, string) {
+		got := podCreatedAt(t, []byte(crictlOn(t, d, "inspectp", a.pod)))
+		return got == want, fmt.Sprintf("createdAt %s, containerd's %s", got, want)
+	})
+}
+
+// podCreatedAt reads .status.createdAt from crictl inspectp, a JSON string
+// or number of Unix nanoseconds.
+func podCreatedAt(t *testing.T, out []byte) string {
+	t.Helper()
+	var v struct {
+		Status struct {
+			CreatedAt json.RawMessage `json:"createdAt"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("crictl inspectp: %v", err)
+	}
+	return strings.Trim(string(v.Status.CreatedAt), `"`)
 }

@@ -28,7 +28,22 @@ func (c *Cache) upsertPod(sb Sandbox) *podEntry {
 	}
 	e.seen = c.clock.Now()
 	c.parseProbes(e)
+	c.askDate(e)
 	return e
+}
+
+// askDate tells the reconciler, without blocking, that a sandbox has no
+// creation time (NRI does not carry it: pods learned from Synchronize, or
+// from a container event before their own). Each sandbox is asked once.
+func (c *Cache) askDate(e *podEntry) {
+	if !e.sb.CreatedAt.IsZero() || e.dateAsked {
+		return
+	}
+	e.dateAsked = true
+	select {
+	case c.undated <- struct{}{}:
+	default: // a request is already pending; it covers this sandbox too
+	}
 }
 
 // ensurePod returns the sandbox entry for id, creating a bare one when a

@@ -40,6 +40,10 @@ type Cache struct {
 	// Only kept while a Reconciler is attached.
 	trackRemovals bool
 	removed       map[string]time.Time
+
+	// undated signals (buffer 1, never blocking) that a sandbox without a
+	// creation time was recorded; the Reconciler asks CRI for it.
+	undated chan struct{}
 }
 
 // podEntry is one sandbox and what was derived from it.
@@ -49,6 +53,9 @@ type podEntry struct {
 	stopped bool
 	seen    time.Time
 	ctrs    map[string]*ctrEntry
+	// dateAsked is set once the reconciler was told this sandbox has no
+	// creation time, so it is asked once, not on every event.
+	dateAsked bool
 
 	// probesFrom is the annotation value probes and specErrs were parsed
 	// from; parsing happens again only when it changes.
@@ -124,6 +131,8 @@ func New(sink prober.PodSink, opts ...Option) (*Cache, error) {
 		pods:  map[string]*podEntry{},
 		byKey: map[string]map[string]*podEntry{},
 		ctrs:  map[string]*ctrEntry{},
+
+		undated: make(chan struct{}, 1),
 	}
 	for _, o := range opts {
 		if err := o(c); err != nil {

@@ -66,7 +66,7 @@ func WithReconcileLogger(l *zap.Logger) ReconcilerOption {
 }
 
 // NewReconciler returns a reconciler for cache. interval 0 disables the
-// periodic run (Run returns at once); Once still works.
+// periodic run (Run then only dates sandboxes); Once still works.
 func NewReconciler(cache *Cache, rt RuntimeLister, interval time.Duration, opts ...ReconcilerOption) (*Reconciler, error) {
 	if cache == nil || rt == nil {
 		return nil, errors.New("lifecycle: reconciler needs a cache and a runtime lister")
@@ -87,24 +87,36 @@ func NewReconciler(cache *Cache, rt RuntimeLister, interval time.Duration, opts 
 	return r, nil
 }
 
-// Run reconciles every interval until ctx is done.
+// Run reconciles every interval (never when it is 0) and, whenever the
+// cache records sandboxes without a creation time (NRI's Synchronize does
+// not carry it), reads their times from CRI, until ctx is done.
 func (r *Reconciler) Run(ctx context.Context) {
-	if r.interval <= 0 {
-		return
+	var tick <-chan time.Time
+	if r.interval > 0 {
+		t := r.clock.NewTicker(r.interval)
+		defer t.Stop()
+		tick = t.C()
 	}
-	t := r.clock.NewTicker(r.interval)
-	defer t.Stop()
+	d := &dater{r: r}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C():
-			if d, err := r.Once(ctx); err != nil {
-				r.log.Warn("CRI reconcile failed", zap.Error(err))
-			} else if len(d) > 0 {
-				r.log.Info("CRI reconcile fixed drift", zap.Any("drift", d))
-			}
+		case <-tick:
+			r.periodic(ctx)
+		case <-r.cache.undated:
+			d.run(ctx)
+		case <-d.retry:
+			d.run(ctx)
 		}
+	}
+}
+
+func (r *Reconciler) periodic(ctx context.Context) {
+	if d, err := r.Once(ctx); err != nil {
+		r.log.Warn("CRI reconcile failed", zap.Error(err))
+	} else if len(d) > 0 {
+		r.log.Info("CRI reconcile fixed drift", zap.Any("drift", d))
 	}
 }
 
@@ -133,6 +145,7 @@ func (r *Reconciler) once(ctx context.Context, start time.Time) (Drift, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
+	r.cache.fillCreated(sbs)
 	p := r.cache.plan(start, sbs, ctrs)
 	return r.cache.applyPlan(start, p, r.fetch(ctx, p)), nil
 }

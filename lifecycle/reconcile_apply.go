@@ -37,9 +37,6 @@ func (c *Cache) plan(start time.Time, sbs []ListedSandbox, ctrs []Container) pla
 		case ok && !sb.Ready && !pe.stopped && pe.seen.Before(start):
 			p.stoppedPods = append(p.stoppedPods, sb.ID)
 		}
-		if ok && pe.sb.CreatedAt.IsZero() {
-			pe.sb.CreatedAt = sb.CreatedAt // NRI does not carry it; not drift
-		}
 	}
 	for id, pe := range c.pods {
 		if !listed[id] && pe.seen.Before(start) {

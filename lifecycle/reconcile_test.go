@@ -21,6 +21,8 @@ type fakeRuntime struct {
 	sbStatus map[string]lifecycle.Sandbox
 	listErr  error
 	lists    int
+	// failLists makes the first failLists sandbox listings fail.
+	failLists int
 	// during runs inside ListContainers, after the listing is taken.
 	during func()
 }
@@ -29,6 +31,9 @@ func (f *fakeRuntime) ListSandboxes(context.Context) ([]lifecycle.ListedSandbox,
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lists++
+	if f.lists <= f.failLists {
+		return nil, errors.New("CRI not serving yet")
+	}
 	return f.sbs, f.listErr
 }
 
@@ -215,8 +220,17 @@ func TestReconcilerRunsEveryInterval(t *testing.T) {
 	cancel()
 	<-done
 
-	off, _ := lifecycle.NewReconciler(e.cache, rt, 0)
-	off.Run(context.Background()) // returns at once when disabled
+	before := rt.listCount()
+	off, _ := lifecycle.NewReconciler(e.cache, rt, 0, lifecycle.WithReconcileClock(e.clock))
+	ctx, cancel = context.WithCancel(context.Background())
+	done = make(chan struct{})
+	go func() { off.Run(ctx); close(done) }()
+	e.clock.Step(time.Hour)
+	cancel()
+	<-done
+	if n := rt.listCount(); n != before {
+		t.Errorf("disabled reconciler listed %d times", n-before)
+	}
 	if _, err := lifecycle.NewReconciler(e.cache, rt, -time.Second); err == nil {
 		t.Error("negative interval accepted")
 	}

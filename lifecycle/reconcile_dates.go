@@ -1,0 +1,79 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Bounds of the wait before asking CRI again for creation times after a
+// failed listing (the CRI service may come up after NRI's Synchronize).
+const (
+	dateRetryMin = 500 * time.Millisecond
+	dateRetryMax = 30 * time.Second
+)
+
+// dateSandboxes lists the runtime's sandboxes and gives every cached one
+// without a creation time the runtime's. It runs in the reconciler's
+// goroutine, never in an NRI handler.
+func (r *Reconciler) dateSandboxes(ctx context.Context) error {
+	sbs, err := r.rt.ListSandboxes(ctx)
+	if err != nil {
+		return fmt.Errorf("list pod sandboxes for their creation times: %w", err)
+	}
+	if n := r.cache.fillCreated(sbs); n > 0 {
+		r.log.Debug("Filled pod creation times from CRI", zap.Int("pods", n))
+	}
+	return nil
+}
+
+// fillCreated sets the creation time of cached sandboxes that have none
+// from a listing and hands the pods to the engine again (which sandbox of
+// a pod is current depends on it). It is not drift: NRI never carries the
+// time. It returns how many sandboxes it dated.
+func (c *Cache) fillCreated(sbs []ListedSandbox) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	touched := map[string]bool{}
+	n := 0
+	for _, sb := range sbs {
+		pe, ok := c.pods[sb.ID]
+		if !ok || !pe.sb.CreatedAt.IsZero() || sb.CreatedAt.IsZero() {
+			continue
+		}
+		pe.sb.CreatedAt = sb.CreatedAt
+		touched[pe.sb.key()] = true
+		n++
+	}
+	for k := range touched {
+		c.handoff(time.Time{}, k)
+	}
+	return n
+}
+
+// dater runs dateSandboxes when the cache asks, retrying a failed listing
+// with capped exponential backoff.
+type dater struct {
+	r     *Reconciler
+	wait  time.Duration
+	fails int
+	retry <-chan time.Time
+}
+
+func (d *dater) run(ctx context.Context) {
+	err := d.r.dateSandboxes(ctx)
+	if err == nil || ctx.Err() != nil {
+		d.wait, d.fails, d.retry = 0, 0, nil
+		return
+	}
+	d.fails++
+	d.wait = min(max(2*d.wait, dateRetryMin), dateRetryMax)
+	d.retry = d.r.clock.After(d.wait)
+	if d.fails == 1 {
+		d.r.log.Warn("Cannot read pod creation times from CRI yet, retrying", zap.Error(err))
+	} else {
+		d.r.log.Debug("Pod creation times: CRI listing failed", zap.Int("attempt", d.fails), zap.Error(err))
+	}
+}
