@@ -46,7 +46,7 @@ func (m *Manager) decide(w *worker, now time.Time) verdict {
 		m.log.Debug("Pod deletion requested, setting probe result to success", m.fields(w)...)
 		m.publish(w, results.Success, "")
 		return verdictStop
-	case inInitialDelay(w.spec, c.StartedAt, now):
+	case inInitialDelay(w.spec, w.startedAt(c, now), now):
 		return verdictWait
 	case !m.gateOpen(w, c):
 		return verdictWait
@@ -65,6 +65,7 @@ func (m *Manager) follow(w *worker, c *Container) {
 	}
 	w.containerID = c.ID
 	w.onHold = false
+	w.seenRunning = time.Time{}
 	// The last run belonged to the old container; its output would read as
 	// the new one's. History keeps it, with its time.
 	w.lastProbe, w.lastOutput, w.method = time.Time{}, "", ""
@@ -85,9 +86,24 @@ func (m *Manager) startedBeforeAgent(c *Container) bool {
 }
 
 // inInitialDelay reports whether fewer whole seconds than the probe's
-// initialDelaySeconds have passed since the container started.
+// initialDelaySeconds have passed since the container started. Integer
+// division truncates like the kubelet's int32(Seconds()), without its
+// float overflow, which made a zero start time look like -2^31 seconds.
 func inInitialDelay(p *corev1.Probe, startedAt, now time.Time) bool {
-	return int32(now.Sub(startedAt).Seconds()) < p.InitialDelaySeconds
+	return int64(now.Sub(startedAt)/time.Second) < int64(p.InitialDelaySeconds)
+}
+
+// startedAt is c's start time for the initial delay. The runtime may not
+// know it (NRI sends 0); then the delay counts from when the worker first
+// saw c run, so a liveness probe never starts early.
+func (w *worker) startedAt(c *Container, now time.Time) time.Time {
+	if !c.StartedAt.IsZero() {
+		return c.StartedAt
+	}
+	if w.seenRunning.IsZero() {
+		w.seenRunning = now
+	}
+	return w.seenRunning
 }
 
 // gateOpen applies startup gating: liveness and readiness probe only once

@@ -43,6 +43,9 @@ type worker struct {
 	lastResult  results.Result
 	resultRun   int
 	onHold      bool
+	// seenRunning is when the worker first saw containerID run, used
+	// only when the runtime gives no start time.
+	seenRunning time.Time
 
 	// What troubleshooting reads.
 	lastProbe  time.Time

@@ -324,3 +324,33 @@ func TestJitterOutsideItsRangeIsIgnored(t *testing.T) {
 		t.Fatalf("probes = %d, want 1 at once", got)
 	}
 }
+
+func TestInitialDelayWithUnknownStartTimeCountsFromWhenTheAgentSawItRun(t *testing.T) {
+	// NRI reports 0 for an unknown start time. The whole-second count must
+	// not overflow (it froze probing for good), and the delay must still be
+	// kept, counted from when the engine first saw the container run.
+	cases := []struct {
+		name      string
+		delay     int32
+		wantAtNow int
+		wantAt10s int
+	}{
+		{"no delay probes at once", 0, 1, 2},
+		{"a 5s delay is kept", 5, 0, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			pod := withContainerID(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withInitialDelay(tc.delay))}),
+				"c1", time.Time{})
+			h.update(pod)
+			if got := h.tcp.count(readyPort); got != tc.wantAtNow {
+				t.Fatalf("probes at once = %d, want %d", got, tc.wantAtNow)
+			}
+			h.step(10 * time.Second)
+			if got := h.tcp.count(readyPort); got != tc.wantAt10s {
+				t.Fatalf("probes after 10s = %d, want %d", got, tc.wantAt10s)
+			}
+		})
+	}
+}
