@@ -28,8 +28,8 @@ const (
 const restartGrace = 10 * time.Second
 
 // decide applies the kubelet's rules that come before a probe, in the
-// kubelet's order: follow the container, on hold, not running, pod
-// deletion, initial delay, startup gating.
+// kubelet's order: follow the container, pod deletion (liveness and
+// startup), on hold, not running, initial delay, startup gating.
 func (m *Manager) decide(w *worker, now time.Time) verdict {
 	c, ok := w.pod.container(w.name)
 	if !ok || c.ID == "" || c.State == ContainerCreated {
@@ -37,21 +37,33 @@ func (m *Manager) decide(w *worker, now time.Time) verdict {
 	}
 	m.follow(w, c)
 	switch {
+	case w.pod.pod.Deleting && w.typ != probe.Readiness:
+		m.quietShutdown(w, c)
+		return verdictStop
 	case w.onHold:
 		return verdictWait
 	case c.State != ContainerRunning:
 		m.publish(w, results.Failure, "")
 		return verdictWait
-	case w.pod.pod.Deleting && w.typ != probe.Readiness:
-		m.log.Debug("Pod deletion requested, setting probe result to success", m.fields(w)...)
-		m.publish(w, results.Success, "")
-		return verdictStop
 	case inInitialDelay(w.spec, w.startedAt(c, now), now):
 		return verdictWait
 	case !m.gateOpen(w, c):
 		return verdictWait
 	}
 	return verdictProbe
+}
+
+// quietShutdown is the kubelet's pod-deletion rule for liveness and
+// startup: a worker that would probe sets Success for a quiet shutdown;
+// one on hold or whose container is not running just stops (the kubelet's
+// StopLivenessAndStartup stops every such worker).
+func (m *Manager) quietShutdown(w *worker, c *Container) {
+	if w.onHold || c.State != ContainerRunning {
+		m.log.Debug("Pod deletion requested, stopping probe worker", m.fields(w)...)
+		return
+	}
+	m.log.Debug("Pod deletion requested, setting probe result to success", m.fields(w)...)
+	m.publish(w, results.Success, "")
 }
 
 // follow moves w to c when c is a new container: the old result goes, the

@@ -312,3 +312,48 @@ func TestErrorThenSuccessWithinRetriesCounts(t *testing.T) {
 		t.Fatalf("a run that succeeded on retry emitted %+v", ev)
 	}
 }
+
+func TestPodDeletionStopsLivenessAndStartupEvenOnHoldOrNotRunning(t *testing.T) {
+	// The kubelet's StopLivenessAndStartup stops these workers (and drops
+	// their results) whatever state they are in; only a running, probing
+	// worker publishes Success first.
+	cases := []struct {
+		name  string
+		setup func(h *harness, pod prober.Pod) prober.Pod
+	}{
+		{"liveness on hold after a failure", func(h *harness, pod prober.Pod) prober.Pod {
+			h.tcp.always(livePort, failure)
+			h.update(pod)
+			h.step(20 * time.Second)
+			return pod
+		}},
+		{"container exited", func(h *harness, pod prober.Pod) prober.Pod {
+			h.update(pod)
+			pod = withState(pod, prober.ContainerExited)
+			h.update(pod)
+			return pod
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort)})
+			pod = tc.setup(h, pod)
+			h.drainChanges()
+			pod.Deleting = true
+			h.update(pod)
+			st, _ := h.m.Container("c1")
+			if _, ok := st.Probes[probe.Liveness]; ok {
+				t.Fatalf("liveness worker kept after deletion: %+v", st.Probes[probe.Liveness])
+			}
+			if _, ok := st.Probes[probe.Readiness]; !ok {
+				t.Fatal("readiness worker stopped by deletion")
+			}
+			for _, c := range h.drainChanges() {
+				if c.Type == probe.Liveness {
+					t.Fatalf("liveness published %v on deletion; nothing probed it", c.Result)
+				}
+			}
+		})
+	}
+}
