@@ -1,7 +1,6 @@
 package prober_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -291,8 +290,9 @@ func TestErrorRetriedThreeTimesThenDiscarded(t *testing.T) {
 		t.Fatalf("history = %+v, want one Unknown record with the error", ps.History)
 	}
 	ev := h.drainEvents()
-	if len(ev) != 1 || ev[0].Reason != "Unhealthy" ||
-		!strings.HasPrefix(ev[0].Message, "Readiness probe errored") || !strings.Contains(ev[0].Message, errBroken.Error()) {
+	// The kubelet's "%s probe errored and resulted in %s state: %s".
+	if len(ev) != 1 || ev[0].Reason != "Unhealthy" || ev[0].Type != "Warning" ||
+		ev[0].Message != "Readiness probe errored and resulted in unknown state: "+errBroken.Error() {
 		t.Fatalf("events = %+v, want one 'Readiness probe errored' event", ev)
 	}
 	if got := h.counter(probe.Readiness, "unknown", "app"); got != 1 {

@@ -81,6 +81,7 @@ func TestJitterOnlyWhenAgentStartedLessThanAPeriodAgo(t *testing.T) {
 		wantAfter3 int
 	}{
 		{"agent started 5s ago, period 10s: wait 0.4 of a period", 5 * time.Second, 0, 0},
+		{"agent started exactly one period ago: no jitter", 10 * time.Second, 1, 1},
 		{"agent started 11s ago: no jitter", 11 * time.Second, 1, 1},
 	}
 	for _, tc := range cases {
