@@ -22,8 +22,10 @@ func TestProbeletRestart(t *testing.T) {
 	t.Parallel()
 	bed := testbed.Start(t)
 	d := startProbelet(t, bed)
+	// The startup probe holds the one-failure liveness probe back until
+	// httpd listens: probes start with the container, before the app.
 	web := runApp(t, bed, appSpec{name: "web", cmd: webApp, probes: spec.ContainerProbes{
-		Liveness: tcpProbe(appPort, 1, 1), Readiness: httpProbe("/", 1, 1),
+		Liveness: tcpProbe(appPort, 1, 1), Readiness: httpProbe("/", 1, 1), Startup: tcpProbe(appPort, 1, 30),
 	}})
 	ex := runApp(t, bed, appSpec{name: "exec", cmd: sleeper, probes: spec.ContainerProbes{
 		Liveness: execProbe(1, 1, "true"), Startup: execProbe(1, 3, "true"),
