@@ -280,6 +280,26 @@ func (h *harness) drainEvents() []prober.Event {
 }
 
 // counter reads prober_probe_total for one series.
+// erroredTotal reads probelet_probe_errors_total for t, -1 when absent.
+func (h *harness) erroredTotal(t probe.Type) float64 {
+	h.t.Helper()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "probelet_probe_errors_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == t.String() {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
+}
+
 func (h *harness) counter(t probe.Type, result, container string) float64 {
 	h.t.Helper()
 	mfs, err := h.reg.Gather()

@@ -295,8 +295,15 @@ func TestErrorRetriedThreeTimesThenDiscarded(t *testing.T) {
 		ev[0].Message != "Readiness probe errored and resulted in unknown state: "+errBroken.Error() {
 		t.Fatalf("events = %+v, want one 'Readiness probe errored' event", ev)
 	}
-	if got := h.counter(probe.Readiness, "unknown", "app"); got != 1 {
-		t.Fatalf("prober_probe_total{result=unknown} = %v, want 1", got)
+	// Like the kubelet, a discarded run is not in prober_probe_total;
+	// probelet counts it on its own series.
+	for _, r := range []string{"unknown", "failed", "successful"} {
+		if got := h.counter(probe.Readiness, r, "app"); got != -1 {
+			t.Fatalf("prober_probe_total{result=%s} = %v, want no series", r, got)
+		}
+	}
+	if got := h.erroredTotal(probe.Readiness); got != 1 {
+		t.Fatalf("probelet_probe_errors_total = %v, want 1", got)
 	}
 }
 

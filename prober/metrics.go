@@ -12,14 +12,21 @@ import (
 const (
 	resultSuccessful = "successful"
 	resultFailed     = "failed"
-	resultUnknown    = "unknown"
 )
+
+// discarded counts one errored run of probe type t.
+func (m *metrics) discarded(t probe.Type) {
+	m.errored.WithLabelValues(t.String()).Inc()
+}
 
 // metrics are the kubelet's /metrics/probes series plus probelet's own.
 type metrics struct {
 	probes   *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	dropped  *prometheus.CounterVec
+	// errored counts discarded runs. The kubelet throws them away before
+	// its metrics, so they stay out of prober_probe_total.
+	errored *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -39,8 +46,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name:      "subscriber_dropped_total",
 			Help:      "Result changes and events dropped because a subscriber's buffer was full.",
 		}, []string{"stream"}),
+		errored: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "probelet",
+			Name:      "probe_errors_total",
+			Help:      "Probe runs discarded because the prober itself failed (after 3 tries); the kubelet does not count these in prober_probe_total.",
+		}, []string{"probe_type"}),
 	}
-	for _, c := range []prometheus.Collector{m.probes, m.duration, m.dropped} {
+	for _, c := range []prometheus.Collector{m.probes, m.duration, m.dropped, m.errored} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -56,7 +68,7 @@ type workerMetrics struct {
 	// t, container, pod, namespace, uid are the label values.
 	t                              probe.Type
 	container, pod, namespace, uid string
-	successful, failed, unknown    prometheus.Counter
+	successful, failed             prometheus.Counter
 	duration                       prometheus.Observer
 }
 
@@ -67,11 +79,8 @@ func (m *metrics) forWorker(pod *Pod, container string, t probe.Type) workerMetr
 // count adds one run with the given result label.
 func (wm *workerMetrics) count(result string) {
 	c := &wm.successful
-	switch result {
-	case resultFailed:
+	if result == resultFailed {
 		c = &wm.failed
-	case resultUnknown:
-		c = &wm.unknown
 	}
 	if *c == nil {
 		*c = wm.m.probes.WithLabelValues(wm.t.String(), result, wm.container, wm.pod, wm.namespace, wm.uid)
@@ -89,7 +98,7 @@ func (wm *workerMetrics) observe(d time.Duration) {
 
 // forget deletes the worker's series, as the kubelet does when a worker stops.
 func (wm *workerMetrics) forget() {
-	for _, r := range []string{resultSuccessful, resultFailed, resultUnknown} {
+	for _, r := range []string{resultSuccessful, resultFailed} {
 		wm.m.probes.DeleteLabelValues(wm.t.String(), r, wm.container, wm.pod, wm.namespace, wm.uid)
 	}
 	wm.m.duration.DeleteLabelValues(wm.t.String(), wm.container, wm.pod, wm.namespace)

@@ -84,8 +84,7 @@ func (m *Manager) judge(w *worker, o outcome) (r results.Result, counted bool) {
 	case o.err != nil:
 		m.log.Info("Probe errored", m.fields(w, zap.Error(o.err))...)
 		m.emit(w, eventWarning, reasonUnhealthy, w.typ.String()+" probe errored and resulted in unknown state: "+o.err.Error())
-		w.metrics.count(resultUnknown)
-		w.metrics.observe(o.duration)
+		m.metrics.discarded(w.typ)
 		return results.Unknown, false
 	case o.result == probe.Success:
 		if m.log.Core().Enabled(zapcore.DebugLevel) {
