@@ -56,6 +56,10 @@ type podEntry struct {
 	// dateAsked is set once the reconciler was told this sandbox has no
 	// creation time, so it is asked once, not on every event.
 	dateAsked bool
+	// orphan is set when a Synchronize lists the sandbox: after a runtime
+	// restart nobody announces its stop or removal (containerd #8426). A
+	// StopPodSandbox shows the runtime does track it and clears it.
+	orphan bool
 
 	// probesFrom is the annotation value probes and specErrs were parsed
 	// from; parsing happens again only when it changes.
@@ -71,6 +75,9 @@ type ctrEntry struct {
 	sandboxID string
 	seq       uint64
 	seen      time.Time
+	// orphan marks an exited container kept through a Synchronize: after
+	// a runtime restart nobody announces its removal (containerd #8426).
+	orphan bool
 }
 
 // Option configures a Cache.

@@ -31,7 +31,7 @@ func (c *Cache) StopPod(at time.Time, sb Sandbox) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.upsertPod(sb)
-	e.stopped = true
+	e.stopped, e.orphan = true, false
 	c.handoff(at, e.sb.key())
 }
 
@@ -72,7 +72,8 @@ func (c *Cache) UpdateContainer(at time.Time, sb Sandbox, ct Container) {
 
 // RemoveContainer drops a container. Cleanup is per container because
 // after a runtime restart pods created before it get no pod stop/remove
-// events (containerd #8426).
+// events (containerd #8426): such a pod is dropped with its last container
+// (see forgetOrphan).
 func (c *Cache) RemoveContainer(at time.Time, ct Container) {
 	if !c.validContainer(ct, "RemoveContainer") {
 		return
@@ -84,6 +85,7 @@ func (c *Cache) RemoveContainer(at time.Time, ct Container) {
 		return
 	}
 	c.emit(ContainerDeleted, at, pe, ce.c.ID)
+	c.forgetOrphan(at, pe)
 	c.handoff(at, pe.sb.key())
 }
 

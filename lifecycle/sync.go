@@ -19,7 +19,7 @@ func (c *Cache) Sync(at time.Time, sbs []Sandbox, ctrs []Container) {
 	c.dropUnlisted(at, sbs, ctrs)
 	for _, sb := range sbs {
 		if c.validPod(sb.ID, "Synchronize") {
-			c.upsertPod(sb)
+			c.upsertPod(sb).orphan = true
 		}
 	}
 	for _, ct := range ctrs {
@@ -54,7 +54,11 @@ func (c *Cache) dropUnlisted(at time.Time, sbs []Sandbox, ctrs []Container) {
 		}
 	}
 	for id, ce := range c.ctrs {
-		if live[id] || ce.c.State == prober.ContainerExited {
+		if live[id] {
+			continue
+		}
+		if ce.c.State == prober.ContainerExited {
+			ce.orphan = true
 			continue
 		}
 		if pe, ce := c.removeContainer(id); pe != nil {

@@ -1,0 +1,32 @@
+package lifecycle
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// forgetOrphan drops a sandbox listed by a Synchronize (and not stopped
+// through NRI since) once its last container that the runtime tracks is
+// removed. After a runtime restart containerd sends no StopPodSandbox or
+// RemovePodSandbox for sandboxes from before it, nor RemoveContainer for
+// containers that had already exited (containerd #8426), so without this
+// the pod would stay listed, ready, until the next reconcile. If the
+// sandbox lives on, its next container event brings it back. The caller
+// holds c.mu and hands the pod to the engine afterwards.
+func (c *Cache) forgetOrphan(at time.Time, pe *podEntry) {
+	if !pe.orphan {
+		return
+	}
+	for _, ce := range pe.ctrs {
+		if !ce.orphan {
+			return
+		}
+	}
+	_, gone := c.removePod(pe.sb.ID)
+	for _, ce := range gone {
+		c.emit(ContainerDeleted, at, pe, ce.c.ID)
+	}
+	c.log.Debug("Forgot a pod whose removal the runtime will not announce",
+		zap.String("pod", pe.sb.Namespace+"/"+pe.sb.Name), zap.String("sandboxID", pe.sb.ID))
+}

@@ -1,0 +1,90 @@
+package lifecycle_test
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/probelet/probelet/lifecycle"
+)
+
+// After a runtime restart containerd announces no stop or removal of the
+// sandboxes it listed in Synchronize, nor the removal of containers that
+// had exited before (containerd #8426): such a sandbox goes with its last
+// container the runtime still tracks.
+func TestOrphanSandboxGoesWithItsLastContainer(t *testing.T) {
+	sbA := sandbox("sbA", "uidA")
+	tests := []struct {
+		name       string
+		steps      func(c *lifecycle.Cache)
+		wantPods   []string // sandbox IDs left
+		wantEvents map[string]lifecycle.EventType
+	}{{
+		name: "listed by Synchronize: dropped with its containers",
+		steps: func(c *lifecycle.Cache) {
+			c.Sync(t0, []lifecycle.Sandbox{sbA}, []lifecycle.Container{ctr("a1", "sbA", "web", running, t0)})
+			c.UpdateContainer(t0, sbA, ctr("a1", "sbA", "web", exited, t0))
+			c.RemoveContainer(t0, ctr("a1", "sbA", "web", exited, t0))
+		},
+		wantEvents: map[string]lifecycle.EventType{"a0": lifecycle.ContainerDeleted, "a1": lifecycle.ContainerDeleted},
+	}, {
+		name: "listed, then stopped through NRI: kept until its removal",
+		steps: func(c *lifecycle.Cache) {
+			c.Sync(t0, []lifecycle.Sandbox{sbA}, []lifecycle.Container{ctr("a1", "sbA", "web", running, t0)})
+			c.StopPod(t0, sbA)
+			c.RemoveContainer(t0, ctr("a1", "sbA", "web", exited, t0))
+		},
+		wantPods:   []string{"sbA"},
+		wantEvents: map[string]lifecycle.EventType{"a1": lifecycle.ContainerDeleted},
+	}, {
+		name: "announced by RunPodSandbox: kept until its removal",
+		steps: func(c *lifecycle.Cache) {
+			c.RemoveContainer(t0, ctr("a0", "sbA", "old", exited, t0))
+			c.RunPod(t0, sandbox("sbB", "uidB"))
+			c.UpdateContainer(t0, sandbox("sbB", "uidB"), ctr("b1", "sbB", "web", running, t0))
+			c.RemoveContainer(t0, ctr("b1", "sbB", "web", exited, t0))
+		},
+		wantPods:   []string{"sbA", "sbB"},
+		wantEvents: map[string]lifecycle.EventType{"a0": lifecycle.ContainerDeleted, "b1": lifecycle.ContainerDeleted},
+	}, {
+		name: "a forgotten sandbox that lives on comes back with its next container",
+		steps: func(c *lifecycle.Cache) {
+			c.Sync(t0, []lifecycle.Sandbox{sbA}, []lifecycle.Container{ctr("a1", "sbA", "web", running, t0)})
+			c.RemoveContainer(t0, ctr("a1", "sbA", "web", exited, t0))
+			c.UpdateContainer(t0, sbA, ctr("a2", "sbA", "web", running, t0))
+		},
+		wantPods:   []string{"sbA"},
+		wantEvents: map[string]lifecycle.EventType{"a0": lifecycle.ContainerDeleted, "a1": lifecycle.ContainerDeleted, "a2": lifecycle.ContainerStarted},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			// a0 exited before the runtime restart: no RemoveContainer comes for it.
+			e.cache.RunPod(t0, sbA)
+			e.cache.UpdateContainer(t0, sbA, ctr("a0", "sbA", "old", exited, t0))
+			events, cancel := e.cache.SubscribeEvents(16)
+			defer cancel()
+			tt.steps(e.cache)
+			var pods []string
+			for _, p := range e.cache.Pods() {
+				pods = append(pods, p.SandboxID)
+			}
+			if !reflect.DeepEqual(pods, tt.wantPods) {
+				t.Errorf("sandboxes = %v, want %v", pods, tt.wantPods)
+			}
+			got := map[string]lifecycle.EventType{}
+			for _, ev := range drain(events) {
+				if ev.Type != lifecycle.ContainerStopped {
+					got[ev.ContainerID] = ev.Type
+				}
+			}
+			if !reflect.DeepEqual(got, tt.wantEvents) {
+				t.Errorf("events = %v, want %v", got, tt.wantEvents)
+			}
+			if len(tt.wantPods) == 0 {
+				if last := e.sink.last(t); last.op != "remove" || last.uid != "uidA" {
+					t.Errorf("engine's last call = %s(%s), want remove(uidA)", last.op, last.uid)
+				}
+			}
+		})
+	}
+}
