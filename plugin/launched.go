@@ -19,6 +19,18 @@ var ErrConnectionClosed = errors.New("plugin: the runtime that launched probelet
 // the Configure request.
 func Launched() bool { return os.Getenv(api.PluginSocketEnvVar) != "" }
 
+// adoptLaunchEnv takes the connection, index and name the runtime launched
+// the plugin with, which the stub uses, so probelet's logs match.
+func (p *Plugin) adoptLaunchEnv() {
+	p.socket = "inherited fd " + os.Getenv(api.PluginSocketEnvVar)
+	if v := os.Getenv(api.PluginIdxEnvVar); v != "" {
+		p.index = v
+	}
+	if v := os.Getenv(api.PluginNameEnvVar); v != "" {
+		p.name = v
+	}
+}
+
 // WithConfigHandler has f receive the configuration text of the runtime's
 // Configure request (a launched plugin's .conf file; empty otherwise). An
 // error from f fails the registration.

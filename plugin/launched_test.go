@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/plugin"
@@ -33,8 +37,8 @@ func launchedEnv(t *testing.T, rt *fakeRuntime) {
 		t.Fatal(err)
 	}
 	t.Setenv("NRI_PLUGIN_SOCKET", strconv.Itoa(fd))
-	t.Setenv("NRI_PLUGIN_IDX", "10")
-	t.Setenv("NRI_PLUGIN_NAME", "probelet")
+	t.Setenv("NRI_PLUGIN_IDX", "05")
+	t.Setenv("NRI_PLUGIN_NAME", "probelet-test")
 }
 
 func TestLaunchedPluginServesItsOneConnection(t *testing.T) {
@@ -49,8 +53,9 @@ func TestLaunchedPluginServesItsOneConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	configured := make(chan string, 1)
+	core, logs := observer.New(zap.InfoLevel)
 	// WithIndex is ignored: the runtime chose the index.
-	p, err := plugin.New(cache, plugin.WithIndex("42"), plugin.WithSocketPath("/nonexistent"),
+	p, err := plugin.New(cache, plugin.WithIndex("42"), plugin.WithSocketPath("/nonexistent"), plugin.WithLogger(zap.New(core)),
 		plugin.WithConfigHandler(func(c string) error { configured <- c; return nil }))
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +75,11 @@ func TestLaunchedPluginServesItsOneConnection(t *testing.T) {
 	}
 	if _, ok := sink.pod("uid1"); !ok {
 		t.Error("event on the inherited connection did not reach the engine")
+	}
+	reg := logs.FilterMessage("Registered with the runtime over NRI").All()
+	if len(reg) != 1 || reg[0].ContextMap()["plugin"] != "05-probelet-test" ||
+		reg[0].ContextMap()["socket"] != "inherited fd "+os.Getenv("NRI_PLUGIN_SOCKET") {
+		t.Errorf("registration logged as %+v, want the runtime's 05-probelet-test on the inherited fd", reg)
 	}
 
 	rt.stop() // the runtime exits; it relaunches its plugins when it starts

@@ -169,6 +169,9 @@ func New(cache Cache, opts ...Option) (*Plugin, error) {
 			return nil, err
 		}
 	}
+	if p.launched {
+		p.adoptLaunchEnv()
+	}
 	if p.reg != nil {
 		if err := p.m.register(p.reg); err != nil {
 			return nil, err
