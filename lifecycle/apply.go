@@ -132,6 +132,7 @@ func (c *Cache) upsertContainer(ct Container) (*podEntry, *ctrEntry, EventType, 
 		ce = &ctrEntry{c: ct.Container, sandboxID: ct.SandboxID, seq: c.seq, seen: c.clock.Now()}
 		c.ctrs[ct.ID] = ce
 		pe.ctrs[ct.ID] = ce
+		c.dropSuperseded(pe, ce)
 		return pe, ce, firstEvent(ct.State), true
 	}
 	old := ce.c.State

@@ -30,3 +30,15 @@ func (c *Cache) forgetOrphan(at time.Time, pe *podEntry) {
 	c.log.Debug("Forgot a pod whose removal the runtime will not announce",
 		zap.String("pod", pe.sb.Namespace+"/"+pe.sb.Name), zap.String("sandboxID", pe.sb.ID))
 }
+
+// dropSuperseded forgets orphaned exited instances of cur's container that
+// cur replaces: nobody will announce their removal, and the pod's snapshot
+// shows only the newest instance, so they would only take memory.
+func (c *Cache) dropSuperseded(pe *podEntry, cur *ctrEntry) {
+	for id, ce := range pe.ctrs {
+		if ce.orphan && ce.c.Name == cur.c.Name && newer(cur, ce) {
+			delete(pe.ctrs, id)
+			delete(c.ctrs, id)
+		}
+	}
+}

@@ -3,8 +3,10 @@ package lifecycle_test
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/probelet/probelet/lifecycle"
+	"github.com/probelet/probelet/prober"
 )
 
 // After a runtime restart containerd announces no stop or removal of the
@@ -86,5 +88,24 @@ func TestOrphanSandboxGoesWithItsLastContainer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An exited container kept through a Synchronize whose removal will not be
+// announced is forgotten once a new instance replaces it.
+func TestOrphanExitedInstanceGoesWhenReplaced(t *testing.T) {
+	e := newEnv(t)
+	sbA := sandbox("sbA", "uidA")
+	e.cache.RunPod(t0, sbA)
+	e.cache.UpdateContainer(t0, sbA, ctr("a0", "sbA", "web", exited, t0))
+	e.cache.UpdateContainer(t0, sbA, ctr("s0", "sbA", "side", exited, t0))
+	e.cache.Sync(t0, []lifecycle.Sandbox{sbA}, nil)
+	e.cache.UpdateContainer(t0, sbA, ctr("a1", "sbA", "web", running, t0.Add(time.Second)))
+	if n := metricValue(t, e.reg, "probelet_lifecycle_containers", nil); n != 2 {
+		t.Errorf("containers in the cache = %v, want 2 (a1 and the unreplaced s0)", n)
+	}
+	want := map[string]prober.ContainerState{"a1": running, "s0": exited}
+	if got := states(e.cache.Pods()[0]); !reflect.DeepEqual(got, want) {
+		t.Errorf("pod containers = %v, want %v", got, want)
 	}
 }
