@@ -2,6 +2,8 @@ package plugin
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/containerd/nri/pkg/stub"
@@ -50,26 +52,72 @@ func (p *Plugin) Run(ctx context.Context) error {
 // start failed keeps its dead connection, so it cannot be reused). closed
 // is closed when the connection drops.
 func (p *Plugin) register(ctx context.Context) (stub.Stub, <-chan struct{}, error) {
+	conn, err := p.dial()
+	if err != nil {
+		return nil, nil, err
+	}
 	closed := make(chan struct{})
 	var once sync.Once
 	opts := []stub.Option{
 		stub.WithLogger(nriLogger{p.log.Sugar()}),
 		stub.WithOnClose(func() { once.Do(func() { close(closed) }) }),
+		stub.WithConnection(conn),
 	}
 	if !p.launched {
-		// A launched plugin's index, name and socket come from the
-		// environment; the stub refuses a second index.
-		opts = append(opts, stub.WithPluginName(p.name), stub.WithPluginIdx(p.index), stub.WithSocketPath(p.socket))
+		// A launched plugin's index and name come from the environment;
+		// the stub refuses a second index.
+		opts = append(opts, stub.WithPluginName(p.name), stub.WithPluginIdx(p.index))
 	}
 	st, err := stub.New(handler{p}, opts...)
 	if err != nil {
+		conn.Close()
 		return nil, nil, err
 	}
-	if err := st.Start(ctx); err != nil {
-		st.Stop()
+	if err := p.start(ctx, st, conn); err != nil {
 		return nil, nil, err
 	}
 	return st, closed, nil
+}
+
+// start runs st.Start, which registers and then waits for the runtime's
+// Configure with no timeout, holding the stub's lock: a runtime that dies
+// in between would block it, and Run, forever. So start gives up when the
+// runtime hangs up, ctx is done or the registration timeout passes, and
+// then closes the connection itself (st.Stop would wait for the lock).
+// The stub offers no way to free what it leaves behind: the goroutine in
+// Start, its close handler queued on the lock and its server's accept
+// loop, three goroutines per such rare event.
+func (p *Plugin) start(ctx context.Context, st stub.Stub, conn *watchedConn) error {
+	started := make(chan error, 1)
+	go func() { started <- st.Start(ctx) }()
+	deadline := p.clock.NewTimer(p.regTimeout)
+	defer deadline.Stop()
+	var stuck error
+	select {
+	case err := <-started:
+		return startResult(st, err)
+	case <-conn.gone:
+		stuck = errors.New("the runtime closed the connection before configuring the plugin")
+	case <-ctx.Done():
+		stuck = ctx.Err()
+	case <-deadline.C():
+		stuck = fmt.Errorf("the runtime did not configure the plugin within %s", p.regTimeout)
+	}
+	select {
+	case err := <-started: // Start finished after all: its result stands
+		return startResult(st, err)
+	default:
+	}
+	conn.Close()
+	return fmt.Errorf("plugin: %w", stuck)
+}
+
+// startResult stops a stub whose Start failed, freeing its connection.
+func startResult(st stub.Stub, err error) error {
+	if err != nil {
+		st.Stop()
+	}
+	return err
 }
 
 // serve marks the plugin connected until the connection drops (false) or

@@ -45,6 +45,9 @@ func WithConfigHandler(f func(config string) error) Option {
 // until it closes (ErrConnectionClosed) or ctx is done (nil).
 func (p *Plugin) runLaunched(ctx context.Context) error {
 	st, closed, err := p.register(ctx)
+	if err != nil && ctx.Err() != nil {
+		return nil // stopped before the runtime configured the plugin
+	}
 	if err != nil {
 		p.m.failures.Inc()
 		return fmt.Errorf("plugin: register with the runtime that launched probelet: %w", err)

@@ -31,6 +31,11 @@ const (
 	// second of the runtime coming back.
 	DefaultMinBackoff = 100 * time.Millisecond
 	DefaultMaxBackoff = time.Second
+	// DefaultRegistrationTimeout bounds one registration attempt, from
+	// connecting to the runtime's Configure request: twice containerd's
+	// own plugin registration timeout, so a slow runtime that would still
+	// configure the plugin is not cut off first.
+	DefaultRegistrationTimeout = 10 * time.Second
 )
 
 // Cache is what the plugin feeds; *lifecycle.Cache implements it.
@@ -54,6 +59,7 @@ type Plugin struct {
 	index      string
 	minBackoff time.Duration
 	maxBackoff time.Duration
+	regTimeout time.Duration
 	clock      clock.Clock
 	log        *zap.Logger
 	reg        prometheus.Registerer
@@ -115,7 +121,22 @@ func WithBackoff(minWait, maxWait time.Duration) Option {
 	}
 }
 
-// WithClock sets the clock for event times and backoff waits.
+// WithRegistrationTimeout bounds one registration attempt, from connecting
+// to the runtime's Configure request. A runtime that registers the plugin
+// and then never configures it (it died in between) is hung up on, and the
+// plugin registers again.
+func WithRegistrationTimeout(d time.Duration) Option {
+	return func(p *Plugin) error {
+		if d <= 0 {
+			return fmt.Errorf("plugin: registration timeout %s is not positive", d)
+		}
+		p.regTimeout = d
+		return nil
+	}
+}
+
+// WithClock sets the clock for event times, backoff waits and the
+// registration timeout.
 func WithClock(c clock.Clock) Option {
 	return func(p *Plugin) error {
 		if c == nil {
@@ -159,6 +180,7 @@ func New(cache Cache, opts ...Option) (*Plugin, error) {
 		index:      DefaultIndex,
 		minBackoff: DefaultMinBackoff,
 		maxBackoff: DefaultMaxBackoff,
+		regTimeout: DefaultRegistrationTimeout,
 		clock:      clock.RealClock{},
 		log:        zap.NewNop(),
 		m:          newMetrics(),
