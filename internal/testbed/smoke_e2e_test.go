@@ -287,7 +287,7 @@ func checkStopRemove(t *testing.T, bed *testbed.Bed, podID, ctrID string) {
 // none of the given PIDs, no mount under the dir, no bridge, no cgroup, no dir.
 func checkNoTrace(t *testing.T, bed *testbed.Bed, pids []int) {
 	for _, pid := range pids {
-		if alive(pid) {
+		if testbed.Alive(pid) {
 			t.Errorf("process %d still running", pid)
 		}
 	}
@@ -313,14 +313,4 @@ func checkNoTrace(t *testing.T, bed *testbed.Bed, pids []int) {
 	if _, err := os.Stat(bed.Dir()); err == nil {
 		t.Errorf("%s still exists", bed.Dir())
 	}
-}
-
-// alive reports whether pid runs (a zombie does not).
-func alive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || !bytes.HasPrefix(stat[i+1:], []byte(" Z"))
 }
