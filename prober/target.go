@@ -70,32 +70,34 @@ func prepare(p *corev1.Probe, pod *Pod, c *Container) target {
 }
 
 func httpTarget(a *corev1.HTTPGetAction, pod *Pod, c *Container, timeout time.Duration) (httpprobe.Target, error) {
-	t := httpprobe.Target{Scheme: a.Scheme, Host: a.Host, Path: a.Path, Headers: a.HTTPHeaders, Timeout: timeout}
+	t := httpprobe.Target{Scheme: a.Scheme, Path: a.Path, Headers: a.HTTPHeaders, Timeout: timeout}
 	var err error
-	if t.Port, err = resolvePort(a.Port, c); err != nil {
-		return t, err
-	}
-	if t.Host == "" {
-		t.Host, err = podIP(pod)
-	}
+	t.Host, t.Port, err = endpoint(a.Host, a.Port, pod, c)
 	return t, err
 }
 
 func tcpTarget(a *corev1.TCPSocketAction, pod *Pod, c *Container, timeout time.Duration) (probe.TCPTarget, error) {
 	t := probe.TCPTarget{
-		Host:      a.Host,
 		InPod:     a.Host == "" || slices.Contains(pod.IPs, a.Host),
 		NetNSPath: pod.NetNSPath,
 		Timeout:   timeout,
 	}
 	var err error
-	if t.Port, err = resolvePort(a.Port, c); err != nil {
-		return t, err
-	}
-	if t.Host == "" {
-		t.Host, err = podIP(pod)
-	}
+	t.Host, t.Port, err = endpoint(a.Host, a.Port, pod, c)
 	return t, err
+}
+
+// endpoint resolves an httpGet or tcpSocket action's host and port: the
+// port through the container's ports, an empty host to the pod's IP.
+func endpoint(host string, port intstr.IntOrString, pod *Pod, c *Container) (string, int, error) {
+	n, err := resolvePort(port, c)
+	if err != nil {
+		return host, 0, err
+	}
+	if host == "" {
+		host, err = podIP(pod)
+	}
+	return host, n, err
 }
 
 // resolvePort resolves a (maybe named) port through the container's
