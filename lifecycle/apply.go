@@ -106,10 +106,10 @@ func mergeSandbox(old, cur Sandbox) Sandbox {
 // parseProbes parses the probes annotation when it changed since the last parse.
 func (c *Cache) parseProbes(e *podEntry) {
 	v := e.sb.Annotations[spec.AnnotationProbes]
-	if e.parsed && v == e.probesFrom {
+	if v == e.probesFrom {
 		return
 	}
-	e.parsed, e.probesFrom = true, v
+	e.probesFrom = v
 	e.probes, e.specErrs = nil, nil
 	if v == "" {
 		return

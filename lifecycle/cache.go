@@ -62,8 +62,8 @@ type podEntry struct {
 	orphan bool
 
 	// probesFrom is the annotation value probes and specErrs were parsed
-	// from; parsing happens again only when it changes.
-	parsed     bool
+	// from; parsing happens again only when it changes. Its zero value
+	// matches the zero probes and specErrs (no annotation, nothing parsed).
 	probesFrom string
 	probes     spec.PodProbes
 	specErrs   map[string]string
