@@ -6,17 +6,18 @@ import (
 	"path"
 	"slices"
 	"strconv"
+
+	"github.com/probelet/probelet/prober/spec"
 )
 
-// The kubelet's labels and annotations (pkg/kubelet/types, kuberuntime/labels.go).
+// The kubelet's labels and annotations (pkg/kubelet/types, kuberuntime/labels.go);
+// the ports and grace period annotations are spec's.
 const (
 	labelPodName              = "io.kubernetes.pod.name"
 	labelPodNamespace         = "io.kubernetes.pod.namespace"
 	labelPodUID               = "io.kubernetes.pod.uid"
 	labelContainerName        = "io.kubernetes.container.name"
 	annotationRestartCount    = "io.kubernetes.container.restartCount"
-	annotationPorts           = "io.kubernetes.container.ports"
-	annotationGracePeriod     = "io.kubernetes.pod.terminationGracePeriod"
 	annotationTermMsgPath     = "io.kubernetes.container.terminationMessagePath"
 	annotationTermMsgPolicy   = "io.kubernetes.container.terminationMessagePolicy"
 	namespaceModeContainer    = 1 // runtime.v1.NamespaceMode_CONTAINER
@@ -25,7 +26,9 @@ const (
 
 // crictl reads CRI configs as JSON with the protobuf field names; these
 // mirror the few fields of runtime.v1.PodSandboxConfig and ContainerConfig
-// the bed sets.
+// the bed sets. Not the cri-api types themselves: this module's cri-api
+// (v0.37) makes KeyValue.value bytes, which encoding/json writes as base64,
+// while the bed's crictl (v1.34) reads a string.
 type podConfig struct {
 	Metadata     podMetadata       `json:"metadata"`
 	Hostname     string            `json:"hostname"`
@@ -108,17 +111,17 @@ func buildContainerConfig(p PodSpec, attempt uint32) (containerConfig, error) {
 	labels := map[string]string{labelPodName: p.Name, labelPodNamespace: p.Namespace, labelPodUID: p.UID, labelContainerName: c.Name}
 	maps.Copy(labels, c.Labels)
 	ann := map[string]string{
-		annotationRestartCount:  strconv.FormatUint(uint64(attempt), 10),
-		annotationGracePeriod:   strconv.FormatInt(*p.TerminationGracePeriodSeconds, 10),
-		annotationTermMsgPath:   defaultTerminationMsgPath,
-		annotationTermMsgPolicy: "File",
+		annotationRestartCount:                   strconv.FormatUint(uint64(attempt), 10),
+		spec.AnnotationPodTerminationGracePeriod: strconv.FormatInt(*p.TerminationGracePeriodSeconds, 10),
+		annotationTermMsgPath:                    defaultTerminationMsgPath,
+		annotationTermMsgPolicy:                  "File",
 	}
 	if len(c.Ports) > 0 {
 		ports, err := json.Marshal(c.Ports)
 		if err != nil {
 			return containerConfig{}, err
 		}
-		ann[annotationPorts] = string(ports)
+		ann[spec.AnnotationContainerPorts] = string(ports)
 	}
 	maps.Copy(ann, c.Annotations)
 	var envs []keyValue

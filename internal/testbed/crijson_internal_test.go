@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/probelet/probelet/prober/spec"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -71,16 +73,16 @@ func TestContainerConfigGolden(t *testing.T) {
 func TestContainerConfigCallerAnnotationsWin(t *testing.T) {
 	p := webPod()
 	p.Container.Ports = nil
-	p.Container.Annotations = map[string]string{annotationGracePeriod: "not-a-number"}
+	p.Container.Annotations = map[string]string{spec.AnnotationPodTerminationGracePeriod: "not-a-number"}
 	cfg, err := buildContainerConfig(p, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg.Annotations[annotationGracePeriod]; got != "not-a-number" {
-		t.Errorf("%s = %q, want the caller's value", annotationGracePeriod, got)
+	if got := cfg.Annotations[spec.AnnotationPodTerminationGracePeriod]; got != "not-a-number" {
+		t.Errorf("%s = %q, want the caller's value", spec.AnnotationPodTerminationGracePeriod, got)
 	}
-	if _, ok := cfg.Annotations[annotationPorts]; ok {
-		t.Errorf("%s set for a container without ports", annotationPorts)
+	if _, ok := cfg.Annotations[spec.AnnotationContainerPorts]; ok {
+		t.Errorf("%s set for a container without ports", spec.AnnotationContainerPorts)
 	}
 	if cfg.Annotations[annotationRestartCount] != "0" || cfg.LogPath != "web/0.log" {
 		t.Errorf("attempt 0: restartCount %q, log path %q", cfg.Annotations[annotationRestartCount], cfg.LogPath)
