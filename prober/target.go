@@ -122,5 +122,5 @@ func podIP(pod *Pod) (string, error) {
 
 // timeout is the probe's timeoutSeconds, defaulted defensively.
 func timeout(p *corev1.Probe) time.Duration {
-	return time.Duration(threshold(p.TimeoutSeconds, 1)) * time.Second
+	return time.Duration(positiveOr(p.TimeoutSeconds, spec.DefaultTimeoutSeconds)) * time.Second
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/prober/spec"
 )
 
 // worker is one probe of one container, keyed like the kubelet's by (pod
@@ -112,9 +113,19 @@ func (w *worker) count(r results.Result) bool {
 		w.lastResult, w.resultRun = r, 1
 	}
 	if r == results.Failure {
-		return w.resultRun >= int(threshold(w.spec.FailureThreshold, 3))
+		return w.resultRun >= int(w.failureThreshold())
 	}
-	return w.resultRun >= int(threshold(w.spec.SuccessThreshold, 1))
+	return w.resultRun >= int(w.successThreshold())
+}
+
+// successThreshold and failureThreshold are the spec's, defaulted
+// defensively like period.
+func (w *worker) successThreshold() int32 {
+	return positiveOr(w.spec.SuccessThreshold, spec.DefaultSuccessThreshold)
+}
+
+func (w *worker) failureThreshold() int32 {
+	return positiveOr(w.spec.FailureThreshold, spec.DefaultFailureThreshold)
 }
 
 // holdsAfter reports whether publishing r puts the worker on hold until a
@@ -126,14 +137,12 @@ func (w *worker) holdsAfter(r results.Result) bool {
 // period is the probe's period, defaulted defensively: a zero period would
 // make the scheduler spin.
 func period(p *corev1.Probe) time.Duration {
-	if p.PeriodSeconds <= 0 {
-		return 10 * time.Second
-	}
-	return time.Duration(p.PeriodSeconds) * time.Second
+	return time.Duration(positiveOr(p.PeriodSeconds, spec.DefaultPeriodSeconds)) * time.Second
 }
 
-// threshold returns v, or def when v is unset.
-func threshold(v, def int32) int32 {
+// positiveOr returns v, or def when v is unset (or negative: specs that
+// skipped validation must not stall or spin the worker).
+func positiveOr(v, def int32) int32 {
 	if v <= 0 {
 		return def
 	}
