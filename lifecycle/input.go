@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/probelet/probelet/prober"
@@ -42,4 +43,22 @@ func (s *Sandbox) key() string {
 		return s.UID
 	}
 	return s.ID
+}
+
+// UnixNanos converts a runtime's Unix-nanosecond timestamp (NRI and CRI
+// both use them); 0 or less means unknown and gives the zero time.
+func UnixNanos(n int64) time.Time {
+	if n <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// ProcNetNS is the network namespace of a sandbox's pause process, for a
+// source whose spec names none; "" (unknown) when pid is 0.
+func ProcNetNS(pid uint32) string {
+	if pid == 0 {
+		return ""
+	}
+	return fmt.Sprintf("/proc/%d/ns/net", pid)
 }

@@ -1,9 +1,6 @@
 package plugin
 
 import (
-	"fmt"
-	"time"
-
 	"github.com/containerd/nri/pkg/api"
 
 	"github.com/probelet/probelet/lifecycle"
@@ -40,10 +37,7 @@ func netNS(nss []*api.LinuxNamespace, pid uint32) string {
 			return ns.GetPath()
 		}
 	}
-	if pid != 0 {
-		return fmt.Sprintf("/proc/%d/ns/net", pid)
-	}
-	return ""
+	return lifecycle.ProcNetNS(pid)
 }
 
 // containerFrom translates an NRI container.
@@ -61,25 +55,17 @@ func containerFrom(c *api.Container) lifecycle.Container {
 			ID:          c.GetId(),
 			Name:        c.GetName(),
 			Image:       image,
-			CreatedAt:   fromNanos(c.GetCreatedAt()),
+			CreatedAt:   lifecycle.UnixNanos(c.GetCreatedAt()),
 			Labels:      c.GetLabels(),
 			Pid:         c.GetPid(),
 			State:       stateFrom(c.GetState()),
-			StartedAt:   fromNanos(c.GetStartedAt()),
-			FinishedAt:  fromNanos(c.GetFinishedAt()),
+			StartedAt:   lifecycle.UnixNanos(c.GetStartedAt()),
+			FinishedAt:  lifecycle.UnixNanos(c.GetFinishedAt()),
 			ExitCode:    c.GetExitCode(),
 			Env:         c.GetEnv(),
 			Annotations: c.GetAnnotations(),
 		},
 	}
-}
-
-// fromNanos converts NRI's Unix-nanosecond timestamps; 0 means unknown.
-func fromNanos(n int64) time.Time {
-	if n <= 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n)
 }
 
 func stateFrom(s api.ContainerState) prober.ContainerState {

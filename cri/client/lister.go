@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -31,7 +30,7 @@ func (l *Lister) ListSandboxes(ctx context.Context) ([]lifecycle.ListedSandbox, 
 		out = append(out, lifecycle.ListedSandbox{
 			Sandbox: lifecycle.Sandbox{
 				ID: p.GetId(), UID: p.GetMetadata().GetUid(), Name: p.GetMetadata().GetName(),
-				Namespace: p.GetMetadata().GetNamespace(), CreatedAt: fromNanos(p.GetCreatedAt()),
+				Namespace: p.GetMetadata().GetNamespace(), CreatedAt: lifecycle.UnixNanos(p.GetCreatedAt()),
 				Labels: p.GetLabels(), Annotations: p.GetAnnotations(),
 			},
 			Ready: p.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY,
@@ -50,7 +49,7 @@ func (l *Lister) ListContainers(ctx context.Context) ([]lifecycle.Container, err
 	for _, c := range items {
 		out = append(out, lifecycle.Container{SandboxID: c.GetPodSandboxId(), Container: prober.Container{
 			ID: c.GetId(), Name: c.GetMetadata().GetName(), Image: c.GetImage().GetImage(),
-			CreatedAt: fromNanos(c.GetCreatedAt()), Labels: c.GetLabels(), Annotations: c.GetAnnotations(),
+			CreatedAt: lifecycle.UnixNanos(c.GetCreatedAt()), Labels: c.GetLabels(), Annotations: c.GetAnnotations(),
 			State: stateFrom(c.GetState()),
 		}})
 	}
@@ -67,7 +66,7 @@ func (l *Lister) SandboxStatus(ctx context.Context, id string) (lifecycle.Sandbo
 	st := resp.GetStatus()
 	sb := lifecycle.Sandbox{
 		ID: st.GetId(), UID: st.GetMetadata().GetUid(), Name: st.GetMetadata().GetName(),
-		Namespace: st.GetMetadata().GetNamespace(), CreatedAt: fromNanos(st.GetCreatedAt()),
+		Namespace: st.GetMetadata().GetNamespace(), CreatedAt: lifecycle.UnixNanos(st.GetCreatedAt()),
 		Labels: st.GetLabels(), Annotations: st.GetAnnotations(), IPs: ips(st.GetNetwork()),
 	}
 	var info verboseInfo
@@ -97,8 +96,8 @@ func (l *Lister) ContainerStatus(ctx context.Context, id string) (lifecycle.Cont
 	}
 	return lifecycle.Container{SandboxID: info.SandboxID, Container: prober.Container{
 		ID: st.GetId(), Name: st.GetMetadata().GetName(), Image: st.GetImage().GetImage(),
-		CreatedAt: fromNanos(st.GetCreatedAt()), StartedAt: fromNanos(st.GetStartedAt()),
-		FinishedAt: fromNanos(st.GetFinishedAt()), ExitCode: st.GetExitCode(),
+		CreatedAt: lifecycle.UnixNanos(st.GetCreatedAt()), StartedAt: lifecycle.UnixNanos(st.GetStartedAt()),
+		FinishedAt: lifecycle.UnixNanos(st.GetFinishedAt()), ExitCode: st.GetExitCode(),
 		Labels: st.GetLabels(), Annotations: st.GetAnnotations(), State: state, Pid: pid,
 		Env: info.RuntimeSpec.Process.Env,
 	}}, nil
@@ -138,10 +137,7 @@ func (v *verboseInfo) netNS() string {
 			return ns.Path
 		}
 	}
-	if v.Pid != 0 {
-		return fmt.Sprintf("/proc/%d/ns/net", v.Pid)
-	}
-	return ""
+	return lifecycle.ProcNetNS(v.Pid)
 }
 
 func ips(n *runtimeapi.PodSandboxNetworkStatus) []string {
@@ -153,13 +149,6 @@ func ips(n *runtimeapi.PodSandboxNetworkStatus) []string {
 		out = append(out, ip.GetIp())
 	}
 	return out
-}
-
-func fromNanos(n int64) time.Time {
-	if n <= 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n)
 }
 
 func stateFrom(s runtimeapi.ContainerState) prober.ContainerState {
