@@ -18,16 +18,13 @@ var _ probe.TCPProber = (*TCPProber)(nil)
 // TCPProber answers TCP probes from the eBPF listener table when it can and
 // dials otherwise. It is safe for concurrent use.
 type TCPProber struct {
+	scConfig // the options the short-circuit shares
 	fallback probe.TCPProber
 	verify   bool
-	log      *zap.Logger
 	reg      prometheus.Registerer
-	interval time.Duration
-	clock    clock.WithTicker
 
 	mode    Mode
 	sc      shortCircuit // nil when dialing
-	metrics *metrics
 	viaEBPF prometheus.Counter
 	viaDial prometheus.Counter
 	owned   []prometheus.Collector // registered by this prober
@@ -64,12 +61,14 @@ func NewTCPProber(ctx context.Context, mode Mode, opts ...Option) (*TCPProber, e
 		return nil, err
 	}
 	p := &TCPProber{
+		scConfig: scConfig{
+			log:      zap.NewNop(),
+			clock:    clock.RealClock{},
+			interval: DefaultReconcileInterval,
+			metrics:  newMetrics(),
+		},
 		fallback: tcpprobe.NewDialer(),
-		log:      zap.NewNop(),
 		reg:      prometheus.NewRegistry(),
-		interval: DefaultReconcileInterval,
-		clock:    clock.RealClock{},
-		metrics:  newMetrics(),
 	}
 	for _, o := range opts {
 		if err := o(p); err != nil {
@@ -92,7 +91,7 @@ func (p *TCPProber) start(ctx context.Context, mode Mode) error {
 		p.log.Info("TCP probes dial (tcp mode dial)")
 		return nil
 	}
-	sc, err := newShortCircuit(ctx, scConfig{log: p.log, clock: p.clock, interval: p.interval, metrics: p.metrics})
+	sc, err := newShortCircuit(ctx, p.scConfig)
 	switch {
 	case err == nil:
 		p.sc, p.mode = sc, ModeEBPF
