@@ -97,11 +97,7 @@ var _ error = ErrorList(nil)
 
 // Error joins every problem, one per line.
 func (l ErrorList) Error() string {
-	lines := make([]string, len(l))
-	for i, e := range l {
-		lines[i] = e.Error()
-	}
-	return strings.Join(lines, "\n")
+	return strings.Join(l.Strings(), "\n")
 }
 
 // Len is the number of problems.

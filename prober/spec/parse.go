@@ -1,7 +1,8 @@
 package spec
 
 import (
-	"sort"
+	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -30,7 +31,7 @@ func Parse(pod PodRef, value string) (PodProbes, ErrorList) {
 		errs = append(errs, annotationError(pod, "a container name is empty"))
 		delete(docs, "")
 	}
-	for _, name := range sortedNames(docs) {
+	for _, name := range slices.Sorted(maps.Keys(docs)) {
 		cp, ferrs := parseContainer(docs[name])
 		if len(ferrs) > 0 {
 			errs = append(errs, wrap(pod, name, ferrs)...)
@@ -58,13 +59,4 @@ func parseContainer(d *containerDoc) (ContainerProbes, field.ErrorList) {
 
 func annotationError(pod PodRef, detail string) *Error {
 	return &Error{Pod: pod, Field: fieldError(field.ErrorTypeInvalid, "", field.OmitValueType{}, detail)}
-}
-
-func sortedNames(docs map[string]*containerDoc) []string {
-	names := make([]string, 0, len(docs))
-	for n := range docs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }

@@ -1,7 +1,8 @@
 package spec
 
 import (
-	"sort"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -18,7 +19,7 @@ import (
 // run time (through the io.kubernetes.container.ports annotation).
 func CheckPod(pod PodRef, probes PodProbes, podSpec *corev1.PodSpec) ErrorList {
 	var errs ErrorList
-	for _, name := range sortedContainerNames(probes) {
+	for _, name := range slices.Sorted(maps.Keys(probes)) {
 		ferrs := checkContainer(probes[name], name, podSpec)
 		errs = append(errs, wrap(pod, name, ferrs)...)
 	}
@@ -73,13 +74,4 @@ func findContainer(name string, cs []corev1.Container, path *field.Path) (*corev
 		}
 	}
 	return nil, nil
-}
-
-func sortedContainerNames(probes PodProbes) []string {
-	names := make([]string, 0, len(probes))
-	for n := range probes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
