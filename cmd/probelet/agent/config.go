@@ -15,6 +15,9 @@ import (
 
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/probelet/probelet/cri/client"
+	"github.com/probelet/probelet/plugin"
 )
 
 // Config is the daemon's configuration; a config file (YAML or JSON) sets
@@ -49,9 +52,9 @@ type Config struct {
 // Default returns the defaults of DESIGN.md and the deploy manifests.
 func Default() Config {
 	return Config{
-		NRISocket:          "/var/run/nri/nri.sock",
-		PluginIndex:        "10",
-		RuntimeEndpoint:    "unix:///run/containerd/containerd.sock",
+		NRISocket:          plugin.DefaultSocketPath,
+		PluginIndex:        plugin.DefaultIndex,
+		RuntimeEndpoint:    client.DefaultEndpoint,
 		Listen:             "unix:///run/probelet/probelet.sock",
 		MetricsBindAddress: "127.0.0.1:9809",
 		TCPMode:            "auto",
