@@ -91,43 +91,36 @@ func sortCatalog(c *catalog) {
 // pod returns the pod whose sandbox ID equals id or starts with it, if
 // exactly one does.
 func (c catalog) pod(id string) (*prober.Pod, error) {
-	var found *prober.Pod
-	for _, p := range c.pods {
-		if p.SandboxID == id {
-			return p, nil
-		}
-		if id != "" && hasPrefix(p.SandboxID, id) {
-			if found != nil {
-				return nil, errAmbiguousID("pod sandbox", id)
-			}
-			found = p
-		}
-	}
-	if found == nil {
-		return nil, errNotFound("pod sandbox", id)
-	}
-	return found, nil
+	return byID(c.pods, id, "pod sandbox", func(p *prober.Pod) string { return p.SandboxID })
 }
 
 // container returns the entry whose container ID equals id or starts with
 // it, if exactly one does.
 func (c catalog) container(id string) (entry, error) {
-	var found *entry
-	for i, e := range c.entries {
-		if e.ctr.ID == id {
-			return e, nil
-		}
-		if id != "" && hasPrefix(e.ctr.ID, id) {
-			if found != nil {
-				return entry{}, errAmbiguousID("container", id)
-			}
-			found = &c.entries[i]
+	return byID(c.entries, id, "container", func(e entry) string { return e.ctr.ID })
+}
+
+// byID returns the item whose ID equals id, else the only one whose ID
+// starts with it. An exact ID wins wherever it sorts, so the whole list
+// is read before a prefix is called ambiguous.
+func byID[T any](items []T, id, kind string, idOf func(T) string) (T, error) {
+	var found, zero T
+	n := 0
+	for _, it := range items {
+		switch itID := idOf(it); {
+		case itID == id:
+			return it, nil
+		case id != "" && hasPrefix(itID, id):
+			found, n = it, n+1
 		}
 	}
-	if found == nil {
-		return entry{}, errNotFound("container", id)
+	switch n {
+	case 0:
+		return zero, errNotFound(kind, id)
+	case 1:
+		return found, nil
 	}
-	return *found, nil
+	return zero, errAmbiguousID(kind, id)
 }
 
 // containersOf lists the entries of one pod.

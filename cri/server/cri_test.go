@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probelet/probelet/cri/server/servertest"
+	"github.com/probelet/probelet/prober"
 )
 
 func runtimeClient(t *testing.T) (runtimeapi.RuntimeServiceClient, *servertest.View) {
@@ -267,5 +268,26 @@ func TestStatusCallsBadIDs(t *testing.T) {
 				t.Fatalf("error %v, want code %v", err, tt.code)
 			}
 		})
+	}
+}
+
+// An exact ID wins over longer IDs it prefixes, wherever they sort: here
+// two such IDs belong to pods that list before the exact one's.
+func TestStatusCallsExactIDWins(t *testing.T) {
+	pods := []prober.Pod{
+		{Name: "a", Namespace: "default", SandboxID: "s1x", Containers: []prober.Container{{ID: "c1x", Name: "app"}}},
+		{Name: "b", Namespace: "default", SandboxID: "s1y", Containers: []prober.Container{{ID: "c1y", Name: "app"}}},
+		{Name: "c", Namespace: "default", SandboxID: "s1", Containers: []prober.Container{{ID: "c1", Name: "app"}}},
+	}
+	_, endpoint := servertest.Start(t, servertest.NewStatus(), servertest.NewView(pods...))
+	rt := runtimeapi.NewRuntimeServiceClient(servertest.Dial(t, endpoint))
+	ctx := context.Background()
+	c, err := rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: "c1"})
+	if err != nil || c.Status.Id != "c1" {
+		t.Errorf("ContainerStatus(c1) = %v, %v; want c1", c.GetStatus().GetId(), err)
+	}
+	p, err := rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: "s1"})
+	if err != nil || p.Status.Id != "s1" {
+		t.Errorf("PodSandboxStatus(s1) = %v, %v; want s1", p.GetStatus().GetId(), err)
 	}
 }
