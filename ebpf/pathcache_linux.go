@@ -1,6 +1,7 @@
 package ebpf
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -65,9 +66,5 @@ func (c *pathCache) drop(path string) {
 func (c *pathCache) entries() map[string]*pathEntry {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	out := make(map[string]*pathEntry, len(c.m))
-	for k, v := range c.m {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(c.m)
 }

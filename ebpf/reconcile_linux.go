@@ -39,10 +39,13 @@ func (s *linuxSC) loop(tk clock.Ticker) {
 func (s *linuxSC) reconcileAll() {
 	s.checkLost()
 	for path, e := range s.paths.entries() {
+		if !e.used.Swap(false) {
+			s.forget(path, e.ino)
+			continue
+		}
 		ino, err := netns.Inode(path)
-		if !e.used.Swap(false) || err != nil {
-			s.paths.drop(path)
-			s.table.Forget(e.ino)
+		if err != nil {
+			s.forget(path, e.ino)
 			continue
 		}
 		if ino != e.ino {
@@ -50,6 +53,12 @@ func (s *linuxSC) reconcileAll() {
 		}
 		s.reconcileNS(path, ino)
 	}
+}
+
+// forget drops a namespace that is gone or no longer probed.
+func (s *linuxSC) forget(path string, ino uint32) {
+	s.paths.drop(path)
+	s.table.Forget(ino)
 }
 
 // checkLost invalidates the table when the kernel dropped events: each
