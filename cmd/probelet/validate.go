@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -219,11 +221,9 @@ func check(d *podDoc) *podReport {
 	}
 	// Errors from parsing and from the pod check, grouped by container.
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Container < errs[j].Container })
+	maps.Copy(r.Containers, probes)
 	for _, bad := range errs.Containers() {
-		delete(probes, bad)
-	}
-	for name, cp := range probes {
-		r.Containers[name] = cp
+		delete(r.Containers, bad)
 	}
 	r.errs = errs
 	r.Errors = append(r.Errors, errs.Strings()...)
@@ -304,7 +304,8 @@ func (r *podReport) writeText(w io.Writer, separate bool) error {
 		b.WriteString("\n")
 	}
 	b.WriteString(r.doc.title() + "\n")
-	for _, name := range r.containerNames() {
+	names := r.containerNames()
+	for _, name := range names {
 		cp, ok := r.Containers[name]
 		if !ok {
 			fmt.Fprintf(&b, "  Container %s: INVALID (%s, on stderr)\n", name, plural(r.errs.ForContainer(name).Len(), "error"))
@@ -313,7 +314,7 @@ func (r *podReport) writeText(w io.Writer, separate bool) error {
 		fmt.Fprintf(&b, "  Container %s\n", name)
 		writeProbes(&b, cp)
 	}
-	if len(r.containerNames()) == 0 {
+	if len(names) == 0 {
 		b.WriteString("  (no valid probes)\n")
 	}
 	_, err := io.WriteString(w, b.String())
@@ -332,12 +333,7 @@ func (r *podReport) containerNames() []string {
 			seen[name] = true
 		}
 	}
-	names := make([]string, 0, len(seen))
-	for name := range seen {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(seen))
 }
 
 func writeProbes(b *strings.Builder, cp spec.ContainerProbes) {
