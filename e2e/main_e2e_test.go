@@ -9,8 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
-	"sync"
 	"testing"
 )
 
@@ -57,27 +55,4 @@ func goBuild(out, pkg string) error {
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Dir(filepath.Dir(file))
-}
-
-var crictlPath = sync.OnceValues(func() (string, error) {
-	out, err := exec.Command(filepath.Join(repoRoot(), "hack", "testbed", "build.sh")).Output()
-	if err != nil {
-		return "", fmt.Errorf("hack/testbed/build.sh: %w", err)
-	}
-	for line := range strings.Lines(string(out)) {
-		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "crictl="); ok {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("hack/testbed/build.sh printed no crictl=PATH:\n%s", out)
-})
-
-// crictl returns the test bed's crictl binary (built by hack/testbed).
-func crictl(t *testing.T) string {
-	t.Helper()
-	p, err := crictlPath()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

@@ -52,7 +52,7 @@ func TestCrictlAndProbectl(t *testing.T) {
 func crictlOn(t *testing.T, d *daemon, args ...string) string {
 	t.Helper()
 	full := append([]string{"--runtime-endpoint", d.socket, "--image-endpoint", d.socket, "--timeout", "5s"}, args...)
-	cmd := exec.Command(crictl(t), full...)
+	cmd := exec.Command(d.bed.CrictlPath(), full...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -168,7 +168,7 @@ func containsLine(out string, fields ...string) bool {
 // checkCrictlEvents: crictl events streams a container started meanwhile.
 func checkCrictlEvents(t *testing.T, d *daemon, bed *testbed.Bed, a app) {
 	t.Helper()
-	cmd := exec.Command(crictl(t), "--runtime-endpoint", d.socket, "events")
+	cmd := exec.Command(d.bed.CrictlPath(), "--runtime-endpoint", d.socket, "events")
 	var out syncBuffer
 	cmd.Stdout = &out
 	if err := cmd.Start(); err != nil {

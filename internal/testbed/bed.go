@@ -213,6 +213,10 @@ func (b *Bed) Bridge() string { return b.bridge }
 // CgroupParent is the cgroupfs parent of every pod of the bed.
 func (b *Bed) CgroupParent() string { return b.cgroupParent }
 
+// CrictlPath is the crictl binary the bed runs (built by hack/testbed), for
+// pointing it at other CRI sockets.
+func (b *Bed) CrictlPath() string { return b.crictl }
+
 // LogPath is containerd's log file.
 func (b *Bed) LogPath() string { return filepath.Join(b.dir, "containerd.log") }
 
