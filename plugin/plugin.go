@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/containerd/nri/pkg/api"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"k8s.io/utils/clock"
@@ -91,8 +92,8 @@ func WithSocketPath(path string) Option {
 // WithIndex sets the two-digit plugin index ("00".."99").
 func WithIndex(idx string) Option {
 	return func(p *Plugin) error {
-		if len(idx) != 2 || idx[0] < '0' || idx[0] > '9' || idx[1] < '0' || idx[1] > '9' {
-			return fmt.Errorf("plugin: index %q is not two digits", idx)
+		if err := api.CheckPluginIndex(idx); err != nil {
+			return fmt.Errorf("plugin: %w", err)
 		}
 		p.index = idx
 		return nil

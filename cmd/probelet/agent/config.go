@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/containerd/nri/pkg/api"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -97,7 +98,7 @@ func (c Config) Validate() error {
 		}
 	}
 	check("nri-socket", absPath(c.NRISocket))
-	check("plugin-index", twoDigits(c.PluginIndex))
+	check("plugin-index", api.CheckPluginIndex(c.PluginIndex))
 	check("runtime-endpoint", unixEndpoint(c.RuntimeEndpoint))
 	check("listen", unixEndpoint(c.Listen))
 	check("metrics-bind-address", hostPort(c.MetricsBindAddress))
@@ -132,13 +133,6 @@ func hostPort(a string) error {
 	}
 	if _, _, err := net.SplitHostPort(a); err != nil {
 		return fmt.Errorf("%q is not HOST:PORT: %w", a, err)
-	}
-	return nil
-}
-
-func twoDigits(s string) error {
-	if len(s) != 2 || s[0] < '0' || s[0] > '9' || s[1] < '0' || s[1] > '9' {
-		return fmt.Errorf("%q is not two digits (00-99)", s)
 	}
 	return nil
 }
