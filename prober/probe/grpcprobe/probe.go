@@ -27,7 +27,7 @@ const UserAgent = "kube-probe/1.37"
 // connect timeout, an RPC error or timeout is Failure with the kubelet's
 // output. An invalid target or a ctx that ends first is an error.
 func Probe(ctx context.Context, host string, port int, service string, timeout time.Duration) (probe.Result, string, error) {
-	if err := validate(host, port, timeout); err != nil {
+	if err := probe.CheckEndpoint("grpc", host, port, timeout); err != nil {
 		return probe.Unknown, "", err
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
@@ -74,16 +74,4 @@ func rpcFailure(err error, timeout time.Duration) string {
 		}
 	}
 	return fmt.Sprintf("error: health rpc probe failed: %+v", err)
-}
-
-func validate(host string, port int, timeout time.Duration) error {
-	switch {
-	case host == "":
-		return errors.New("grpc probe: empty host")
-	case port < 1 || port > 65535:
-		return fmt.Errorf("grpc probe: port %d out of range 1-65535", port)
-	case timeout <= 0:
-		return fmt.Errorf("grpc probe: timeout %v must be positive", timeout)
-	}
-	return nil
 }

@@ -95,7 +95,7 @@ func judge(code int, body string) (probe.Result, string) {
 }
 
 func (p *Prober) newRequest(ctx context.Context, t Target) (*http.Request, error) {
-	if err := t.validate(); err != nil {
+	if err := probe.CheckEndpoint("http", t.Host, t.Port, t.Timeout); err != nil {
 		return nil, err
 	}
 	scheme, err := t.scheme()

@@ -1,7 +1,6 @@
 package httpprobe
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -41,18 +40,6 @@ func (t Target) scheme() (string, error) {
 		return s, nil
 	}
 	return "", fmt.Errorf("http probe: scheme %q is not HTTP or HTTPS", t.Scheme)
-}
-
-func (t Target) validate() error {
-	switch {
-	case t.Host == "":
-		return errors.New("http probe: empty host")
-	case t.Port < 1 || t.Port > 65535:
-		return fmt.Errorf("http probe: port %d out of range 1-65535", t.Port)
-	case t.Timeout <= 0:
-		return fmt.Errorf("http probe: timeout %v must be positive", t.Timeout)
-	}
-	return nil
 }
 
 // formatURL builds the probe URL as the kubelet does: the path is parsed so

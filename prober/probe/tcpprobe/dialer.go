@@ -4,7 +4,6 @@ package tcpprobe
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -41,7 +40,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 // error. The target's namespace fields are ignored: like the kubelet, the
 // dial happens from the agent's own network namespace.
 func (d *Dialer) ProbeTCP(ctx context.Context, target probe.TCPTarget) (probe.Result, string, probe.Method, error) {
-	if err := validate(target); err != nil {
+	if err := probe.CheckEndpoint("tcp", target.Host, target.Port, target.Timeout); err != nil {
 		return probe.Unknown, "", probe.MethodDial, err
 	}
 	addr := net.JoinHostPort(target.Host, strconv.Itoa(target.Port))
@@ -60,16 +59,4 @@ func (d *Dialer) ProbeTCP(ctx context.Context, target probe.TCPTarget) (probe.Re
 
 func (d *Dialer) netDialer(timeout time.Duration) *net.Dialer {
 	return &net.Dialer{Timeout: timeout, Control: d.control}
-}
-
-func validate(t probe.TCPTarget) error {
-	switch {
-	case t.Host == "":
-		return errors.New("tcp probe: empty host")
-	case t.Port < 1 || t.Port > 65535:
-		return fmt.Errorf("tcp probe: port %d out of range 1-65535", t.Port)
-	case t.Timeout <= 0:
-		return fmt.Errorf("tcp probe: timeout %v must be positive", t.Timeout)
-	}
-	return nil
 }
