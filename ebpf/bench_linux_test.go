@@ -18,12 +18,7 @@ import (
 // answer for the same pod target over a veth pair. sockets/op counts the
 // sockets (TIME_WAIT, ...) each probe leaves behind on either side.
 func BenchmarkTCPProbe(b *testing.B) {
-	ebpftest.RequireRoot(b)
-	ns, err := ebpftest.NewNetNS(30)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ns.Close()
+	ns := newNetNS(b, 30)
 	l, err := ns.Listen(ebpftest.ListenConfig{Addr: netip.IPv4Unspecified()})
 	if err != nil {
 		b.Fatal(err)

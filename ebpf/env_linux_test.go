@@ -30,7 +30,7 @@ type env struct {
 	dialer *tcpprobe.Dialer
 }
 
-func newNetNS(t *testing.T, id int) *ebpftest.NetNS {
+func newNetNS(t testing.TB, id int) *ebpftest.NetNS {
 	t.Helper()
 	ebpftest.RequireRoot(t)
 	ns, err := ebpftest.NewNetNS(id)

@@ -133,12 +133,7 @@ func TestListenersFromBeforeLoad(t *testing.T) {
 }
 
 func TestDeletedNamespaceDials(t *testing.T) {
-	ebpftest.RequireRoot(t)
-	ns, err := ebpftest.NewNetNS(6)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
+	ns := newNetNS(t, 6)
 	e := newEnv(t, ns)
 	l, err := ns.Listen(ebpftest.ListenConfig{Addr: any4})
 	if err != nil {
