@@ -100,11 +100,13 @@ func WithIndex(idx string) Option {
 	}
 }
 
-// WithName sets the name the plugin registers under.
+// WithName sets the name the plugin registers under. A name the runtime
+// would refuse ([a-zA-Z0-9_.+-]) is an error here: Run would otherwise
+// retry the refused registration forever.
 func WithName(name string) Option {
 	return func(p *Plugin) error {
-		if name == "" {
-			return errors.New("plugin: empty name")
+		if err := api.CheckPluginName(name); err != nil {
+			return fmt.Errorf("plugin: %w", err)
 		}
 		p.name = name
 		return nil

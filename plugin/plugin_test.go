@@ -268,6 +268,7 @@ func TestNewValidatesOptions(t *testing.T) {
 		{"index not digits", plugin.WithIndex("ab")},
 		{"empty socket", plugin.WithSocketPath("")},
 		{"empty name", plugin.WithName("")},
+		{"name the runtime refuses", plugin.WithName("probe let/1")},
 		{"backoff max below min", plugin.WithBackoff(time.Second, time.Millisecond)},
 		{"nil clock", plugin.WithClock(nil)},
 		{"nil logger", plugin.WithLogger(nil)},
