@@ -16,6 +16,7 @@ import (
 
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/grpcprobe"
+	"github.com/probelet/probelet/prober/probe/internal/probetest"
 )
 
 const testTimeout = 200 * time.Millisecond
@@ -28,7 +29,7 @@ func TestProbe(t *testing.T) {
 	withHealth := startServer(t, hs)
 	withoutHealth := startServer(t, nil)
 	slow := startServer(t, hangingHealth{})
-	closed, silent := closedPort(t), silentPort(t)
+	closed, silent := probetest.ClosedPort(t), probetest.SilentPort(t)
 
 	tests := []struct {
 		name       string
@@ -158,42 +159,3 @@ func run(t testing.TB, srv *grpc.Server, network, address string) int {
 }
 
 func addr(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
-
-func closedPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	_ = ln.Close()
-	return port
-}
-
-// silentPort accepts TCP connections and never speaks HTTP/2.
-func silentPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { _ = ln.Close(); <-done })
-	go func() {
-		defer close(done)
-		var conns []net.Conn
-		defer func() {
-			for _, c := range conns {
-				_ = c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
-}

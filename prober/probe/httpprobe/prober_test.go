@@ -3,7 +3,6 @@ package httpprobe_test
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/httpprobe"
+	"github.com/probelet/probelet/prober/probe/internal/probetest"
 )
 
 func TestProbeStatusCodes(t *testing.T) {
@@ -194,41 +194,10 @@ func withTimeout(t httpprobe.Target, d time.Duration) httpprobe.Target {
 
 // silentTarget is a listener that accepts connections and never answers.
 func silentTarget(t *testing.T) httpprobe.Target {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { _ = ln.Close(); <-done })
-	go func() {
-		defer close(done)
-		var conns []net.Conn
-		defer func() {
-			for _, c := range conns {
-				_ = c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
-	host, port := splitHostPort(t, ln.Addr().String())
-	return httpprobe.Target{Host: host, Port: port}
+	return httpprobe.Target{Host: "127.0.0.1", Port: probetest.SilentPort(t)}
 }
 
 // closedTarget is a loopback port with no listener.
 func closedTarget(t *testing.T) httpprobe.Target {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, port := splitHostPort(t, ln.Addr().String())
-	_ = ln.Close()
-	return httpprobe.Target{Host: host, Port: port}
+	return httpprobe.Target{Host: "127.0.0.1", Port: probetest.ClosedPort(t)}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/probe/internal/probetest"
 	"github.com/probelet/probelet/prober/probe/tcpprobe"
 )
 
@@ -17,7 +18,7 @@ const testTimeout = 200 * time.Millisecond
 
 func TestProbeTCP(t *testing.T) {
 	open := openPort(t)
-	closed := closedPort(t)
+	closed := probetest.ClosedPort(t)
 	full := fullPort(t)
 	tests := []struct {
 		name       string
@@ -115,16 +116,4 @@ func acceptAndClose(ln net.Listener) {
 		}
 		_ = c.Close()
 	}
-}
-
-// closedPort returns a port that had a listener a moment ago and has none now.
-func closedPort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	_ = ln.Close()
-	return port
 }

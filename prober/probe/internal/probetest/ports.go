@@ -1,0 +1,59 @@
+// Package probetest holds the loopback listeners the probe handlers'
+// tests share.
+package probetest
+
+import (
+	"net"
+	"testing"
+)
+
+// ClosedPort returns a loopback port that had a listener a moment ago and
+// has none now, so connecting to it is refused.
+func ClosedPort(t testing.TB) int {
+	t.Helper()
+	ln := listen(t)
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	return port
+}
+
+// SilentPort returns a loopback port whose listener accepts connections and
+// never writes, so a probe waits for its timeout. The connections are
+// closed when the test ends.
+func SilentPort(t testing.TB) int {
+	t.Helper()
+	ln := listen(t)
+	done := make(chan struct{})
+	t.Cleanup(func() { _ = ln.Close(); <-done })
+	go func() {
+		defer close(done)
+		holdConnections(ln)
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// holdConnections accepts until ln closes, then closes what it accepted.
+func holdConnections(ln net.Listener) {
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		conns = append(conns, c)
+	}
+}
+
+func listen(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
