@@ -67,6 +67,11 @@ func (a *apiService) resolve(raw string) (entry, error) {
 	if err != nil {
 		return entry{}, err
 	}
+	if len(r.parts) == 1 {
+		if e, ok := a.s.lookup(r.raw); ok {
+			return e, nil // a full container ID wins over every other reading
+		}
+	}
 	return r.resolve(a.s.snapshot().entries)
 }
 

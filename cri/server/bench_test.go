@@ -22,7 +22,7 @@ func largeNode(n int) ([]prober.Pod, []prober.ContainerStatus) {
 		p.Name, p.UID, p.SandboxID = fmt.Sprintf("web-%d", i), fmt.Sprintf("uid-%d", i), fmt.Sprintf("%064x", i)
 		p.Containers = append([]prober.Container(nil), base.Containers...)
 		for j := range p.Containers {
-			p.Containers[j].ID = fmt.Sprintf("%062x%02d", i, j)
+			p.Containers[j].ID = fmt.Sprintf("%04x%02d%058d", i, j, 0) // unique 6-character prefixes
 		}
 		s := st
 		s.PodUID, s.PodName, s.ContainerID = p.UID, p.Name, p.Containers[0].ID
@@ -49,6 +49,13 @@ func BenchmarkList(b *testing.B) {
 	b.Run("CRI/ContainerStatusVerbose", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: sts[250].ContainerID, Verbose: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("CRI/ContainerStatusPrefix", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: sts[250].ContainerID[:6], Verbose: true}); err != nil {
 				b.Fatal(err)
 			}
 		}

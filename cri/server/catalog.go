@@ -68,6 +68,43 @@ func (s *Server) snapshot() catalog {
 	return c
 }
 
+// container resolves a container ID or unique prefix. A full ID, what
+// crictl inspect and probelet's own tools send, is looked up without
+// joining and sorting the whole node.
+func (s *Server) container(id string) (entry, error) {
+	if e, ok := s.lookup(id); ok {
+		return e, nil
+	}
+	return s.snapshot().container(id)
+}
+
+// lookup is snapshot's join for the one container whose ID is exactly id:
+// the view's container with its probe state, else probe state alone.
+func (s *Server) lookup(id string) (entry, bool) {
+	if id == "" {
+		return entry{}, false
+	}
+	pods := s.view.Pods()
+	for i := range pods {
+		for _, ctr := range pods[i].Containers {
+			if ctr.ID == id {
+				return entry{pod: &pods[i], ctr: ctr, status: s.statusOf(id)}, true
+			}
+		}
+	}
+	if st, ok := s.status.Container(id); ok {
+		return orphan(&st), true
+	}
+	return entry{}, false
+}
+
+func (s *Server) statusOf(id string) *prober.ContainerStatus {
+	if st, ok := s.status.Container(id); ok {
+		return &st
+	}
+	return nil
+}
+
 // orphan builds an entry from probe state alone.
 func orphan(st *prober.ContainerStatus) entry {
 	pod := &prober.Pod{UID: st.PodUID, Name: st.PodName, Namespace: st.PodNamespace}

@@ -50,7 +50,7 @@ func containerMatches(e entry, f *runtimeapi.ContainerFilter) bool {
 // ContainerStatus describes one container; the ID may be a unique prefix.
 // The verbose info carries the probe state under "probelet".
 func (r *runtimeService) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
-	e, err := r.s.snapshot().container(req.GetContainerId())
+	e, err := r.s.container(req.GetContainerId())
 	if err != nil {
 		return nil, err
 	}
