@@ -142,3 +142,25 @@ func (c *client) unavailable(msg string) error {
 	}
 	return fmt.Errorf("probelet at %s is unavailable: %s", c.path, msg)
 }
+
+// rpc is a unary method of probelet's API, as a method expression such
+// as apiv1.ProbeletClient.Why.
+type rpc[Req, Resp any] func(apiv1.ProbeletClient, context.Context, Req, ...grpc.CallOption) (Resp, error)
+
+// call connects, makes one unary call bounded by --timeout and explains
+// its error: the whole exchange of a one-shot command.
+func call[Req, Resp any](ctx context.Context, o *rootOptions, method rpc[Req, Resp], req Req) (Resp, error) {
+	var zero Resp
+	c, err := o.connect()
+	if err != nil {
+		return zero, err
+	}
+	defer c.Close()
+	ctx, cancel := c.unary(ctx)
+	defer cancel()
+	resp, err := method(c.api, ctx, req)
+	if err != nil {
+		return zero, c.explain(err)
+	}
+	return resp, nil
+}

@@ -52,16 +52,10 @@ func (o *describeOptions) Validate() error {
 
 // Run fetches and prints the container.
 func (o *describeOptions) Run(ctx context.Context) error {
-	c, err := o.connect()
+	resp, err := call(ctx, o.rootOptions, apiv1.ProbeletClient.GetContainer,
+		&apiv1.GetContainerRequest{Container: o.ref, HistoryLimit: o.history})
 	if err != nil {
 		return err
-	}
-	defer c.Close()
-	ctx, cancel := c.unary(ctx)
-	defer cancel()
-	resp, err := c.api.GetContainer(ctx, &apiv1.GetContainerRequest{Container: o.ref, HistoryLimit: o.history})
-	if err != nil {
-		return c.explain(err)
 	}
 	v := newDetailView(resp.Container, resp.Events)
 	if o.output != outputTable {

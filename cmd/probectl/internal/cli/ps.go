@@ -69,16 +69,9 @@ func (o *psOptions) Validate() error {
 
 // Run lists and prints.
 func (o *psOptions) Run(ctx context.Context) error {
-	c, err := o.connect()
+	resp, err := call(ctx, o.rootOptions, apiv1.ProbeletClient.ListContainers, &apiv1.ListContainersRequest{Container: o.ref})
 	if err != nil {
 		return err
-	}
-	defer c.Close()
-	ctx, cancel := c.unary(ctx)
-	defer cancel()
-	resp, err := c.api.ListContainers(ctx, &apiv1.ListContainersRequest{Container: o.ref})
-	if err != nil {
-		return c.explain(err)
 	}
 	return o.print(resp.Containers)
 }

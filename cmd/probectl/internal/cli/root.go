@@ -125,14 +125,7 @@ func (o *rootOptions) completeContainers(cmd *cobra.Command, args []string, _ st
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	c, err := o.connect()
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	defer c.Close()
-	ctx, cancel := c.unary(cmd.Context())
-	defer cancel()
-	resp, err := c.api.ListContainers(ctx, &apiv1.ListContainersRequest{})
+	resp, err := call(cmd.Context(), o, apiv1.ProbeletClient.ListContainers, &apiv1.ListContainersRequest{})
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -40,16 +40,9 @@ func (o *versionOptions) Run(ctx context.Context) error {
 	if o.clientOnly {
 		return nil
 	}
-	c, err := o.connect()
+	v, err := call(ctx, o.rootOptions, apiv1.ProbeletClient.Version, &apiv1.VersionRequest{})
 	if err != nil {
 		return err
-	}
-	defer c.Close()
-	ctx, cancel := c.unary(ctx)
-	defer cancel()
-	v, err := c.api.Version(ctx, &apiv1.VersionRequest{})
-	if err != nil {
-		return c.explain(err)
 	}
 	fmt.Fprintf(o.streams.Out, "Server Version: %s\nAPI Version: %s\nNRI Connected: %t\n", v.Version, v.ApiVersion, v.NriConnected)
 	return nil

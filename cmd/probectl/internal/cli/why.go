@@ -61,16 +61,9 @@ func (o *whyOptions) Validate() error {
 
 // Run asks probelet and prints its answers.
 func (o *whyOptions) Run(ctx context.Context) error {
-	c, err := o.connect()
+	resp, err := call(ctx, o.rootOptions, apiv1.ProbeletClient.Why, &apiv1.WhyRequest{Container: o.ref})
 	if err != nil {
 		return err
-	}
-	defer c.Close()
-	ctx, cancel := c.unary(ctx)
-	defer cancel()
-	resp, err := c.api.Why(ctx, &apiv1.WhyRequest{Container: o.ref})
-	if err != nil {
-		return c.explain(err)
 	}
 	v := newWhyView(resp)
 	if o.output != outputTable {
