@@ -1,6 +1,8 @@
 package lifecycle
 
 import (
+	"time"
+
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/spec"
 	"go.uber.org/zap"
@@ -234,23 +236,25 @@ func (c *Cache) removeContainer(id string) (*podEntry, *ctrEntry) {
 	return pe, ce
 }
 
-// removePod drops a sandbox and its containers, returning the containers.
-func (c *Cache) removePod(id string) (*podEntry, []*ctrEntry) {
+// removePod drops a sandbox and its containers, announcing each
+// container's deletion at at; it returns the sandbox (nil if unknown).
+func (c *Cache) removePod(at time.Time, id string) *podEntry {
 	pe, ok := c.pods[id]
 	if !ok {
-		return nil, nil
+		return nil
 	}
-	gone := make([]*ctrEntry, 0, len(pe.ctrs))
-	for cid, ce := range pe.ctrs {
+	gone := make([]string, 0, len(pe.ctrs))
+	for cid := range pe.ctrs {
 		delete(c.ctrs, cid)
 		c.tombstone(cid)
-		gone = append(gone, ce)
+		gone = append(gone, cid)
 	}
 	pe.ctrs = map[string]*ctrEntry{}
 	delete(c.pods, id)
 	c.unindex(pe)
 	c.tombstone(id)
-	return pe, gone
+	c.emit(ContainerDeleted, at, pe, gone...)
+	return pe
 }
 
 func (c *Cache) tombstone(id string) {

@@ -42,14 +42,9 @@ func (c *Cache) RemovePod(at time.Time, sb Sandbox) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	pe, gone := c.removePod(sb.ID)
-	if pe == nil {
-		return
+	if pe := c.removePod(at, sb.ID); pe != nil {
+		c.handoff(at, pe.sb.key())
 	}
-	for _, ce := range gone {
-		c.emit(ContainerDeleted, at, pe, ce.c.ID)
-	}
-	c.handoff(at, pe.sb.key())
 }
 
 // UpdateContainer records a container's creation, start or stop. sb is the
@@ -129,17 +124,21 @@ func (c *Cache) observe(at time.Time) {
 	c.m.ctrs.Set(float64(len(c.ctrs)))
 }
 
-// emit publishes a lifecycle event with a snapshot of the container's pod.
-func (c *Cache) emit(typ EventType, at time.Time, pe *podEntry, containerID string) {
-	if !c.events.active() {
+// emit publishes a lifecycle event per container with one snapshot of
+// their pod.
+func (c *Cache) emit(typ EventType, at time.Time, pe *podEntry, containerIDs ...string) {
+	if len(containerIDs) == 0 || !c.events.active() {
 		return
 	}
-	c.events.publish(Event{
-		Type:        typ,
-		Time:        at,
-		PodUID:      pe.sb.key(),
-		SandboxID:   pe.sb.ID,
-		ContainerID: containerID,
-		Pod:         c.snapshot(pe),
-	})
+	pod := c.snapshot(pe)
+	for _, id := range containerIDs {
+		c.events.publish(Event{
+			Type:        typ,
+			Time:        at,
+			PodUID:      pe.sb.key(),
+			SandboxID:   pe.sb.ID,
+			ContainerID: id,
+			Pod:         pod,
+		})
+	}
 }

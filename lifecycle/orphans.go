@@ -23,10 +23,7 @@ func (c *Cache) forgetOrphan(at time.Time, pe *podEntry) {
 			return
 		}
 	}
-	_, gone := c.removePod(pe.sb.ID)
-	for _, ce := range gone {
-		c.emit(ContainerDeleted, at, pe, ce.c.ID)
-	}
+	c.removePod(at, pe.sb.ID)
 	c.log.Debug("Forgot a pod whose removal the runtime will not announce",
 		zap.String("pod", pe.sb.Namespace+"/"+pe.sb.Name), zap.String("sandboxID", pe.sb.ID))
 }

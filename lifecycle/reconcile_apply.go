@@ -85,10 +85,7 @@ func (c *Cache) applyPods(start time.Time, p plan, f fetched, d Drift, touched m
 		if pe := c.pods[id]; pe == nil || !pe.seen.Before(start) {
 			continue
 		}
-		pe, gone := c.removePod(id)
-		for _, ce := range gone {
-			c.emit(ContainerDeleted, start, pe, ce.c.ID)
-		}
+		pe := c.removePod(start, id)
 		touched[pe.sb.key()] = true
 		d[DriftPodVanished]++
 	}

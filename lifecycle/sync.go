@@ -45,12 +45,8 @@ func (c *Cache) dropUnlisted(at time.Time, sbs []Sandbox, ctrs []Container) {
 		live[ct.ID] = true
 	}
 	for id := range c.pods {
-		if pods[id] {
-			continue
-		}
-		pe, gone := c.removePod(id)
-		for _, ce := range gone {
-			c.emit(ContainerDeleted, at, pe, ce.c.ID)
+		if !pods[id] {
+			c.removePod(at, id)
 		}
 	}
 	for id, ce := range c.ctrs {
