@@ -17,7 +17,7 @@ type describeOptions struct {
 	*rootOptions
 	output  string
 	history int32
-	ref     string
+	refArg
 }
 
 func newDescribeCommand(root *rootOptions) *cobra.Command {
@@ -34,12 +34,6 @@ func newDescribeCommand(root *rootOptions) *cobra.Command {
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json or yaml")
 	cmd.Flags().Int32Var(&o.history, "history", 10, "recent runs to show per probe (0: all retained)")
 	return cmd
-}
-
-// Complete takes the container reference.
-func (o *describeOptions) Complete(args []string) error {
-	o.ref = args[0]
-	return nil
 }
 
 // Validate checks flags.

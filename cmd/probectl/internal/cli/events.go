@@ -17,7 +17,7 @@ type eventsOptions struct {
 	*rootOptions
 	output string
 	follow bool
-	ref    string
+	refArg
 }
 
 func newEventsCommand(root *rootOptions) *cobra.Command {
@@ -36,14 +36,6 @@ object per line with --follow.`,
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json")
 	cmd.Flags().BoolVarP(&o.follow, "follow", "f", false, "keep printing new events")
 	return cmd
-}
-
-// Complete takes the optional container reference.
-func (o *eventsOptions) Complete(args []string) error {
-	if len(args) == 1 {
-		o.ref = args[0]
-	}
-	return nil
 }
 
 // Validate checks the output format.

@@ -24,7 +24,7 @@ type psOptions struct {
 	output  string
 	quiet   bool
 	noTrunc bool
-	ref     string
+	refArg
 }
 
 func newPsCommand(root *rootOptions) *cobra.Command {
@@ -46,14 +46,6 @@ namespace/pod, namespace/pod/container). -o json prints the contract documented 
 	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "print container IDs only")
 	cmd.Flags().BoolVar(&o.noTrunc, "no-trunc", false, "do not truncate IDs and outputs")
 	return cmd
-}
-
-// Complete takes the optional container reference.
-func (o *psOptions) Complete(args []string) error {
-	if len(args) == 1 {
-		o.ref = args[0]
-	}
-	return nil
 }
 
 // Validate checks the output flags.

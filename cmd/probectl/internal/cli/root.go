@@ -85,6 +85,20 @@ func (o *rootOptions) connect() (*client, error) {
 
 func (o *rootOptions) now() time.Time { return o.env.Clock.Now() }
 
+// refArg is a command's CONTAINER argument; its Complete takes it when
+// given (cobra's Args has checked how many there are).
+type refArg struct {
+	ref string
+}
+
+// Complete takes the container reference, if any.
+func (a *refArg) Complete(args []string) error {
+	if len(args) > 0 {
+		a.ref = args[0]
+	}
+	return nil
+}
+
 // runner is a command's Options: Complete, Validate, Run.
 type runner interface {
 	Complete(args []string) error

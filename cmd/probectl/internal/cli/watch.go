@@ -21,7 +21,7 @@ const watchLine = "%-8s  %-40s  %-9s  %-7s  %s\n"
 type watchOptions struct {
 	*rootOptions
 	output string
-	ref    string
+	refArg
 }
 
 func newWatchCommand(root *rootOptions) *cobra.Command {
@@ -38,14 +38,6 @@ liveness failing) until interrupted. -o json prints one JSON object per line.`,
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json (one object per line)")
 	return cmd
-}
-
-// Complete takes the optional container reference.
-func (o *watchOptions) Complete(args []string) error {
-	if len(args) == 1 {
-		o.ref = args[0]
-	}
-	return nil
 }
 
 // Validate checks the output format.

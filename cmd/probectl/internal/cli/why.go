@@ -15,7 +15,7 @@ import (
 type whyOptions struct {
 	*rootOptions
 	output string
-	ref    string
+	refArg
 }
 
 // whyView is `probectl why -o json|yaml`.
@@ -46,12 +46,6 @@ func newWhyCommand(root *rootOptions) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json or yaml")
 	return cmd
-}
-
-// Complete takes the container reference.
-func (o *whyOptions) Complete(args []string) error {
-	o.ref = args[0]
-	return nil
 }
 
 // Validate checks the output format.
