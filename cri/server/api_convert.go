@@ -99,7 +99,7 @@ func pbContainer(e entry, history int) *apiv1.Container {
 func pbProbe(st *prober.ContainerStatus, t probe.Type, history int) *apiv1.Probe {
 	ps := st.Probes[t]
 	p := &apiv1.Probe{
-		Type: pbProbeType(t), Spec: pbProbeSpec(specFor(st.Spec, t)),
+		Type: pbProbeType(t), Spec: pbProbeSpec(st.Spec.Get(t)),
 		Result: pbResult(ps.Result), Consecutive: int32(ps.Consecutive), OnHold: ps.OnHold,
 		LastProbeTime: pbTime(ps.LastProbeTime), LastOutput: ps.LastOutput, Method: pbMethod(ps.Method),
 	}

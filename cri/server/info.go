@@ -99,7 +99,7 @@ func newProbeInfo(st *prober.ContainerStatus, t probe.Type) probeInfo {
 		Result: ps.Result.String(), Consecutive: ps.Consecutive,
 		SuccessThreshold: ps.SuccessThreshold, FailureThreshold: ps.FailureThreshold,
 		OnHold: ps.OnHold, LastProbeTime: timePtr(ps.LastProbeTime), LastOutput: ps.LastOutput,
-		Method: ps.Method, Spec: specFor(st.Spec, t), Recent: []runInfo{},
+		Method: ps.Method, Spec: st.Spec.Get(t), Recent: []runInfo{},
 	}
 	for _, r := range ps.History {
 		pi.Recent = append(pi.Recent, runInfo{

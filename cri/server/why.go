@@ -222,7 +222,7 @@ func lastOutput(ps prober.ProbeStatus) string {
 }
 
 func delay(st *prober.ContainerStatus, t probe.Type) string {
-	if sp := specFor(st.Spec, t); sp != nil && sp.InitialDelaySeconds > 0 {
+	if sp := st.Spec.Get(t); sp != nil && sp.InitialDelaySeconds > 0 {
 		return fmt.Sprintf(" (initialDelaySeconds %d)", sp.InitialDelaySeconds)
 	}
 	return ""
