@@ -27,23 +27,34 @@ func CheckPod(pod PodRef, probes PodProbes, podSpec *corev1.PodSpec) ErrorList {
 }
 
 func checkContainer(cp ContainerProbes, name string, podSpec *corev1.PodSpec) field.ErrorList {
-	c, path := findContainer(name, podSpec.Containers, field.NewPath("spec", "containers"))
+	c, errs := probedContainer(name, podSpec)
 	if c == nil {
-		c, path = findContainer(name, podSpec.InitContainers, field.NewPath("spec", "initContainers"))
-		if c == nil {
-			return field.ErrorList{field.NotFound(field.NewPath("spec", "containers"), name)}
-		}
-		if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
-			return field.ErrorList{field.Forbidden(path,
-				"probes may not be set for init containers without restartPolicy=Always")}
-		}
+		return errs
 	}
 	ports := PortsAnnotation(c.Ports)
-	var errs field.ErrorList
 	for _, t := range probe.Types {
 		errs = append(errs, checkPorts(cp.Get(t), field.NewPath(FieldName(t)), ports)...)
 	}
 	return errs
+}
+
+// probedContainer finds the container named name: a container of the pod,
+// or else a restartable init container; nil with the reason otherwise.
+func probedContainer(name string, podSpec *corev1.PodSpec) (*corev1.Container, field.ErrorList) {
+	byName := func(c corev1.Container) bool { return c.Name == name }
+	if i := slices.IndexFunc(podSpec.Containers, byName); i >= 0 {
+		return &podSpec.Containers[i], nil
+	}
+	i := slices.IndexFunc(podSpec.InitContainers, byName)
+	if i < 0 {
+		return nil, field.ErrorList{field.NotFound(field.NewPath("spec", "containers"), name)}
+	}
+	c := &podSpec.InitContainers[i]
+	if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		return nil, field.ErrorList{field.Forbidden(field.NewPath("spec", "initContainers").Index(i),
+			"probes may not be set for init containers without restartPolicy=Always")}
+	}
+	return c, nil
 }
 
 // checkPorts resolves the named ports of a probe's httpGet or tcpSocket.
@@ -65,13 +76,4 @@ func checkPorts(p *corev1.Probe, path *field.Path, portsAnnotation string) field
 		return field.ErrorList{field.Invalid(path, port.StrVal, err.Error())}
 	}
 	return nil
-}
-
-func findContainer(name string, cs []corev1.Container, path *field.Path) (*corev1.Container, *field.Path) {
-	for i := range cs {
-		if cs[i].Name == name {
-			return &cs[i], path.Index(i)
-		}
-	}
-	return nil, nil
 }
