@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -22,8 +23,9 @@ func (m *Manager) Containers() []ContainerStatus {
 		}
 	}
 	slices.SortFunc(out, func(a, b ContainerStatus) int {
-		return strings.Compare(a.PodNamespace+"/"+a.PodName+"/"+a.ContainerName,
-			b.PodNamespace+"/"+b.PodName+"/"+b.ContainerName)
+		return cmp.Or(strings.Compare(a.PodNamespace, b.PodNamespace),
+			strings.Compare(a.PodName, b.PodName),
+			strings.Compare(a.ContainerName, b.ContainerName))
 	})
 	return out
 }

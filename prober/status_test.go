@@ -1,7 +1,9 @@
 package prober_test
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -63,6 +65,27 @@ func TestContainersListsProbedAndMisconfiguredContainersOnly(t *testing.T) {
 	}
 	if _, ok := h.m.Container("c2"); ok {
 		t.Fatal("a container without probes or errors is listed")
+	}
+}
+
+func TestContainersAreOrderedByNamespacePodAndContainerName(t *testing.T) {
+	h := newHarness(t)
+	// '-' sorts before '/', so joining the names into one string would
+	// put web-1 before web and team-a before team.
+	for i, p := range []struct{ ns, name string }{
+		{"team-a", "api"}, {"team", "web-1"}, {"team", "web"}, {"default", "web"},
+	} {
+		pod := testPod(fmt.Sprintf("c%d", i), spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+		pod.UID, pod.Namespace, pod.Name = fmt.Sprintf("uid-%d", i), p.ns, p.name
+		h.update(pod)
+	}
+	var got []string
+	for _, st := range h.m.Containers() {
+		got = append(got, st.PodNamespace+" "+st.PodName)
+	}
+	want := []string{"default web", "team web", "team web-1", "team-a api"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Containers order = %q, want %q", got, want)
 	}
 }
 
