@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"sort"
-	"strconv"
 
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/spec"
@@ -57,12 +56,8 @@ func newer(a, b *ctrEntry) bool {
 // puts on every container.
 func podGrace(ctrs []prober.Container) *int64 {
 	for _, ct := range ctrs {
-		v, ok := ct.Annotations[spec.AnnotationPodTerminationGracePeriod]
-		if !ok {
-			continue
-		}
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
-			return &n
+		if g, err := spec.PodGracePeriod(ct.Annotations); err == nil && g != nil {
+			return g
 		}
 	}
 	return nil
