@@ -3,9 +3,7 @@ package lifecycle
 import (
 	"time"
 
-	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/spec"
-	"go.uber.org/zap"
+	"github.com/probelet/probelet/node"
 )
 
 // The helpers below mutate the cache; callers hold c.mu. Stored maps and
@@ -29,7 +27,6 @@ func (c *Cache) upsertPod(sb Sandbox) *podEntry {
 		e.sb = merged
 	}
 	e.seen = c.clock.Now()
-	c.parseProbes(e)
 	c.askDate(e)
 	return e
 }
@@ -105,28 +102,9 @@ func mergeSandbox(old, cur Sandbox) Sandbox {
 	return cur
 }
 
-// parseProbes parses the probes annotation when it changed since the last parse.
-func (c *Cache) parseProbes(e *podEntry) {
-	v := e.sb.Annotations[spec.AnnotationProbes]
-	if v == e.probesFrom {
-		return
-	}
-	e.probesFrom = v
-	e.probes, e.specErrs = nil, nil
-	if v == "" {
-		return
-	}
-	e.probes, e.specErrs = c.parse(e.sb.Namespace, e.sb.Name, v)
-	for name, msg := range e.specErrs {
-		c.log.Warn("Invalid probe spec",
-			zap.String("pod", e.sb.Namespace+"/"+e.sb.Name), zap.String("podUID", e.sb.UID),
-			zap.String("container", name), zap.String("error", msg))
-	}
-}
-
 // upsertContainer records what a source says about a container and returns
 // the lifecycle event the change amounts to, if any.
-func (c *Cache) upsertContainer(ct Container) (*podEntry, *ctrEntry, EventType, bool) {
+func (c *Cache) upsertContainer(ct Container) (*podEntry, *ctrEntry, node.EventType, bool) {
 	pe := c.ensurePod(ct.SandboxID)
 	ce, ok := c.ctrs[ct.ID]
 	if !ok {
@@ -147,8 +125,8 @@ func (c *Cache) upsertContainer(ct Container) (*podEntry, *ctrEntry, EventType, 
 // mergeContainer keeps the state monotonic (created → running → exited; a
 // container ID never runs twice, so a late event cannot revive it) and
 // keeps fields the newer source does not carry.
-func mergeContainer(old, cur prober.Container) prober.Container {
-	if rank(cur.State) < rank(old.State) {
+func mergeContainer(old, cur node.Container) node.Container {
+	if cur.State.Before(old.State) {
 		cur.State = old.State
 	}
 	if cur.CreatedAt.IsZero() {
@@ -157,7 +135,7 @@ func mergeContainer(old, cur prober.Container) prober.Container {
 	if cur.StartedAt.IsZero() {
 		cur.StartedAt = old.StartedAt
 	}
-	if cur.State == prober.ContainerExited {
+	if cur.State == node.StateExited {
 		cur.Pid = 0
 		if cur.FinishedAt.IsZero() {
 			cur.FinishedAt = old.FinishedAt
@@ -184,39 +162,27 @@ func mergeContainer(old, cur prober.Container) prober.Container {
 	return cur
 }
 
-func rank(s prober.ContainerState) int {
-	switch s {
-	case prober.ContainerCreated:
-		return 1
-	case prober.ContainerRunning:
-		return 2
-	case prober.ContainerExited:
-		return 3
-	}
-	return 0
-}
-
 // firstEvent is the event for a container seen for the first time.
-func firstEvent(s prober.ContainerState) EventType {
+func firstEvent(s node.ContainerState) node.EventType {
 	switch s {
-	case prober.ContainerRunning:
-		return ContainerStarted
-	case prober.ContainerExited:
-		return ContainerStopped
+	case node.StateRunning:
+		return node.ContainerStartedEvent
+	case node.StateExited:
+		return node.ContainerStoppedEvent
 	}
-	return ContainerCreated
+	return node.ContainerCreatedEvent
 }
 
 // transition is the event a state change amounts to.
-func transition(old, cur prober.ContainerState) (EventType, bool) {
+func transition(old, cur node.ContainerState) (node.EventType, bool) {
 	if old == cur {
 		return 0, false
 	}
 	switch cur {
-	case prober.ContainerRunning:
-		return ContainerStarted, true
-	case prober.ContainerExited:
-		return ContainerStopped, true
+	case node.StateRunning:
+		return node.ContainerStartedEvent, true
+	case node.StateExited:
+		return node.ContainerStoppedEvent, true
 	}
 	return 0, false
 }
@@ -253,7 +219,7 @@ func (c *Cache) removePod(at time.Time, id string) *podEntry {
 	delete(c.pods, id)
 	c.unindex(pe)
 	c.tombstone(id)
-	c.emit(ContainerDeleted, at, pe, gone...)
+	c.emit(node.ContainerDeletedEvent, at, pe, gone...)
 	return pe
 }
 

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"sync"
 
+	"github.com/probelet/probelet/node"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -10,22 +11,22 @@ import (
 // blocking the publisher: a full subscriber channel loses the event.
 type broadcaster struct {
 	mu      sync.Mutex
-	subs    map[uint64]chan Event
+	subs    map[uint64]chan node.Event
 	next    uint64
 	dropped prometheus.Counter
 }
 
 func newBroadcaster(dropped prometheus.Counter) *broadcaster {
-	return &broadcaster{subs: map[uint64]chan Event{}, dropped: dropped}
+	return &broadcaster{subs: map[uint64]chan node.Event{}, dropped: dropped}
 }
 
 // subscribe returns a channel with the given buffer (at least 1) and an
 // idempotent cancel that closes it.
-func (b *broadcaster) subscribe(buffer int) (<-chan Event, func()) {
+func (b *broadcaster) subscribe(buffer int) (<-chan node.Event, func()) {
 	if buffer < 1 {
 		buffer = 1
 	}
-	ch := make(chan Event, buffer)
+	ch := make(chan node.Event, buffer)
 	b.mu.Lock()
 	id := b.next
 	b.next++
@@ -50,7 +51,7 @@ func (b *broadcaster) active() bool {
 }
 
 // publish delivers ev to every subscriber that has room and counts the rest.
-func (b *broadcaster) publish(ev Event) {
+func (b *broadcaster) publish(ev node.Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, ch := range b.subs {

@@ -10,21 +10,19 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/utils/clock"
 
-	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/node"
 )
 
 // Cache is the node's pod/container cache, fed by runtime events. Every
-// change is handed to the probe engine (a prober.PodSink) as a pod
-// snapshot right away, in the caller's goroutine, and announced to
-// lifecycle event subscribers without blocking. All methods are safe for
-// concurrent use.
+// change is handed to the Sink (the probe engine) as a pod snapshot right
+// away, in the caller's goroutine and under the cache's lock (see Sink for
+// the lock order), and announced to lifecycle event subscribers without
+// blocking. All methods are safe for concurrent use.
 type Cache struct {
 	mu     sync.Mutex
 	clock  clock.PassiveClock
 	log    *zap.Logger
-	sink   prober.PodSink
-	parse  ProbeParser
+	sink   Sink
 	reg    prometheus.Registerer
 	m      *metrics
 	events *broadcaster
@@ -60,18 +58,11 @@ type podEntry struct {
 	// restart nobody announces its stop or removal (containerd #8426). A
 	// StopPodSandbox shows the runtime does track it and clears it.
 	orphan bool
-
-	// probesFrom is the annotation value probes and specErrs were parsed
-	// from; parsing happens again only when it changes. Its zero value
-	// matches the zero probes and specErrs (no annotation, nothing parsed).
-	probesFrom string
-	probes     spec.PodProbes
-	specErrs   map[string]string
 }
 
 // ctrEntry is one container instance.
 type ctrEntry struct {
-	c         prober.Container
+	c         node.Container
 	sandboxID string
 	seq       uint64
 	seen      time.Time
@@ -113,19 +104,8 @@ func WithRegisterer(r prometheus.Registerer) Option {
 	}
 }
 
-// WithProbeParser replaces how the probes annotation is parsed.
-func WithProbeParser(p ProbeParser) Option {
-	return func(cc *Cache) error {
-		if p == nil {
-			return errors.New("lifecycle: nil probe parser")
-		}
-		cc.parse = p
-		return nil
-	}
-}
-
 // New returns an empty cache that drives sink.
-func New(sink prober.PodSink, opts ...Option) (*Cache, error) {
+func New(sink Sink, opts ...Option) (*Cache, error) {
 	if sink == nil {
 		return nil, errors.New("lifecycle: nil pod sink")
 	}
@@ -133,7 +113,6 @@ func New(sink prober.PodSink, opts ...Option) (*Cache, error) {
 		clock: clock.RealClock{},
 		log:   zap.NewNop(),
 		sink:  sink,
-		parse: ParseProbes,
 		m:     newMetrics(),
 		pods:  map[string]*podEntry{},
 		byKey: map[string]map[string]*podEntry{},

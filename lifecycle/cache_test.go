@@ -3,20 +3,18 @@ package lifecycle_test
 import (
 	"fmt"
 	"reflect"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/probelet/probelet/lifecycle"
-	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/spec"
-	corev1 "k8s.io/api/core/v1"
 )
 
 const (
-	running = prober.ContainerRunning
-	created = prober.ContainerCreated
-	exited  = prober.ContainerExited
+	running = node.StateRunning
+	created = node.StateCreated
+	exited  = node.StateExited
 )
 
 func TestCacheDrivesSinkAndEvents(t *testing.T) {
@@ -25,8 +23,8 @@ func TestCacheDrivesSinkAndEvents(t *testing.T) {
 		name       string
 		steps      func(c *lifecycle.Cache, at time.Time)
 		wantLast   string // last sink op
-		wantStates map[string]prober.ContainerState
-		wantEvents []lifecycle.EventType
+		wantStates map[string]node.ContainerState
+		wantEvents []node.EventType
 		deleting   bool
 	}{{
 		name: "pod runs with a started container",
@@ -37,8 +35,8 @@ func TestCacheDrivesSinkAndEvents(t *testing.T) {
 			c.UpdateContainer(at, sb, ctr("c1", "sb1", "web", running, t0))
 		},
 		wantLast:   "update",
-		wantStates: map[string]prober.ContainerState{"c1": running},
-		wantEvents: []lifecycle.EventType{lifecycle.ContainerCreated, lifecycle.ContainerStarted},
+		wantStates: map[string]node.ContainerState{"c1": running},
+		wantEvents: []node.EventType{node.ContainerCreatedEvent, node.ContainerStartedEvent},
 	}, {
 		name: "late running event cannot revive an exited container",
 		steps: func(c *lifecycle.Cache, at time.Time) {
@@ -47,8 +45,8 @@ func TestCacheDrivesSinkAndEvents(t *testing.T) {
 			c.UpdateContainer(at, sb, ctr("c1", "sb1", "web", running, t0))
 		},
 		wantLast:   "update",
-		wantStates: map[string]prober.ContainerState{"c1": exited},
-		wantEvents: []lifecycle.EventType{lifecycle.ContainerStarted, lifecycle.ContainerStopped},
+		wantStates: map[string]node.ContainerState{"c1": exited},
+		wantEvents: []node.EventType{node.ContainerStartedEvent, node.ContainerStoppedEvent},
 	}, {
 		name: "restarted container: the engine sees the newest instance only",
 		steps: func(c *lifecycle.Cache, at time.Time) {
@@ -56,8 +54,8 @@ func TestCacheDrivesSinkAndEvents(t *testing.T) {
 			c.UpdateContainer(at, sb, ctr("c2", "sb1", "web", running, t0.Add(time.Second)))
 		},
 		wantLast:   "update",
-		wantStates: map[string]prober.ContainerState{"c2": running},
-		wantEvents: []lifecycle.EventType{lifecycle.ContainerStopped, lifecycle.ContainerStarted},
+		wantStates: map[string]node.ContainerState{"c2": running},
+		wantEvents: []node.EventType{node.ContainerStoppedEvent, node.ContainerStartedEvent},
 	}, {
 		name: "stopping the sandbox marks the pod deleting",
 		steps: func(c *lifecycle.Cache, at time.Time) {
@@ -65,8 +63,8 @@ func TestCacheDrivesSinkAndEvents(t *testing.T) {
 			c.StopPod(at, sb)
 		},
 		wantLast:   "update",
-		wantStates: map[string]prober.ContainerState{"c1": running},
-		wantEvents: []lifecycle.EventType{lifecycle.ContainerStarted},
+		wantStates: map[string]node.ContainerState{"c1": running},
+		wantEvents: []node.EventType{node.ContainerStartedEvent},
 		deleting:   true,
 	}, {
 		name: "removing a container cleans up per container",
@@ -76,8 +74,8 @@ func TestCacheDrivesSinkAndEvents(t *testing.T) {
 			c.RemoveContainer(at, ctr("c1", "sb1", "web", exited, t0))
 		},
 		wantLast:   "update",
-		wantStates: map[string]prober.ContainerState{},
-		wantEvents: []lifecycle.EventType{lifecycle.ContainerStarted, lifecycle.ContainerStopped, lifecycle.ContainerDeleted},
+		wantStates: map[string]node.ContainerState{},
+		wantEvents: []node.EventType{node.ContainerStartedEvent, node.ContainerStoppedEvent, node.ContainerDeletedEvent},
 	}, {
 		name: "removing the sandbox removes the pod and its containers",
 		steps: func(c *lifecycle.Cache, at time.Time) {
@@ -85,7 +83,7 @@ func TestCacheDrivesSinkAndEvents(t *testing.T) {
 			c.RemovePod(at, sb)
 		},
 		wantLast:   "remove",
-		wantEvents: []lifecycle.EventType{lifecycle.ContainerStarted, lifecycle.ContainerDeleted},
+		wantEvents: []node.EventType{node.ContainerStartedEvent, node.ContainerDeletedEvent},
 	}, {
 		name: "events without IDs are ignored",
 		steps: func(c *lifecycle.Cache, at time.Time) {
@@ -119,7 +117,7 @@ func TestCacheDrivesSinkAndEvents(t *testing.T) {
 					t.Errorf("Deleting = %v, want %v", last.pod.Deleting, tt.deleting)
 				}
 			}
-			var got []lifecycle.EventType
+			var got []node.EventType
 			for _, ev := range drain(events) {
 				got = append(got, ev.Type)
 				if ev.PodUID != "uid1" || ev.SandboxID != "sb1" || ev.ContainerID == "" {
@@ -147,8 +145,10 @@ func TestSnapshotCarriesPodAndContainerFields(t *testing.T) {
 		p.NetNSPath != "/proc/42/ns/net" || p.IPs[0] != "10.0.0.7" || p.Labels["app"] != "web" {
 		t.Errorf("pod fields not carried: %+v", p)
 	}
-	if p.TerminationGracePeriodSeconds == nil || *p.TerminationGracePeriodSeconds != 45 {
-		t.Errorf("grace period = %v, want 45", p.TerminationGracePeriodSeconds)
+	// The runtime carries the pod's grace only on containers; the snapshot
+	// keeps them so the one derivation (spec.PodGrace) can read it.
+	if g, err := spec.PodGrace(&p); err != nil || g == nil || *g != 45 {
+		t.Errorf("grace period = %v (%v), want 45", g, err)
 	}
 	c := p.Containers[0]
 	if c.Pid != 99 || !c.StartedAt.Equal(t0.Add(time.Second)) || c.Env[0] != "A=1" || c.Image != "busybox" {
@@ -164,40 +164,24 @@ func TestSnapshotCarriesPodAndContainerFields(t *testing.T) {
 	}
 }
 
-func TestProbesParsedOncePerAnnotationChange(t *testing.T) {
-	var parses atomic.Int32
-	parser := func(ns, name, v string) (spec.PodProbes, map[string]string) {
-		parses.Add(1)
-		if v == "bad" {
-			return nil, map[string]string{"web": fmt.Sprintf("pod %s/%s: bad", ns, name)}
-		}
-		return spec.PodProbes{"web": {Readiness: &corev1.Probe{PeriodSeconds: 2}}}, nil
-	}
-	e := newEnv(t, lifecycle.WithProbeParser(parser))
+// containerd sends a bare pod (ID, empty maps) when it lost the sandbox;
+// what was known (name, annotations with the probes) must survive it.
+func TestBarePodKeepsWhatWasKnown(t *testing.T) {
+	e := newEnv(t)
 	sb := sandbox("sb1", "uid1")
-	sb.Annotations = map[string]string{spec.AnnotationProbes: "good"}
+	sb.Annotations = map[string]string{spec.AnnotationProbes: "probes"}
 	e.cache.RunPod(t0, sb)
-	for i := range 5 {
-		e.cache.UpdateContainer(t0, sb, ctr(fmt.Sprint("c", i), "sb1", "web", running, t0))
-	}
-	if n := parses.Load(); n != 1 {
-		t.Fatalf("parsed %d times for one annotation value, want 1", n)
-	}
-	if p := e.sink.last(t).pod; p.Probes["web"].Readiness.PeriodSeconds != 2 || p.SpecErrors != nil {
-		t.Fatalf("probes not handed over: %+v %v", p.Probes, p.SpecErrors)
-	}
-	// containerd sends a bare pod (ID, empty maps) when it lost the sandbox.
+	e.cache.UpdateContainer(t0, sb, ctr("c0", "sb1", "web", running, t0))
 	bare := lifecycle.Sandbox{ID: "sb1", Annotations: map[string]string{}, Labels: map[string]string{}}
 	e.cache.UpdateContainer(t0, bare, ctr("c0", "sb1", "web", exited, t0))
-	if p := e.sink.last(t).pod; parses.Load() != 1 || p.Probes == nil || p.Name != "web-uid1" {
-		t.Fatalf("a bare pod erased what was known: parses=%d %+v", parses.Load(), p)
+	if p := e.sink.last(t).pod; p.Annotations[spec.AnnotationProbes] != "probes" || p.Name != "web-uid1" {
+		t.Fatalf("a bare pod erased what was known: %+v", p)
 	}
-	bad := sb
-	bad.Annotations = map[string]string{spec.AnnotationProbes: "bad"}
-	e.cache.RunPod(t0, bad)
-	p := e.sink.last(t).pod
-	if parses.Load() != 2 || p.Probes != nil || p.SpecErrors["web"] != "pod default/web-uid1: bad" {
-		t.Fatalf("changed annotation: parses=%d probes=%v errors=%v", parses.Load(), p.Probes, p.SpecErrors)
+	changed := sb
+	changed.Annotations = map[string]string{spec.AnnotationProbes: "new"}
+	e.cache.RunPod(t0, changed)
+	if p := e.sink.last(t).pod; p.Annotations[spec.AnnotationProbes] != "new" {
+		t.Fatalf("a changed annotation was not handed over: %+v", p.Annotations)
 	}
 }
 
@@ -235,15 +219,15 @@ func TestSyncKeepsSurvivorsAndDropsVanished(t *testing.T) {
 	if last.op != "sync" || len(last.pods) != 2 || last.pods[0].UID != "uidA" || last.pods[1].UID != "uidC" {
 		t.Fatalf("sync handed %s %+v, want pods uidA and uidC", last.op, last.pods)
 	}
-	want := map[string]prober.ContainerState{"a1": running, "a0": exited}
+	want := map[string]node.ContainerState{"a1": running, "a0": exited}
 	if got := states(last.pods[0]); !reflect.DeepEqual(got, want) {
 		t.Errorf("uidA containers = %v, want %v (exited kept, unlisted live dropped)", got, want)
 	}
-	got := map[string]lifecycle.EventType{}
+	got := map[string]node.EventType{}
 	for _, ev := range drain(events) {
 		got[ev.ContainerID] = ev.Type
 	}
-	wantEv := map[string]lifecycle.EventType{"a2": lifecycle.ContainerDeleted, "b1": lifecycle.ContainerDeleted, "c1": lifecycle.ContainerStarted}
+	wantEv := map[string]node.EventType{"a2": node.ContainerDeletedEvent, "b1": node.ContainerDeletedEvent, "c1": node.ContainerStartedEvent}
 	if !reflect.DeepEqual(got, wantEv) {
 		t.Errorf("events = %v, want %v", got, wantEv)
 	}
@@ -321,13 +305,12 @@ func TestViewPodsAndConnection(t *testing.T) {
 func TestNewRejectsBadOptions(t *testing.T) {
 	tests := []struct {
 		name string
-		sink prober.PodSink
+		sink lifecycle.Sink
 		opts []lifecycle.Option
 	}{
 		{"nil sink", nil, nil},
 		{"nil clock", &fakeSink{}, []lifecycle.Option{lifecycle.WithClock(nil)}},
 		{"nil logger", &fakeSink{}, []lifecycle.Option{lifecycle.WithLogger(nil)}},
-		{"nil parser", &fakeSink{}, []lifecycle.Option{lifecycle.WithProbeParser(nil)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

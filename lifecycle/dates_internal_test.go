@@ -4,21 +4,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/node"
 )
 
 type nopSink struct{}
 
-func (nopSink) UpdatePod(prober.Pod)  {}
-func (nopSink) RemovePod(string)      {}
-func (nopSink) SyncPods([]prober.Pod) {}
+func (nopSink) UpdatePod(node.Pod)  {}
+func (nopSink) RemovePod(string)    {}
+func (nopSink) SyncPods([]node.Pod) {}
 
 // A sandbox with its time (RunPodSandbox stamps it) asks for nothing; one
 // without asks the reconciler once, however many events follow.
 func TestAskDateOncePerSandbox(t *testing.T) {
 	at := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	undated := Sandbox{ID: "sbB", UID: "uidB"}
-	ctrB := Container{SandboxID: "sbB", Container: prober.Container{ID: "b1", Name: "web", State: prober.ContainerRunning}}
+	ctrB := Container{SandboxID: "sbB", Container: node.Container{ID: "b1", Name: "web", State: node.StateRunning}}
 	steps := []struct {
 		name string
 		do   func(c *Cache)
@@ -31,7 +31,7 @@ func TestAskDateOncePerSandbox(t *testing.T) {
 			c.Sync(at, []Sandbox{undated}, []Container{ctrB})
 		}, 0},
 		{"container before its pod", func(c *Cache) {
-			c.UpdateContainer(at, Sandbox{}, Container{SandboxID: "sbC", Container: prober.Container{ID: "c1", Name: "web"}})
+			c.UpdateContainer(at, Sandbox{}, Container{SandboxID: "sbC", Container: node.Container{ID: "c1", Name: "web"}})
 		}, 1},
 	}
 	c, err := New(nopSink{})

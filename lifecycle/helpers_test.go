@@ -10,16 +10,15 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/probelet/probelet/lifecycle"
-	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/node"
 )
 
 // sinkCall is one call the cache made on the engine.
 type sinkCall struct {
 	op   string // update, remove, sync
-	pod  prober.Pod
+	pod  node.Pod
 	uid  string
-	pods []prober.Pod
+	pods []node.Pod
 }
 
 // fakeSink records what the cache hands to the engine.
@@ -28,11 +27,11 @@ type fakeSink struct {
 	calls []sinkCall
 }
 
-var _ prober.PodSink = (*fakeSink)(nil)
+var _ lifecycle.Sink = (*fakeSink)(nil)
 
-func (f *fakeSink) UpdatePod(p prober.Pod) { f.add(sinkCall{op: "update", pod: p, uid: p.UID}) }
-func (f *fakeSink) RemovePod(uid string)   { f.add(sinkCall{op: "remove", uid: uid}) }
-func (f *fakeSink) SyncPods(ps []prober.Pod) {
+func (f *fakeSink) UpdatePod(p node.Pod) { f.add(sinkCall{op: "update", pod: p, uid: p.UID}) }
+func (f *fakeSink) RemovePod(uid string) { f.add(sinkCall{op: "remove", uid: uid}) }
+func (f *fakeSink) SyncPods(ps []node.Pod) {
 	f.add(sinkCall{op: "sync", pods: ps})
 }
 
@@ -66,13 +65,10 @@ type env struct {
 	reg   *prometheus.Registry
 }
 
-// noProbes is a parser for tests that do not look at probes.
-func noProbes(string, string, string) (spec.PodProbes, map[string]string) { return nil, nil }
-
 func newEnv(t *testing.T, opts ...lifecycle.Option) *env {
 	t.Helper()
 	e := &env{sink: &fakeSink{}, clock: clocktesting.NewFakeClock(t0), reg: prometheus.NewRegistry()}
-	base := []lifecycle.Option{lifecycle.WithClock(e.clock), lifecycle.WithRegisterer(e.reg), lifecycle.WithProbeParser(noProbes)}
+	base := []lifecycle.Option{lifecycle.WithClock(e.clock), lifecycle.WithRegisterer(e.reg)}
 	c, err := lifecycle.New(e.sink, append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -86,8 +82,8 @@ func sandbox(id, uid string) lifecycle.Sandbox {
 		IPs: []string{"10.0.0.7"}, NetNSPath: "/proc/42/ns/net", Pid: 42}
 }
 
-func ctr(id, sandboxID, name string, state prober.ContainerState, created time.Time) lifecycle.Container {
-	return lifecycle.Container{SandboxID: sandboxID, Container: prober.Container{
+func ctr(id, sandboxID, name string, state node.ContainerState, created time.Time) lifecycle.Container {
+	return lifecycle.Container{SandboxID: sandboxID, Container: node.Container{
 		ID: id, Name: name, State: state, CreatedAt: created, Image: "busybox"}}
 }
 
@@ -134,16 +130,16 @@ func value(m *dto.Metric) float64 {
 	return 0
 }
 
-func states(p prober.Pod) map[string]prober.ContainerState {
-	out := map[string]prober.ContainerState{}
+func states(p node.Pod) map[string]node.ContainerState {
+	out := map[string]node.ContainerState{}
 	for _, c := range p.Containers {
 		out[c.ID] = c.State
 	}
 	return out
 }
 
-func drain(ch <-chan lifecycle.Event) []lifecycle.Event {
-	var out []lifecycle.Event
+func drain(ch <-chan node.Event) []node.Event {
+	var out []node.Event
 	for {
 		select {
 		case ev := <-ch:

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"time"
 
+	"github.com/probelet/probelet/node"
 	"go.uber.org/zap"
 )
 
@@ -79,7 +80,7 @@ func (c *Cache) RemoveContainer(at time.Time, ct Container) {
 	if pe == nil {
 		return
 	}
-	c.emit(ContainerDeleted, at, pe, ce.c.ID)
+	c.emit(node.ContainerDeletedEvent, at, pe, ce.c.ID)
 	c.forgetOrphan(at, pe)
 	c.handoff(at, pe.sb.key())
 }
@@ -126,13 +127,13 @@ func (c *Cache) observe(at time.Time) {
 
 // emit publishes a lifecycle event per container with one snapshot of
 // their pod.
-func (c *Cache) emit(typ EventType, at time.Time, pe *podEntry, containerIDs ...string) {
+func (c *Cache) emit(typ node.EventType, at time.Time, pe *podEntry, containerIDs ...string) {
 	if len(containerIDs) == 0 || !c.events.active() {
 		return
 	}
 	pod := c.snapshot(pe)
 	for _, id := range containerIDs {
-		c.events.publish(Event{
+		c.events.publish(node.Event{
 			Type:        typ,
 			Time:        at,
 			PodUID:      pe.sb.key(),

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/node"
 )
 
 // Sandbox is what a runtime source (an NRI event, Synchronize or a CRI
@@ -34,7 +34,7 @@ type Sandbox struct {
 type Container struct {
 	// SandboxID is the ID of the pod sandbox the container runs in.
 	SandboxID string
-	prober.Container
+	node.Container
 }
 
 // key returns the identity the engine knows the pod by.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/lifecycle"
-	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/node"
 )
 
 // After a runtime restart containerd announces no stop or removal of the
@@ -19,7 +19,7 @@ func TestOrphanSandboxGoesWithItsLastContainer(t *testing.T) {
 		name       string
 		steps      func(c *lifecycle.Cache)
 		wantPods   []string // sandbox IDs left
-		wantEvents map[string]lifecycle.EventType
+		wantEvents map[string]node.EventType
 	}{{
 		name: "listed by Synchronize: dropped with its containers",
 		steps: func(c *lifecycle.Cache) {
@@ -27,7 +27,7 @@ func TestOrphanSandboxGoesWithItsLastContainer(t *testing.T) {
 			c.UpdateContainer(t0, sbA, ctr("a1", "sbA", "web", exited, t0))
 			c.RemoveContainer(t0, ctr("a1", "sbA", "web", exited, t0))
 		},
-		wantEvents: map[string]lifecycle.EventType{"a0": lifecycle.ContainerDeleted, "a1": lifecycle.ContainerDeleted},
+		wantEvents: map[string]node.EventType{"a0": node.ContainerDeletedEvent, "a1": node.ContainerDeletedEvent},
 	}, {
 		name: "listed, then stopped through NRI: kept until its removal",
 		steps: func(c *lifecycle.Cache) {
@@ -36,7 +36,7 @@ func TestOrphanSandboxGoesWithItsLastContainer(t *testing.T) {
 			c.RemoveContainer(t0, ctr("a1", "sbA", "web", exited, t0))
 		},
 		wantPods:   []string{"sbA"},
-		wantEvents: map[string]lifecycle.EventType{"a1": lifecycle.ContainerDeleted},
+		wantEvents: map[string]node.EventType{"a1": node.ContainerDeletedEvent},
 	}, {
 		name: "announced by RunPodSandbox: kept until its removal",
 		steps: func(c *lifecycle.Cache) {
@@ -46,7 +46,7 @@ func TestOrphanSandboxGoesWithItsLastContainer(t *testing.T) {
 			c.RemoveContainer(t0, ctr("b1", "sbB", "web", exited, t0))
 		},
 		wantPods:   []string{"sbA", "sbB"},
-		wantEvents: map[string]lifecycle.EventType{"a0": lifecycle.ContainerDeleted, "b1": lifecycle.ContainerDeleted},
+		wantEvents: map[string]node.EventType{"a0": node.ContainerDeletedEvent, "b1": node.ContainerDeletedEvent},
 	}, {
 		name: "a forgotten sandbox that lives on comes back with its next container",
 		steps: func(c *lifecycle.Cache) {
@@ -55,7 +55,7 @@ func TestOrphanSandboxGoesWithItsLastContainer(t *testing.T) {
 			c.UpdateContainer(t0, sbA, ctr("a2", "sbA", "web", running, t0))
 		},
 		wantPods:   []string{"sbA"},
-		wantEvents: map[string]lifecycle.EventType{"a0": lifecycle.ContainerDeleted, "a1": lifecycle.ContainerDeleted, "a2": lifecycle.ContainerStarted},
+		wantEvents: map[string]node.EventType{"a0": node.ContainerDeletedEvent, "a1": node.ContainerDeletedEvent, "a2": node.ContainerStartedEvent},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,9 +73,9 @@ func TestOrphanSandboxGoesWithItsLastContainer(t *testing.T) {
 			if !reflect.DeepEqual(pods, tt.wantPods) {
 				t.Errorf("sandboxes = %v, want %v", pods, tt.wantPods)
 			}
-			got := map[string]lifecycle.EventType{}
+			got := map[string]node.EventType{}
 			for _, ev := range drain(events) {
-				if ev.Type != lifecycle.ContainerStopped {
+				if ev.Type != node.ContainerStoppedEvent {
 					got[ev.ContainerID] = ev.Type
 				}
 			}
@@ -104,7 +104,7 @@ func TestOrphanExitedInstanceGoesWhenReplaced(t *testing.T) {
 	if n := metricValue(t, e.reg, "probelet_lifecycle_containers", nil); n != 2 {
 		t.Errorf("containers in the cache = %v, want 2 (a1 and the unreplaced s0)", n)
 	}
-	want := map[string]prober.ContainerState{"a1": running, "s0": exited}
+	want := map[string]node.ContainerState{"a1": running, "s0": exited}
 	if got := states(e.cache.Pods()[0]); !reflect.DeepEqual(got, want) {
 		t.Errorf("pod containers = %v, want %v", got, want)
 	}

@@ -3,7 +3,7 @@ package lifecycle
 import (
 	"time"
 
-	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/node"
 )
 
 // plan is what a CRI listing says differs from the cache.
@@ -48,9 +48,9 @@ func (c *Cache) plan(start time.Time, sbs []ListedSandbox, ctrs []Container) pla
 		p.sandboxOf[ct.ID] = ct.SandboxID
 		ce, ok := c.ctrs[ct.ID]
 		switch {
-		case !ok && ct.State != prober.ContainerExited && !c.wasRemoved(ct.ID):
+		case !ok && ct.State != node.StateExited && !c.wasRemoved(ct.ID):
 			p.missingCtrs = append(p.missingCtrs, ct.ID)
-		case ok && rank(ct.State) > rank(ce.c.State) && ce.seen.Before(start):
+		case ok && ce.c.State.Before(ct.State) && ce.seen.Before(start):
 			p.changedCtrs = append(p.changedCtrs, ct.ID)
 		}
 	}
@@ -112,7 +112,7 @@ func (c *Cache) applyContainers(start time.Time, p plan, f fetched, d Drift, tou
 		}
 		pe, ce := c.removeContainer(id)
 		if pe != nil {
-			c.emit(ContainerDeleted, start, pe, ce.c.ID)
+			c.emit(node.ContainerDeletedEvent, start, pe, ce.c.ID)
 			touched[pe.sb.key()] = true
 		}
 		d[DriftContainerVanished]++

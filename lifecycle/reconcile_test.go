@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/lifecycle"
-	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/node"
 )
 
 // fakeRuntime is a CRI account of the node for the reconciler.
@@ -74,18 +74,18 @@ func TestReconcileFixesDrift(t *testing.T) {
 		name      string
 		rt        *fakeRuntime
 		wantDrift lifecycle.Drift
-		wantPods  map[string]map[string]prober.ContainerState // UID → container states
+		wantPods  map[string]map[string]node.ContainerState // UID → container states
 	}{{
 		name: "in sync",
 		rt: &fakeRuntime{sbs: []lifecycle.ListedSandbox{listed(sbA, true), listed(sbB, true)},
 			ctrs: []lifecycle.Container{ctr("a1", "sbA", "web", running, t0), ctr("b1", "sbB", "web", running, t0)}},
 		wantDrift: lifecycle.Drift{},
-		wantPods:  map[string]map[string]prober.ContainerState{"uidA": {"a1": running}, "uidB": {"b1": running}},
+		wantPods:  map[string]map[string]node.ContainerState{"uidA": {"a1": running}, "uidB": {"b1": running}},
 	}, {
 		name:      "vanished pod and container",
 		rt:        &fakeRuntime{sbs: []lifecycle.ListedSandbox{listed(sbA, true)}},
 		wantDrift: lifecycle.Drift{lifecycle.DriftPodVanished: 1, lifecycle.DriftContainerVanished: 1},
-		wantPods:  map[string]map[string]prober.ContainerState{"uidA": {}},
+		wantPods:  map[string]map[string]node.ContainerState{"uidA": {}},
 	}, {
 		name: "missed exit and a missing live container; missing exited ones are not drift",
 		rt: &fakeRuntime{
@@ -97,7 +97,7 @@ func TestReconcileFixesDrift(t *testing.T) {
 				"a9": {Container: ctr("a9", "", "side", running, t0.Add(time.Second)).Container}, // status without sandbox
 			}},
 		wantDrift: lifecycle.Drift{lifecycle.DriftContainerState: 1, lifecycle.DriftContainerMissing: 1},
-		wantPods: map[string]map[string]prober.ContainerState{
+		wantPods: map[string]map[string]node.ContainerState{
 			"uidA": {"a1": exited, "a9": running}, "uidB": {"b1": running}},
 	}, {
 		name: "missing ready pod is added from its status, a stopped one marked",
@@ -107,7 +107,7 @@ func TestReconcileFixesDrift(t *testing.T) {
 			ctrs:     []lifecycle.Container{ctr("a1", "sbA", "web", running, t0), ctr("b1", "sbB", "web", running, t0)},
 			sbStatus: map[string]lifecycle.Sandbox{"sbC": sandbox("sbC", "uidC")}},
 		wantDrift: lifecycle.Drift{lifecycle.DriftPodMissing: 1, lifecycle.DriftPodState: 1},
-		wantPods: map[string]map[string]prober.ContainerState{
+		wantPods: map[string]map[string]node.ContainerState{
 			"uidA": {"a1": running}, "uidB": {"b1": running}, "uidC": {}},
 	}}
 	for _, tt := range tests {
@@ -127,7 +127,7 @@ func TestReconcileFixesDrift(t *testing.T) {
 			if !reflect.DeepEqual(d, tt.wantDrift) {
 				t.Errorf("drift = %v, want %v", d, tt.wantDrift)
 			}
-			got := map[string]map[string]prober.ContainerState{}
+			got := map[string]map[string]node.ContainerState{}
 			for _, p := range e.cache.Pods() {
 				got[p.UID] = states(p)
 			}
@@ -171,7 +171,7 @@ func TestReconcileRespectsEventsDuringListing(t *testing.T) {
 	if len(d) != 0 {
 		t.Errorf("drift = %v, want none: the listing is older than the events", d)
 	}
-	want := map[string]prober.ContainerState{"a1": running, "a2": running}
+	want := map[string]node.ContainerState{"a1": running, "a2": running}
 	if got := states(e.cache.Pods()[0]); !reflect.DeepEqual(got, want) {
 		t.Errorf("containers = %v, want %v", got, want)
 	}

@@ -3,41 +3,36 @@ package lifecycle
 import (
 	"sort"
 
-	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/node"
 )
 
-// snapshot builds the engine's view of one sandbox. The caller holds c.mu.
-func (c *Cache) snapshot(e *podEntry) prober.Pod {
-	ctrs := newestPerName(e.ctrs)
-	return prober.Pod{
-		UID:                           e.sb.key(),
-		Name:                          e.sb.Name,
-		Namespace:                     e.sb.Namespace,
-		SandboxID:                     e.sb.ID,
-		CreatedAt:                     e.sb.CreatedAt,
-		Labels:                        e.sb.Labels,
-		Annotations:                   e.sb.Annotations,
-		IPs:                           e.sb.IPs,
-		NetNSPath:                     e.sb.NetNSPath,
-		TerminationGracePeriodSeconds: podGrace(ctrs),
-		Deleting:                      e.stopped,
-		Probes:                        e.probes,
-		SpecErrors:                    containerErrors(e.specErrs, ctrs),
-		Containers:                    ctrs,
+// snapshot builds the node model's view of one sandbox. The caller holds c.mu.
+func (c *Cache) snapshot(e *podEntry) node.Pod {
+	return node.Pod{
+		UID:         e.sb.key(),
+		Name:        e.sb.Name,
+		Namespace:   e.sb.Namespace,
+		SandboxID:   e.sb.ID,
+		CreatedAt:   e.sb.CreatedAt,
+		Labels:      e.sb.Labels,
+		Annotations: e.sb.Annotations,
+		IPs:         e.sb.IPs,
+		NetNSPath:   e.sb.NetNSPath,
+		Deleting:    e.stopped,
+		Containers:  newestPerName(e.ctrs),
 	}
 }
 
 // newestPerName keeps the latest instance of each container name (a
 // restart creates a new instance), sorted by name.
-func newestPerName(ctrs map[string]*ctrEntry) []prober.Container {
+func newestPerName(ctrs map[string]*ctrEntry) []node.Container {
 	best := make(map[string]*ctrEntry, len(ctrs))
 	for _, ce := range ctrs {
 		if cur, ok := best[ce.c.Name]; !ok || newer(ce, cur) {
 			best[ce.c.Name] = ce
 		}
 	}
-	out := make([]prober.Container, 0, len(best))
+	out := make([]node.Container, 0, len(best))
 	for _, ce := range best {
 		out = append(out, ce.c)
 	}
@@ -50,17 +45,6 @@ func newer(a, b *ctrEntry) bool {
 		return a.c.CreatedAt.After(b.c.CreatedAt)
 	}
 	return a.seq > b.seq
-}
-
-// podGrace reads the pod's grace period from the annotation the kubelet
-// puts on every container.
-func podGrace(ctrs []prober.Container) *int64 {
-	for _, ct := range ctrs {
-		if g, err := spec.PodGracePeriod(ct.Annotations); err == nil && g != nil {
-			return g
-		}
-	}
-	return nil
 }
 
 // current returns the sandbox the engine should see for a pod key: the

@@ -4,7 +4,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/node"
 )
 
 // Sync replaces the cache's content with a full listing from the runtime,
@@ -53,24 +53,24 @@ func (c *Cache) dropUnlisted(at time.Time, sbs []Sandbox, ctrs []Container) {
 		if live[id] {
 			continue
 		}
-		if ce.c.State == prober.ContainerExited {
+		if ce.c.State == node.StateExited {
 			ce.orphan = true
 			continue
 		}
 		if pe, ce := c.removeContainer(id); pe != nil {
-			c.emit(ContainerDeleted, at, pe, ce.c.ID)
+			c.emit(node.ContainerDeletedEvent, at, pe, ce.c.ID)
 		}
 	}
 }
 
 // allCurrent returns the engine's view of every pod, sorted by UID.
-func (c *Cache) allCurrent() []prober.Pod {
+func (c *Cache) allCurrent() []node.Pod {
 	keys := make([]string, 0, len(c.byKey))
 	for k := range c.byKey {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	out := make([]prober.Pod, 0, len(keys))
+	out := make([]node.Pod, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, c.snapshot(c.current(k)))
 	}

@@ -3,57 +3,31 @@
 // events derived from them.
 package lifecycle
 
-import (
-	"time"
-
-	"github.com/probelet/probelet/prober"
-)
-
-// EventType is the kind of container lifecycle event, mirroring CRI's
-// ContainerEventType.
-type EventType int
-
-const (
-	ContainerCreated EventType = iota
-	ContainerStarted
-	ContainerStopped
-	ContainerDeleted
-)
-
-// String returns the CRI spelling ("CONTAINER_STARTED_EVENT", ...).
-func (t EventType) String() string {
-	switch t {
-	case ContainerCreated:
-		return "CONTAINER_CREATED_EVENT"
-	case ContainerStarted:
-		return "CONTAINER_STARTED_EVENT"
-	case ContainerStopped:
-		return "CONTAINER_STOPPED_EVENT"
-	case ContainerDeleted:
-		return "CONTAINER_DELETED_EVENT"
-	}
-	return "UNKNOWN_EVENT"
-}
-
-// Event is one container lifecycle event as probelet learned it from NRI.
-type Event struct {
-	Type        EventType
-	Time        time.Time
-	PodUID      string
-	SandboxID   string
-	ContainerID string
-	// Pod is a snapshot of the pod (with its containers) right after the event.
-	Pod prober.Pod
-}
+import "github.com/probelet/probelet/node"
 
 // View is the read side of the node cache, served on probelet's socket.
 type View interface {
 	// Pods returns snapshots of every known pod with its containers.
-	Pods() []prober.Pod
+	Pods() []node.Pod
 	// SubscribeEvents delivers lifecycle events as they happen. The channel
 	// is buffered; a subscriber that falls behind loses events (counted),
 	// it never blocks the NRI handlers. cancel closes the channel.
-	SubscribeEvents(buffer int) (events <-chan Event, cancel func())
+	SubscribeEvents(buffer int) (events <-chan node.Event, cancel func())
 	// NRIConnected reports whether the NRI plugin is registered with the runtime.
 	NRIConnected() bool
+}
+
+// Sink is what the cache drives with every change: the probe engine
+// (prober.Manager). All calls must return at once, without I/O. The cache
+// calls them while holding its own lock, so a sink sees a pod's snapshots
+// in the order the cache made them; a sink must therefore never call back
+// into the cache (lock order: cache, then sink).
+type Sink interface {
+	// UpdatePod hands over a pod's current snapshot.
+	UpdatePod(pod node.Pod)
+	// RemovePod says that no sandbox of the pod is left.
+	RemovePod(uid string)
+	// SyncPods replaces the whole set of known pods (after an NRI
+	// Synchronize): pods not listed are gone.
+	SyncPods(pods []node.Pod)
 }

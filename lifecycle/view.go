@@ -3,7 +3,7 @@ package lifecycle
 import (
 	"sort"
 
-	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/node"
 )
 
 var _ View = (*Cache)(nil)
@@ -11,10 +11,10 @@ var _ View = (*Cache)(nil)
 // Pods returns a snapshot per known sandbox, sorted by namespace, name and
 // sandbox ID. Snapshots share maps and slices with the cache, which never
 // modifies them in place; readers must not modify them either.
-func (c *Cache) Pods() []prober.Pod {
+func (c *Cache) Pods() []node.Pod {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]prober.Pod, 0, len(c.pods))
+	out := make([]node.Pod, 0, len(c.pods))
 	for _, e := range c.pods {
 		out = append(out, c.snapshot(e))
 	}
@@ -32,7 +32,7 @@ func (c *Cache) Pods() []prober.Pod {
 }
 
 // SubscribeEvents delivers lifecycle events; see View.
-func (c *Cache) SubscribeEvents(buffer int) (<-chan Event, func()) {
+func (c *Cache) SubscribeEvents(buffer int) (<-chan node.Event, func()) {
 	return c.events.subscribe(buffer)
 }
 

@@ -212,7 +212,7 @@ func TestRegistrationThatNeverConfiguresIsRetried(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
 			reg := prometheus.NewRegistry()
 			core, logs := observer.New(zap.WarnLevel)
-			cache, err := lifecycle.New(newRecordingSink(), lifecycle.WithProbeParser(probesParser))
+			cache, err := lifecycle.New(newRecordingSink())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,7 +4,7 @@ import (
 	"github.com/containerd/nri/pkg/api"
 
 	"github.com/probelet/probelet/lifecycle"
-	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/node"
 )
 
 // annotationImageName is where containerd records a container's image
@@ -51,7 +51,7 @@ func containerFrom(c *api.Container) lifecycle.Container {
 	}
 	return lifecycle.Container{
 		SandboxID: c.GetPodSandboxId(),
-		Container: prober.Container{
+		Container: node.Container{
 			ID:          c.GetId(),
 			Name:        c.GetName(),
 			Image:       image,
@@ -68,14 +68,14 @@ func containerFrom(c *api.Container) lifecycle.Container {
 	}
 }
 
-func stateFrom(s api.ContainerState) prober.ContainerState {
+func stateFrom(s api.ContainerState) node.ContainerState {
 	switch s {
 	case api.ContainerState_CONTAINER_CREATED:
-		return prober.ContainerCreated
+		return node.StateCreated
 	case api.ContainerState_CONTAINER_RUNNING, api.ContainerState_CONTAINER_PAUSED:
-		return prober.ContainerRunning
+		return node.StateRunning
 	case api.ContainerState_CONTAINER_STOPPED:
-		return prober.ContainerExited
+		return node.StateExited
 	}
-	return prober.ContainerUnknown
+	return node.StateUnknown
 }

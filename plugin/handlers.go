@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/probelet/probelet/lifecycle"
-	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/node"
 )
 
 // handler receives the NRI events. Every method translates and hands over
@@ -115,8 +115,8 @@ func (h handler) StartContainer(_ context.Context, pod *api.PodSandbox, ctr *api
 func (h handler) PostStartContainer(_ context.Context, pod *api.PodSandbox, ctr *api.Container) error {
 	defer h.guard("PostStartContainer")
 	c := containerFrom(ctr)
-	if c.State == prober.ContainerUnknown || c.State == prober.ContainerCreated {
-		c.State = prober.ContainerRunning
+	if c.State == node.StateUnknown || c.State == node.StateCreated {
+		c.State = node.StateRunning
 	}
 	h.update(pod, c)
 	return nil
@@ -127,7 +127,7 @@ func (h handler) PostStartContainer(_ context.Context, pod *api.PodSandbox, ctr 
 func (h handler) StopContainer(_ context.Context, pod *api.PodSandbox, ctr *api.Container) ([]*api.ContainerUpdate, error) {
 	defer h.guard("StopContainer")
 	c := containerFrom(ctr)
-	c.State = prober.ContainerExited
+	c.State = node.StateExited
 	h.update(pod, c)
 	return nil, nil
 }

@@ -48,7 +48,7 @@ func TestLaunchedPluginServesItsOneConnection(t *testing.T) {
 		t.Fatal("Launched() = false with NRI_PLUGIN_SOCKET set")
 	}
 	sink := newRecordingSink()
-	cache, err := lifecycle.New(sink, lifecycle.WithProbeParser(probesParser))
+	cache, err := lifecycle.New(sink)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,8 @@ import (
 	nri "github.com/containerd/nri/pkg/adaptation"
 	nrilog "github.com/containerd/nri/pkg/log"
 
-	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/lifecycle"
+	"github.com/probelet/probelet/node"
 )
 
 // TestMain quiets the in-process NRI runtime, which logs through logrus.
@@ -275,16 +276,16 @@ func container(id, podID, name string) *nri.Container {
 // recordingSink is the engine as the cache drives it.
 type recordingSink struct {
 	mu    sync.Mutex
-	pods  map[string]prober.Pod
+	pods  map[string]node.Pod
 	syncs int
 	calls int
 }
 
-var _ prober.PodSink = (*recordingSink)(nil)
+var _ lifecycle.Sink = (*recordingSink)(nil)
 
-func newRecordingSink() *recordingSink { return &recordingSink{pods: map[string]prober.Pod{}} }
+func newRecordingSink() *recordingSink { return &recordingSink{pods: map[string]node.Pod{}} }
 
-func (s *recordingSink) UpdatePod(p prober.Pod) {
+func (s *recordingSink) UpdatePod(p node.Pod) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
@@ -298,18 +299,18 @@ func (s *recordingSink) RemovePod(uid string) {
 	delete(s.pods, uid)
 }
 
-func (s *recordingSink) SyncPods(ps []prober.Pod) {
+func (s *recordingSink) SyncPods(ps []node.Pod) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
 	s.syncs++
-	s.pods = map[string]prober.Pod{}
+	s.pods = map[string]node.Pod{}
 	for _, p := range ps {
 		s.pods[p.UID] = p
 	}
 }
 
-func (s *recordingSink) pod(uid string) (prober.Pod, bool) {
+func (s *recordingSink) pod(uid string) (node.Pod, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.pods[uid]
@@ -323,9 +324,9 @@ func (s *recordingSink) syncCount() int {
 }
 
 // containerStates maps container ID to state for one pod in the sink.
-func (s *recordingSink) containerStates(uid string) map[string]prober.ContainerState {
+func (s *recordingSink) containerStates(uid string) map[string]node.ContainerState {
 	p, _ := s.pod(uid)
-	out := map[string]prober.ContainerState{}
+	out := map[string]node.ContainerState{}
 	for _, c := range p.Containers {
 		out[c.ID] = c.State
 	}

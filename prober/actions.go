@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/spec"
 )
@@ -26,7 +27,7 @@ func (m *Manager) act(w *worker, output string) {
 	if !ok || c.ID != w.containerID {
 		return
 	}
-	grace, err := gracePeriod(w.spec, &w.pod.pod, c)
+	grace, err := gracePeriod(w.spec, &w.pod.pod)
 	if err != nil {
 		m.log.Warn("Unreadable pod grace period, using the default", m.fields(w, zap.Error(err))...)
 	}
@@ -71,11 +72,11 @@ func (m *Manager) kill(pe *podEntry, r Restart, name string) {
 }
 
 // gracePeriod is the kubelet's choice for a probe-failure kill: the
-// probe's terminationGracePeriodSeconds, else the pod's, else the pod's
-// from the container annotation, else 30 s; never below 2 s. An
-// unreadable annotation falls back to 30 s and is returned as err.
-func gracePeriod(p *corev1.Probe, pod *Pod, c *Container) (time.Duration, error) {
-	secs, err := graceSeconds(p, pod, c)
+// probe's terminationGracePeriodSeconds, else the pod's (spec.PodGrace),
+// else 30 s; never below 2 s. An unreadable annotation falls back to 30 s
+// and is returned as err.
+func gracePeriod(p *corev1.Probe, pod *node.Pod) (time.Duration, error) {
+	secs, err := graceSeconds(p, pod)
 	d := time.Duration(secs) * time.Second
 	if secs < 0 {
 		d = defaultGracePeriod
@@ -84,14 +85,11 @@ func gracePeriod(p *corev1.Probe, pod *Pod, c *Container) (time.Duration, error)
 }
 
 // graceSeconds returns the configured grace in seconds, -1 when none is.
-func graceSeconds(p *corev1.Probe, pod *Pod, c *Container) (int64, error) {
-	switch {
-	case p.TerminationGracePeriodSeconds != nil:
+func graceSeconds(p *corev1.Probe, pod *node.Pod) (int64, error) {
+	if p.TerminationGracePeriodSeconds != nil {
 		return *p.TerminationGracePeriodSeconds, nil
-	case pod.TerminationGracePeriodSeconds != nil:
-		return *pod.TerminationGracePeriodSeconds, nil
 	}
-	v, err := spec.PodGracePeriod(c.Annotations)
+	v, err := spec.PodGrace(pod)
 	if err != nil || v == nil {
 		return -1, err
 	}

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
 	"github.com/probelet/probelet/prober/spec"
@@ -65,12 +65,12 @@ func TestBadInputIsAnErroredProbeNeverAPanic(t *testing.T) {
 // not exist, nil probes, containers without an ID, and empty pods.
 func TestMalformedPodsAreIgnoredWithoutPanic(t *testing.T) {
 	h := newHarness(t)
-	pods := []prober.Pod{
+	pods := []node.Pod{
 		{},
-		{UID: "u1", Probes: spec.PodProbes{"ghost": {Liveness: tcpProbe(livePort)}}},
-		{UID: "u2", Probes: spec.PodProbes{"app": {}}, Containers: []prober.Container{{ID: "a", Name: "app", State: prober.ContainerRunning}}},
-		{UID: "u3", Probes: spec.PodProbes{"app": {Liveness: tcpProbe(livePort)}}, Containers: []prober.Container{{Name: "app", State: prober.ContainerRunning}}},
-		{UID: "u4", Probes: spec.PodProbes{"": {Liveness: tcpProbe(livePort)}}, Containers: []prober.Container{{ID: "b", State: prober.ContainerRunning}}},
+		{UID: "u1", Annotations: annotate(spec.PodProbes{"ghost": {Liveness: tcpProbe(livePort)}})},
+		{UID: "u2", Annotations: annotate(spec.PodProbes{"app": {}}), Containers: []node.Container{{ID: "a", Name: "app", State: node.StateRunning}}},
+		{UID: "u3", Annotations: annotate(spec.PodProbes{"app": {Liveness: tcpProbe(livePort)}}), Containers: []node.Container{{Name: "app", State: node.StateRunning}}},
+		{UID: "u4", Annotations: annotate(spec.PodProbes{"": {Liveness: tcpProbe(livePort)}}), Containers: []node.Container{{ID: "b", State: node.StateRunning}}},
 	}
 	for _, p := range pods {
 		h.update(p)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
@@ -48,8 +49,8 @@ func BenchmarkEngine(b *testing.B) {
 	}
 }
 
-func benchPods(n int) []prober.Pod {
-	pods := make([]prober.Pod, n)
+func benchPods(n int) []node.Pod {
+	pods := make([]node.Pod, n)
 	for i := range pods {
 		id := fmt.Sprintf("c%d", i)
 		pods[i] = testPod(id, spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(1))})

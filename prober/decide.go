@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
 )
@@ -32,7 +33,7 @@ const restartGrace = 10 * time.Second
 // startup), on hold, not running, initial delay, startup gating.
 func (m *Manager) decide(w *worker, now time.Time) verdict {
 	c, ok := w.pod.container(w.name)
-	if !ok || c.ID == "" || c.State == ContainerCreated {
+	if !ok || c.ID == "" || c.State == node.StateCreated {
 		return verdictWait // not there yet; UpdatePod wakes the worker
 	}
 	m.follow(w, c)
@@ -42,7 +43,7 @@ func (m *Manager) decide(w *worker, now time.Time) verdict {
 		return verdictStop
 	case w.onHold:
 		return verdictWait
-	case c.State != ContainerRunning:
+	case c.State != node.StateRunning:
 		m.publish(w, results.Failure, "")
 		return verdictWait
 	case inInitialDelay(w.spec, w.startedAt(c, now), now):
@@ -57,8 +58,8 @@ func (m *Manager) decide(w *worker, now time.Time) verdict {
 // startup: a worker that would probe sets Success for a quiet shutdown;
 // one on hold or whose container is not running just stops (the kubelet's
 // StopLivenessAndStartup stops every such worker).
-func (m *Manager) quietShutdown(w *worker, c *Container) {
-	if w.onHold || c.State != ContainerRunning {
+func (m *Manager) quietShutdown(w *worker, c *node.Container) {
+	if w.onHold || c.State != node.StateRunning {
 		m.log.Debug("Pod deletion requested, stopping probe worker", m.fields(w)...)
 		return
 	}
@@ -68,7 +69,7 @@ func (m *Manager) quietShutdown(w *worker, c *Container) {
 
 // follow moves w to c when c is a new container: the old result goes, the
 // type's initial value is seeded and a hold is lifted.
-func (m *Manager) follow(w *worker, c *Container) {
+func (m *Manager) follow(w *worker, c *node.Container) {
 	if w.containerID == c.ID {
 		return
 	}
@@ -92,8 +93,8 @@ func (m *Manager) follow(w *worker, c *Container) {
 
 // startedBeforeAgent reports whether c was running well before the agent
 // started, i.e. the agent restarted under it.
-func (m *Manager) startedBeforeAgent(c *Container) bool {
-	return c.State == ContainerRunning && !c.StartedAt.IsZero() &&
+func (m *Manager) startedBeforeAgent(c *node.Container) bool {
+	return c.State == node.StateRunning && !c.StartedAt.IsZero() &&
 		c.StartedAt.Before(m.agentStart.Add(-restartGrace))
 }
 
@@ -108,7 +109,7 @@ func inInitialDelay(p *corev1.Probe, startedAt, now time.Time) bool {
 // startedAt is c's start time for the initial delay. The runtime may not
 // know it (NRI sends 0); then the delay counts from when the worker first
 // saw c run, so a liveness probe never starts early.
-func (w *worker) startedAt(c *Container, now time.Time) time.Time {
+func (w *worker) startedAt(c *node.Container, now time.Time) time.Time {
 	if !c.StartedAt.IsZero() {
 		return c.StartedAt
 	}
@@ -120,7 +121,7 @@ func (w *worker) startedAt(c *Container, now time.Time) time.Time {
 
 // gateOpen applies startup gating: liveness and readiness probe only once
 // the container has started; the startup probe only until then.
-func (m *Manager) gateOpen(w *worker, c *Container) bool {
+func (m *Manager) gateOpen(w *worker, c *node.Container) bool {
 	started := m.started(w.pod, c)
 	if w.typ == probe.Startup {
 		return !started
@@ -130,7 +131,7 @@ func (m *Manager) gateOpen(w *worker, c *Container) bool {
 
 // started reports whether c has started: its startup probe succeeded, or
 // it has none. The caller checks that c runs.
-func (m *Manager) started(pe *podEntry, c *Container) bool {
+func (m *Manager) started(pe *podEntry, c *node.Container) bool {
 	if pe.worker(c.Name, probe.Startup) == nil {
 		return true
 	}

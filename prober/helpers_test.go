@@ -2,7 +2,9 @@ package prober_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
@@ -187,6 +190,7 @@ func newHarness(t *testing.T, opts ...prober.Option) *harness {
 		prober.WithClock(h.clock), prober.WithTCPProber(h.tcp), prober.WithKiller(h.killer),
 		prober.WithRegisterer(h.reg), prober.WithAgentStartTime(epoch.Add(-time.Hour)),
 		prober.WithJitter(func() float64 { return 0.5 }),
+		prober.WithSpecParser(rawSpecs{}),
 	}
 	m, err := prober.NewManager(append(base, opts...)...)
 	if err != nil {
@@ -214,7 +218,7 @@ func (h *harness) settle() {
 }
 
 // update hands pod to the engine and settles.
-func (h *harness) update(pod prober.Pod) {
+func (h *harness) update(pod node.Pod) {
 	h.t.Helper()
 	h.m.UpdatePod(pod)
 	h.settle()
@@ -367,29 +371,29 @@ func withInitialDelay(s int32) func(*corev1.Probe) {
 
 // testPod is pod "default/web" (UID "uid-1") with one running container
 // "app" of the given ID and probes.
-func testPod(id string, probes spec.ContainerProbes) prober.Pod {
-	return prober.Pod{
+func testPod(id string, probes spec.ContainerProbes) node.Pod {
+	return node.Pod{
 		UID: "uid-1", Name: "web", Namespace: "default",
-		IPs:    []string{"10.0.0.5"},
-		Probes: spec.PodProbes{"app": probes},
-		Containers: []prober.Container{{
-			ID: id, Name: "app", State: prober.ContainerRunning, StartedAt: epoch,
+		IPs:         []string{"10.0.0.5"},
+		Annotations: annotate(spec.PodProbes{"app": probes}),
+		Containers: []node.Container{{
+			ID: id, Name: "app", State: node.StateRunning, StartedAt: epoch,
 		}},
 	}
 }
 
 // withState returns pod with its container's state changed.
-func withState(pod prober.Pod, s prober.ContainerState) prober.Pod {
-	pod.Containers = append([]prober.Container(nil), pod.Containers...)
+func withState(pod node.Pod, s node.ContainerState) node.Pod {
+	pod.Containers = append([]node.Container(nil), pod.Containers...)
 	pod.Containers[0].State = s
 	return pod
 }
 
 // withContainerID returns pod with a restarted container (new ID, running).
-func withContainerID(pod prober.Pod, id string, startedAt time.Time) prober.Pod {
-	pod.Containers = append([]prober.Container(nil), pod.Containers...)
+func withContainerID(pod node.Pod, id string, startedAt time.Time) node.Pod {
+	pod.Containers = append([]node.Container(nil), pod.Containers...)
 	pod.Containers[0].ID = id
-	pod.Containers[0].State = prober.ContainerRunning
+	pod.Containers[0].State = node.StateRunning
 	pod.Containers[0].StartedAt = startedAt
 	return pod
 }
@@ -437,4 +441,29 @@ func (h *harness) labels(name string) []map[string]string {
 		}
 	}
 	return out
+}
+
+// rawSpecs parses annotations made by annotate as they are, without
+// defaulting or validation, so tests hand the engine exactly the specs they
+// built (including ones validation would reject: the engine must survive
+// them).
+type rawSpecs struct{}
+
+func (rawSpecs) Parse(value string) *spec.Parsed {
+	var probes spec.PodProbes
+	if value != "" {
+		if err := json.Unmarshal([]byte(value), &probes); err != nil {
+			panic(fmt.Sprintf("rawSpecs: %v", err))
+		}
+	}
+	return &spec.Parsed{Value: value, Probes: probes}
+}
+
+// annotate returns pod annotations declaring probes.
+func annotate(probes spec.PodProbes) map[string]string {
+	b, err := json.Marshal(probes)
+	if err != nil {
+		panic(err)
+	}
+	return map[string]string{spec.AnnotationProbes: string(b)}
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
@@ -85,7 +86,7 @@ func TestNewContainerDoesNotShowTheOldContainersLastRun(t *testing.T) {
 		t.Fatalf("c1 last output = %q, want %q", st.Probes[probe.Liveness].LastOutput, failure.out)
 	}
 	// The new container is not running yet: nothing is probed for it.
-	h.update(withState(withContainerID(pod, "c2", h.clock.Now()), prober.ContainerExited))
+	h.update(withState(withContainerID(pod, "c2", h.clock.Now()), node.StateExited))
 	st, _ := h.m.Container("c2")
 	ps := st.Probes[probe.Liveness]
 	if ps.LastOutput != "" || !ps.LastProbeTime.IsZero() || ps.Method != "" {
@@ -166,7 +167,7 @@ func TestStateChangeWakesWorkerAtOnce(t *testing.T) {
 	pod := testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(60))})
 	h.update(pod)
 	h.step(5 * time.Second)
-	h.update(withState(pod, prober.ContainerExited))
+	h.update(withState(pod, node.StateExited))
 	h.wantResult("c1", probe.Readiness, results.Failure) // without waiting 55 s
 }
 
@@ -203,7 +204,7 @@ func TestWorkerStopsWhenContainerOrProbeVanishes(t *testing.T) {
 	pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort)})
 	h.update(pod)
 	noLiveness := pod
-	noLiveness.Probes = spec.PodProbes{"app": {Readiness: tcpProbe(readyPort)}}
+	noLiveness.Annotations = annotate(spec.PodProbes{"app": {Readiness: tcpProbe(readyPort)}})
 	h.update(noLiveness)
 	st, _ := h.m.Container("c1")
 	if _, ok := st.Probes[probe.Liveness]; ok {
@@ -227,7 +228,7 @@ func TestChangedProbeSpecReplacesTheWorker(t *testing.T) {
 	pod := testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(60))})
 	h.update(pod)
 	faster := pod
-	faster.Probes = spec.PodProbes{"app": {Readiness: tcpProbe(readyPort, withPeriod(5))}}
+	faster.Annotations = annotate(spec.PodProbes{"app": {Readiness: tcpProbe(readyPort, withPeriod(5))}})
 	h.update(faster)
 	h.step(10 * time.Second)
 	if got := h.tcp.count(readyPort); got != 4 {
@@ -326,17 +327,17 @@ func TestPodDeletionStopsLivenessAndStartupEvenOnHoldOrNotRunning(t *testing.T) 
 	// worker publishes Success first.
 	cases := []struct {
 		name  string
-		setup func(h *harness, pod prober.Pod) prober.Pod
+		setup func(h *harness, pod node.Pod) node.Pod
 	}{
-		{"liveness on hold after a failure", func(h *harness, pod prober.Pod) prober.Pod {
+		{"liveness on hold after a failure", func(h *harness, pod node.Pod) node.Pod {
 			h.tcp.always(livePort, failure)
 			h.update(pod)
 			h.step(20 * time.Second)
 			return pod
 		}},
-		{"container exited", func(h *harness, pod prober.Pod) prober.Pod {
+		{"container exited", func(h *harness, pod node.Pod) node.Pod {
 			h.update(pod)
-			pod = withState(pod, prober.ContainerExited)
+			pod = withState(pod, node.StateExited)
 			h.update(pod)
 			return pod
 		}},

@@ -17,17 +17,18 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/prober/spec"
 )
 
 const (
 	defaultConcurrency = 64
 	defaultHistory     = 10
+	// specMemoSize bounds the distinct probes annotations kept parsed: a
+	// node runs at most a few hundred pods, and replicas share one value.
+	specMemoSize = 512
 )
 
-var (
-	_ PodSink      = (*Manager)(nil)
-	_ StatusSource = (*Manager)(nil)
-)
+var _ StatusSource = (*Manager)(nil)
 
 // Manager owns the probe workers of every pod on the node. UpdatePod,
 // RemovePod and SyncPods feed it; Containers, Container and the
@@ -49,6 +50,7 @@ type Manager struct {
 	changes *fanout[ResultChange]
 	events  *fanout[Event]
 	pool    *pool
+	specs   SpecParser
 
 	// ctx is the parent of every worker's context and of kills; Stop cancels it.
 	ctx    context.Context
@@ -84,6 +86,7 @@ func NewManager(opts ...Option) (*Manager, error) {
 		concurrency: defaultConcurrency,
 		historyLen:  defaultHistory,
 		cache:       results.NewCache(),
+		specs:       spec.NewMemo(specMemoSize),
 		wakeCh:      make(chan struct{}, 1),
 		done:        make(chan struct{}),
 		pods:        make(map[string]*podEntry),

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
 )
 
@@ -72,7 +73,7 @@ type workerMetrics struct {
 	duration                       prometheus.Observer
 }
 
-func (m *metrics) forWorker(pod *Pod, container string, t probe.Type) workerMetrics {
+func (m *metrics) forWorker(pod *node.Pod, container string, t probe.Type) workerMetrics {
 	return workerMetrics{m: m, t: t, container: container, pod: pod.Name, namespace: pod.Namespace, uid: pod.UID}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/execprobe"
+	"github.com/probelet/probelet/prober/spec"
 )
 
 // Option configures a Manager; it fails on a value the Manager cannot use.
@@ -164,6 +165,25 @@ func WithAgentStartTime(t time.Time) Option {
 			return errors.New("prober: zero agent start time")
 		}
 		m.agentStart = t
+		return nil
+	}
+}
+
+// SpecParser turns a pod's probelet.io/probes annotation value into probe
+// specs; *spec.Memo is the default. It must be safe for concurrent use and
+// never panic.
+type SpecParser interface {
+	Parse(value string) *spec.Parsed
+}
+
+// WithSpecParser replaces how probe annotations are parsed (tests hand the
+// engine specs that skipped validation this way).
+func WithSpecParser(p SpecParser) Option {
+	return func(m *Manager) error {
+		if p == nil {
+			return errors.New("prober: nil spec parser")
+		}
+		m.specs = p
 		return nil
 	}
 }

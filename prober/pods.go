@@ -1,17 +1,24 @@
 package prober
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/spec"
+	"go.uber.org/zap"
 )
 
 // podEntry is the engine's view of one pod: its latest state, its workers
 // and the restarts its probes caused. A pod has a handful of workers, so a
 // slice is smaller and as fast as a map.
 type podEntry struct {
-	pod      Pod
+	pod node.Pod
+	// spec is the pod's probes annotation, parsed (shared through the
+	// Manager's memo; never nil once the pod was updated).
+	spec     *spec.Parsed
 	workers  []*worker
 	restarts map[string][]Restart // nil until a probe restarts something
 }
@@ -32,26 +39,27 @@ func (pe *podEntry) dropWorker(w *worker) {
 }
 
 // container returns the pod's current container named name.
-func (pe *podEntry) container(name string) (*Container, bool) {
-	for i := range pe.pod.Containers {
-		if pe.pod.Containers[i].Name == name {
-			return &pe.pod.Containers[i], true
-		}
-	}
-	return nil, false
+func (pe *podEntry) container(name string) (*node.Container, bool) {
+	return pe.pod.Container(name)
 }
 
-// UpdatePod implements PodSink. The engine keeps pod as given: the caller
-// must not modify it afterwards.
-func (m *Manager) UpdatePod(pod Pod) {
+// UpdatePod hands the engine a pod's current state (lifecycle.Sink). It is
+// idempotent: workers are created for configured probes, stopped for
+// containers that no longer exist, and woken when a container ID or state
+// changes, so the first probe of a new container runs at once. The engine
+// keeps pod as given: the caller must not modify it afterwards. It returns
+// at once; the probes annotation is parsed here (once per distinct value),
+// before the engine's lock is taken.
+func (m *Manager) UpdatePod(pod node.Pod) {
+	parsed := m.specs.Parse(pod.Annotations[spec.AnnotationProbes])
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.stopped {
-		m.updatePodLocked(pod)
+		m.updatePodLocked(pod, parsed)
 	}
 }
 
-// RemovePod implements PodSink.
+// RemovePod stops the pod's workers and drops their results (lifecycle.Sink).
 func (m *Manager) RemovePod(uid string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -60,8 +68,14 @@ func (m *Manager) RemovePod(uid string) {
 	}
 }
 
-// SyncPods implements PodSink.
-func (m *Manager) SyncPods(pods []Pod) {
+// SyncPods replaces the whole set of known pods (lifecycle.Sink): pods not
+// listed are removed, listed ones are updated, results of surviving
+// containers are kept.
+func (m *Manager) SyncPods(pods []node.Pod) {
+	parsed := make([]*spec.Parsed, len(pods))
+	for i := range pods {
+		parsed[i] = m.specs.Parse(pods[i].Annotations[spec.AnnotationProbes])
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.stopped {
@@ -76,12 +90,12 @@ func (m *Manager) SyncPods(pods []Pod) {
 			m.removePodLocked(pe)
 		}
 	}
-	for _, p := range pods {
-		m.updatePodLocked(p)
+	for i, p := range pods {
+		m.updatePodLocked(p, parsed[i])
 	}
 }
 
-func (m *Manager) updatePodLocked(pod Pod) {
+func (m *Manager) updatePodLocked(pod node.Pod, parsed *spec.Parsed) {
 	pe, known := m.pods[pod.UID]
 	if !known {
 		pe = &podEntry{}
@@ -89,6 +103,9 @@ func (m *Manager) updatePodLocked(pod Pod) {
 	}
 	old := pe.pod
 	pe.pod = pod
+	if pe.spec == nil || pe.spec.Value != parsed.Value {
+		m.specChanged(pe, parsed)
+	}
 	m.reindex(pe, old)
 	m.stopVanished(pe)
 	m.startConfigured(pe)
@@ -109,7 +126,7 @@ func (m *Manager) removePodLocked(pe *podEntry) {
 }
 
 // reindex keeps the container-ID index in step with the pod's containers.
-func (m *Manager) reindex(pe *podEntry, old Pod) {
+func (m *Manager) reindex(pe *podEntry, old node.Pod) {
 	for _, c := range old.Containers {
 		if m.byID[c.ID] == pe {
 			delete(m.byID, c.ID)
@@ -127,7 +144,7 @@ func (m *Manager) reindex(pe *podEntry, old Pod) {
 func (m *Manager) stopVanished(pe *podEntry) {
 	for _, w := range slices.Clone(pe.workers) {
 		_, hasContainer := pe.container(w.name)
-		p := pe.pod.Probes[w.name].Get(w.typ)
+		p := pe.spec.Probes[w.name].Get(w.typ)
 		if !hasContainer || p == nil || !reflect.DeepEqual(p, w.spec) {
 			m.stopWorker(w)
 		}
@@ -139,7 +156,7 @@ func (m *Manager) stopVanished(pe *podEntry) {
 // workers: those stop at deletion, and recreating them would loop.
 func (m *Manager) startConfigured(pe *podEntry) {
 	for _, c := range pe.pod.Containers {
-		cp := pe.pod.Probes[c.Name]
+		cp := pe.spec.Probes[c.Name]
 		for _, t := range probe.Types {
 			p := cp.Get(t)
 			if p == nil || pe.worker(c.Name, t) != nil || (pe.pod.Deleting && t != probe.Readiness) {
@@ -168,7 +185,7 @@ func (m *Manager) wakeChanged(pe *podEntry, netChanged bool) {
 		changed := c.ID != w.seenID || c.State != w.seenState || netChanged
 		deleting := pe.pod.Deleting != w.seenDeleting
 		w.seenID, w.seenState, w.seenDeleting = c.ID, c.State, pe.pod.Deleting
-		if (changed && c.State != ContainerCreated) || deleting {
+		if (changed && c.State != node.StateCreated) || deleting {
 			m.wake(w)
 		}
 	}
@@ -176,7 +193,7 @@ func (m *Manager) wakeChanged(pe *podEntry, netChanged bool) {
 
 // netChanged reports whether the pod's addresses changed, which changes
 // probe targets.
-func netChanged(old, cur Pod) bool {
+func netChanged(old, cur node.Pod) bool {
 	return old.NetNSPath != cur.NetNSPath || !slices.Equal(old.IPs, cur.IPs)
 }
 
@@ -194,4 +211,16 @@ func (m *Manager) stopWorker(w *worker) {
 		m.cache.Remove(w.key())
 	}
 	w.metrics.forget()
+}
+
+// specChanged takes the pod's newly parsed annotation and reports, once per
+// new value, every container whose probes were rejected: that container
+// runs unprobed, the others are not disturbed.
+func (m *Manager) specChanged(pe *podEntry, parsed *spec.Parsed) {
+	pe.spec = parsed
+	for _, name := range slices.Sorted(maps.Keys(parsed.Errors)) {
+		m.log.Warn("Invalid probe spec",
+			zap.String("pod", pe.pod.Namespace+"/"+pe.pod.Name), zap.String("podUID", pe.pod.UID),
+			zap.String("container", name), zap.String("error", parsed.Errors[name]))
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
 )
@@ -47,11 +48,11 @@ func (m *Manager) Container(id string) (ContainerStatus, bool) {
 }
 
 // status builds c's status; ok is false when c has neither probes nor a spec error.
-func (m *Manager) status(pe *podEntry, c *Container) (ContainerStatus, bool) {
+func (m *Manager) status(pe *podEntry, c *node.Container) (ContainerStatus, bool) {
 	st := ContainerStatus{
 		PodUID: pe.pod.UID, PodName: pe.pod.Name, PodNamespace: pe.pod.Namespace,
 		ContainerName: c.Name, ContainerID: c.ID, State: c.State, StartedAt: c.StartedAt,
-		Spec: pe.pod.Probes[c.Name], SpecError: pe.pod.SpecErrors[c.Name],
+		Spec: pe.spec.Probes[c.Name], SpecError: pe.spec.ErrorFor(c.Name),
 		Probes: make(map[probe.Type]ProbeStatus),
 	}
 	for _, t := range probe.Types {
@@ -62,7 +63,7 @@ func (m *Manager) status(pe *podEntry, c *Container) (ContainerStatus, bool) {
 	if len(st.Probes) == 0 && st.SpecError == "" {
 		return ContainerStatus{}, false
 	}
-	running := c.State == ContainerRunning
+	running := c.State == node.StateRunning
 	st.Started = running && m.started(pe, c)
 	st.Ready = st.Started && m.ready(pe, c)
 	st.Restarts = slices.Clone(pe.restarts[c.Name])
@@ -71,7 +72,7 @@ func (m *Manager) status(pe *podEntry, c *Container) (ContainerStatus, bool) {
 
 // ready is the kubelet's readiness: the published readiness result, or
 // true when the container has no readiness probe.
-func (m *Manager) ready(pe *podEntry, c *Container) bool {
+func (m *Manager) ready(pe *podEntry, c *node.Container) bool {
 	if pe.worker(c.Name, probe.Readiness) == nil {
 		return true
 	}
@@ -81,7 +82,7 @@ func (m *Manager) ready(pe *podEntry, c *Container) bool {
 
 // probeStatus is w's live state as seen for container c. Until the worker
 // has followed c, c has no published result (Unknown).
-func (m *Manager) probeStatus(w *worker, c *Container) ProbeStatus {
+func (m *Manager) probeStatus(w *worker, c *node.Container) ProbeStatus {
 	ps := ProbeStatus{
 		Type:             w.typ,
 		Result:           results.Unknown,

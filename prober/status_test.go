@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
@@ -24,7 +26,7 @@ func TestContainerStatusReportsProbeState(t *testing.T) {
 		t.Fatal("container c1 unknown")
 	}
 	if st.PodUID != "uid-1" || st.PodName != "web" || st.PodNamespace != "default" ||
-		st.ContainerName != "app" || st.ContainerID != "c1" || st.State != prober.ContainerRunning || !st.StartedAt.Equal(epoch) {
+		st.ContainerName != "app" || st.ContainerID != "c1" || st.State != node.StateRunning || !st.StartedAt.Equal(epoch) {
 		t.Fatalf("identity = %+v", st)
 	}
 	if !st.Started || !st.Ready {
@@ -49,22 +51,102 @@ func TestContainerStatusReportsProbeState(t *testing.T) {
 }
 
 func TestContainersListsProbedAndMisconfiguredContainersOnly(t *testing.T) {
-	h := newHarness(t)
-	pod := testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+	h := newHarness(t, prober.WithSpecParser(spec.NewMemo(8)))
+	pod := testPod("c1", spec.ContainerProbes{})
+	pod.Annotations = map[string]string{spec.AnnotationProbes: `{"app": {"readinessProbe": {"tcpSocket": {"port": 1002}}},
+		"broken": {"livenessProbe": {"tcpSocket": {"port": 1001}, "periodSeconds": -1}}}`}
 	pod.Containers = append(pod.Containers,
-		prober.Container{ID: "c2", Name: "sidecar", State: prober.ContainerRunning, StartedAt: epoch},
-		prober.Container{ID: "c3", Name: "broken", State: prober.ContainerRunning, StartedAt: epoch})
-	pod.SpecErrors = map[string]string{"broken": `pod default/web container "broken": livenessProbe.periodSeconds: Invalid value: -1`}
+		node.Container{ID: "c2", Name: "sidecar", State: node.StateRunning, StartedAt: epoch},
+		node.Container{ID: "c3", Name: "broken", State: node.StateRunning, StartedAt: epoch})
 	h.update(pod)
 	list := h.m.Containers()
 	if len(list) != 2 || list[0].ContainerName != "app" || list[1].ContainerName != "broken" {
 		t.Fatalf("Containers = %+v, want app and broken", list)
 	}
-	if list[1].SpecError == "" || len(list[1].Probes) != 0 {
+	if !strings.Contains(list[1].SpecError, "livenessProbe.periodSeconds") || len(list[1].Probes) != 0 {
 		t.Fatalf("broken = %+v, want its spec error and no probes", list[1])
 	}
 	if _, ok := h.m.Container("c2"); ok {
 		t.Fatal("a container without probes or errors is listed")
+	}
+}
+
+// The engine owns the probes annotation: it parses what the node cache
+// hands it, per container, as the daemon, probelet validate and the API
+// path do (spec.Check).
+func TestAnnotationIsParsedPerContainer(t *testing.T) {
+	tests := []struct {
+		name       string
+		annotation string
+		wantProbes []string          // containers with probe workers
+		wantErrs   map[string]string // container → substring of its spec error
+	}{{
+		name:       "valid",
+		annotation: `{"web": {"readinessProbe": {"tcpSocket": {"port": 1002}}}}`,
+		wantProbes: []string{"web"},
+	}, {
+		name:       "one bad container keeps the other",
+		annotation: `{"web": {"readinessProbe": {"tcpSocket": {"port": 1002}}}, "side": {"livenessProbe": {"tcpSocket": {"port": 1}, "successThreshold": 2}}}`,
+		wantProbes: []string{"web"},
+		wantErrs:   map[string]string{"side": "successThreshold"},
+	}, {
+		name:       "an unreadable annotation reaches every container",
+		annotation: `{not json`,
+		wantErrs:   map[string]string{"web": "annotation probelet.io/probes", "side": "annotation probelet.io/probes"},
+	}, {
+		name:       "no annotation",
+		annotation: "",
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, prober.WithSpecParser(spec.NewMemo(8)))
+			pod := testPod("c1", spec.ContainerProbes{})
+			pod.Annotations = map[string]string{spec.AnnotationProbes: tc.annotation}
+			pod.Containers = []node.Container{
+				{ID: "c1", Name: "side", State: node.StateRunning, StartedAt: epoch},
+				{ID: "c2", Name: "web", State: node.StateRunning, StartedAt: epoch},
+			}
+			h.update(pod)
+			var probed []string
+			errs := map[string]string{}
+			for _, st := range h.m.Containers() {
+				if len(st.Probes) > 0 {
+					probed = append(probed, st.ContainerName)
+				}
+				if st.SpecError != "" {
+					errs[st.ContainerName] = st.SpecError
+				}
+			}
+			if !slices.Equal(probed, tc.wantProbes) {
+				t.Errorf("probed containers = %v, want %v", probed, tc.wantProbes)
+			}
+			if len(errs) != len(tc.wantErrs) {
+				t.Fatalf("spec errors = %v, want keys of %v", errs, tc.wantErrs)
+			}
+			for name, sub := range tc.wantErrs {
+				if !strings.Contains(errs[name], sub) {
+					t.Errorf("error for %s = %q, want one containing %q", name, errs[name], sub)
+				}
+			}
+		})
+	}
+}
+
+func TestChangedAnnotationReplacesWorkers(t *testing.T) {
+	h := newHarness(t, prober.WithSpecParser(spec.NewMemo(8)))
+	pod := testPod("c1", spec.ContainerProbes{})
+	pod.Annotations = map[string]string{spec.AnnotationProbes: `{"app": {"readinessProbe": {"tcpSocket": {"port": 1002}, "periodSeconds": 2}}}`}
+	h.update(pod)
+	st, _ := h.m.Container("c1")
+	if st.Spec.Readiness == nil || st.Spec.Readiness.PeriodSeconds != 2 || st.Spec.Readiness.TimeoutSeconds != 1 {
+		t.Fatalf("spec = %+v, want the defaulted readiness probe", st.Spec)
+	}
+	bad := pod
+	bad.Annotations = map[string]string{spec.AnnotationProbes: `{"app": {"readinessProbe": {}}}`}
+	h.update(bad)
+	st, _ = h.m.Container("c1")
+	if len(st.Probes) != 0 || !strings.Contains(st.SpecError, "readinessProbe") {
+		t.Fatalf("after a bad change: %+v, want no workers and the error", st)
 	}
 }
 
@@ -98,7 +180,7 @@ func TestSyncPodsRemovesUnlistedPodsAndKeepsResults(t *testing.T) {
 	h.update(b)
 	h.wantResult("a1", probe.Readiness, results.Success)
 	h.drainChanges()
-	h.m.SyncPods([]prober.Pod{a})
+	h.m.SyncPods([]node.Pod{a})
 	h.settle()
 	if _, ok := h.m.Container("b1"); ok {
 		t.Fatal("unlisted pod survived SyncPods")

@@ -5,10 +5,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/spec"
 )
@@ -24,11 +23,10 @@ func TestStopIsIdempotentAndRemovesTheCachedResult(t *testing.T) {
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	tcp := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}, PeriodSeconds: 10}
-	pod := Pod{
+	pod := node.Pod{
 		UID: "u", Name: "web", Namespace: "ns", IPs: []string{"10.0.0.1"},
-		Probes:     spec.PodProbes{"app": {Liveness: tcp, Readiness: tcp}},
-		Containers: []Container{{ID: "c1", Name: "app", State: ContainerRunning, StartedAt: t0}},
+		Annotations: map[string]string{spec.AnnotationProbes: `{"app": {"livenessProbe": {"tcpSocket": {"port": 80}}, "readinessProbe": {"tcpSocket": {"port": 80}}}}`},
+		Containers:  []node.Container{{ID: "c1", Name: "app", State: node.StateRunning, StartedAt: t0}},
 	}
 	settle := func() {
 		if err := m.WaitIdle(context.Background()); err != nil {
@@ -41,7 +39,7 @@ func TestStopIsIdempotentAndRemovesTheCachedResult(t *testing.T) {
 		t.Fatalf("cached results = %d, want 2", n)
 	}
 	readinessOnly := pod
-	readinessOnly.Probes = spec.PodProbes{"app": {Readiness: tcp}}
+	readinessOnly.Annotations = map[string]string{spec.AnnotationProbes: `{"app": {"readinessProbe": {"tcpSocket": {"port": 80}}}}`}
 	m.UpdatePod(readinessOnly)
 	settle()
 	if n := m.cache.Len(); n != 1 {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/httpprobe"
 	"github.com/probelet/probelet/prober/spec"
@@ -44,7 +45,7 @@ type target struct {
 }
 
 // prepare resolves p for container c of pod.
-func prepare(p *corev1.Probe, pod *Pod, c *Container) target {
+func prepare(p *corev1.Probe, pod *node.Pod, c *node.Container) target {
 	t := target{containerID: c.ID, timeout: timeout(p)}
 	switch h := &p.ProbeHandler; {
 	case h.HTTPGet != nil:
@@ -69,14 +70,14 @@ func prepare(p *corev1.Probe, pod *Pod, c *Container) target {
 	return t
 }
 
-func httpTarget(a *corev1.HTTPGetAction, pod *Pod, c *Container, timeout time.Duration) (httpprobe.Target, error) {
+func httpTarget(a *corev1.HTTPGetAction, pod *node.Pod, c *node.Container, timeout time.Duration) (httpprobe.Target, error) {
 	t := httpprobe.Target{Scheme: a.Scheme, Path: a.Path, Headers: a.HTTPHeaders, Timeout: timeout}
 	var err error
 	t.Host, t.Port, err = endpoint(a.Host, a.Port, pod, c)
 	return t, err
 }
 
-func tcpTarget(a *corev1.TCPSocketAction, pod *Pod, c *Container, timeout time.Duration) (probe.TCPTarget, error) {
+func tcpTarget(a *corev1.TCPSocketAction, pod *node.Pod, c *node.Container, timeout time.Duration) (probe.TCPTarget, error) {
 	t := probe.TCPTarget{
 		InPod:     a.Host == "" || slices.Contains(pod.IPs, a.Host),
 		NetNSPath: pod.NetNSPath,
@@ -89,7 +90,7 @@ func tcpTarget(a *corev1.TCPSocketAction, pod *Pod, c *Container, timeout time.D
 
 // endpoint resolves an httpGet or tcpSocket action's host and port: the
 // port through the container's ports, an empty host to the pod's IP.
-func endpoint(host string, port intstr.IntOrString, pod *Pod, c *Container) (string, int, error) {
+func endpoint(host string, port intstr.IntOrString, pod *node.Pod, c *node.Container) (string, int, error) {
 	n, err := resolvePort(port, c)
 	if err != nil {
 		return host, 0, err
@@ -102,7 +103,7 @@ func endpoint(host string, port intstr.IntOrString, pod *Pod, c *Container) (str
 
 // resolvePort resolves a (maybe named) port through the container's
 // io.kubernetes.container.ports annotation.
-func resolvePort(port intstr.IntOrString, c *Container) (int, error) {
+func resolvePort(port intstr.IntOrString, c *node.Container) (int, error) {
 	n, err := spec.ResolvePort(port, c.Annotations[spec.AnnotationContainerPorts])
 	if err != nil {
 		return 0, fmt.Errorf("container %q: %w", c.Name, err)
@@ -113,7 +114,7 @@ func resolvePort(port intstr.IntOrString, c *Container) (int, error) {
 var errNoPodIP = errors.New("pod has no IP address yet")
 
 // podIP is the default probe host.
-func podIP(pod *Pod) (string, error) {
+func podIP(pod *node.Pod) (string, error) {
 	if len(pod.IPs) == 0 {
 		return "", errNoPodIP
 	}

@@ -13,16 +13,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/httpprobe"
 	"github.com/probelet/probelet/prober/spec"
 )
 
-func prepPod() (*Pod, *Container) {
-	pod := &Pod{
+func prepPod() (*node.Pod, *node.Container) {
+	pod := &node.Pod{
 		UID: "u", Name: "web", Namespace: "ns", IPs: []string{"10.0.0.5", "fd00::5"}, NetNSPath: "/proc/42/ns/net",
 	}
-	c := &Container{
+	c := &node.Container{
 		ID: "c1", Name: "app", Env: []string{"DIR=/tmp", "FILE=ready"},
 		Annotations: map[string]string{spec.AnnotationContainerPorts: `[{"name":"http","containerPort":8080,"protocol":"TCP"}]`},
 	}
@@ -79,7 +80,7 @@ func TestPrepareErrorsAreNamed(t *testing.T) {
 	noIP.IPs = nil
 	cases := []struct {
 		name string
-		pod  *Pod
+		pod  *node.Pod
 		p    *corev1.Probe
 		want string
 	}{

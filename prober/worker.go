@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
 	"github.com/probelet/probelet/prober/spec"
@@ -36,7 +37,7 @@ type worker struct {
 
 	// What the last UpdatePod showed, to wake the worker on a change.
 	seenID       string
-	seenState    ContainerState
+	seenState    node.ContainerState
 	seenDeleting bool
 
 	// The kubelet worker's state.

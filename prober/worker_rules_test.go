@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
@@ -150,7 +151,7 @@ func TestNotRunningContainerIsFailureWithoutProbing(t *testing.T) {
 	h.update(pod)
 	h.wantResult("c1", probe.Readiness, results.Success)
 	before := h.tcp.count(livePort) + h.tcp.count(readyPort)
-	h.update(withState(pod, prober.ContainerExited))
+	h.update(withState(pod, node.StateExited))
 	h.wantResult("c1", probe.Readiness, results.Failure)
 	h.wantResult("c1", probe.Liveness, results.Failure)
 	h.step(30 * time.Second)
@@ -164,12 +165,12 @@ func TestNotRunningContainerIsFailureWithoutProbing(t *testing.T) {
 
 func TestCreatedContainerWaitsUntilItRuns(t *testing.T) {
 	h := newHarness(t)
-	pod := withState(testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort)}), prober.ContainerCreated)
+	pod := withState(testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort)}), node.StateCreated)
 	h.update(pod)
 	if got := h.drainChanges(); len(got) != 0 {
 		t.Fatalf("a created container must not be seeded or failed yet: %v", got)
 	}
-	h.update(withState(pod, prober.ContainerRunning))
+	h.update(withState(pod, node.StateRunning))
 	if got := h.tcp.count(livePort); got != 1 {
 		t.Fatalf("probes once running = %d, want 1 at once", got)
 	}
@@ -226,7 +227,7 @@ func TestNoStartupProbeMeansStartedWhenRunning(t *testing.T) {
 	if !st.Started || !st.Ready {
 		t.Fatalf("running container without startup/readiness probe: Started/Ready = %v/%v, want true/true", st.Started, st.Ready)
 	}
-	h.update(withState(pod, prober.ContainerExited))
+	h.update(withState(pod, node.StateExited))
 	if st, _ := h.m.Container("c1"); st.Started || st.Ready {
 		t.Fatalf("exited container: Started/Ready = %v/%v, want false/false", st.Started, st.Ready)
 	}

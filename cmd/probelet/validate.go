@@ -3,20 +3,17 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strings"
-
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/spec"
 	"github.com/probelet/probelet/prober/spec/manifest"
+	"github.com/spf13/pflag"
 )
 
 // Exit statuses of `probelet validate`.
@@ -26,7 +23,7 @@ const (
 	validateUsage   = 2
 )
 
-const validateUsageText = `Usage: probelet validate [-o text|json] [-pod NAMESPACE/NAME] [FILE|-]
+const validateUsageText = `Usage: probelet validate [-o text|json] [--pod NAMESPACE/NAME] [FILE|-]
 
 Checks the probes declared in the probelet.io/probes annotation and prints
 them defaulted, per container. FILE (or stdin, or "-") is either a manifest
@@ -108,18 +105,22 @@ func wanted(d *podDoc) bool { return d.HasAnnotation || d.Misplaced || d.Err != 
 // command is done (help, or a usage error with its exit code).
 func parseValidateArgs(args []string, stderr io.Writer) (validateOptions, int, bool) {
 	var o validateOptions
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("validate", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.SortFlags = false
 	fs.Usage = func() {
 		fmt.Fprint(stderr, validateUsageText)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.output, "o", "text", "output format: text or json")
+	fs.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	fs.StringVar(&o.pod, "pod", "", "name the pod NAMESPACE/NAME in messages (default: from the manifest)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	if err := fs.Parse(doubleDash(args, fs)); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
 			return o, validateOK, false
 		}
+		// pflag leaves reporting to the caller under ContinueOnError.
+		fmt.Fprintln(stderr, err)
+		fs.Usage()
 		return o, validateUsage, false
 	}
 	if o.output != "text" && o.output != "json" {
@@ -136,6 +137,28 @@ func parseValidateArgs(args []string, stderr io.Writer) (validateOptions, int, b
 		return o, validateUsage, false
 	}
 	return o, validateOK, true
+}
+
+// doubleDash keeps the single-dash long flags of the first releases
+// (-pod NS/NAME, -help, --o json) working: Go's flag package took both
+// spellings, pflag reads "-pod" as the shorthands p, o and d.
+func doubleDash(args []string, fs *pflag.FlagSet) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "=")
+		switch {
+		case a == "--o" || strings.HasPrefix(a, "--o="):
+			a = "--output" + strings.TrimPrefix(a, "--o")
+		case len(name) > 1 && !strings.HasPrefix(a, "--") && strings.HasPrefix(a, "-") &&
+			(fs.Lookup(name) != nil || name == "help"):
+			a = "-" + a
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // read returns the input: FILE, or stdin when there is none or it is "-".
@@ -199,58 +222,17 @@ type podReport struct {
 	errs       spec.ErrorList
 }
 
-// check parses, defaults and validates one pod's annotation.
+// check applies the manifest's and the spec's policy to one pod.
 func check(d *podDoc) *podReport {
 	r := &podReport{Pod: d.Ref.String(), Containers: spec.PodProbes{}, doc: d}
-	switch {
-	case d.Err != nil:
-		r.fail(fmt.Sprintf("pod %s: %v", d.Ref, d.Err))
-		return r
-	case d.Misplaced:
-		r.fail(fmt.Sprintf("pod %s: annotation %s is on the %s's own metadata; pods only get "+
-			"it from spec.template.metadata.annotations", d.Ref, spec.AnnotationProbes, d.Kind))
-		return r
-	case !d.HasAnnotation:
-		r.fail(fmt.Sprintf("pod %s: annotation %s is not set in metadata.annotations", d.Ref, spec.AnnotationProbes))
+	if problem := d.Problem(); problem != "" {
+		r.Errors = append(r.Errors, problem)
 		return r
 	}
-	probes, errs := spec.Parse(d.Ref, d.Annotation)
-	if d.Spec != nil {
-		errs = append(errs, spec.CheckPod(d.Ref, probes, d.Spec)...)
-		r.Warnings = nativeProbeWarnings(d.Ref, probes, d.Spec)
-	}
-	// Errors from parsing and from the pod check, grouped by container.
-	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Container < errs[j].Container })
-	maps.Copy(r.Containers, probes)
-	for _, bad := range errs.Containers() {
-		delete(r.Containers, bad)
-	}
-	r.errs = errs
-	r.Errors = append(r.Errors, errs.Strings()...)
+	c := d.Check()
+	r.Containers, r.errs, r.Warnings = c.Probes, c.Errors, c.Warnings
+	r.Errors = append(r.Errors, c.Errors.Strings()...)
 	return r
-}
-
-func (r *podReport) fail(msg string) { r.Errors = append(r.Errors, msg) }
-
-// nativeProbeWarnings flags containers that declare the same probe type in
-// the pod spec too: the kubelet would run it as well, probing twice.
-func nativeProbeWarnings(ref spec.PodRef, probes spec.PodProbes, ps *corev1.PodSpec) []string {
-	var out []string
-	for _, c := range append(append([]corev1.Container{}, ps.InitContainers...), ps.Containers...) {
-		cp, ok := probes[c.Name]
-		if !ok {
-			continue
-		}
-		native := spec.ContainerProbes{Liveness: c.LivenessProbe, Readiness: c.ReadinessProbe, Startup: c.StartupProbe}
-		for _, t := range probe.Types {
-			if cp.Get(t) != nil && native.Get(t) != nil {
-				out = append(out, fmt.Sprintf("pod %s: container %q: %s is also set in the pod spec; the kubelet will run it too",
-					ref, c.Name, spec.FieldName(t)))
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 // report checks every pod, prints the outcome and returns the exit status.

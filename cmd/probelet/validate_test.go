@@ -63,6 +63,8 @@ func TestValidateCommand_Golden(t *testing.T) {
 		{"annotation-dash-json", []string{"-o", "json", "-"}, "annotation.json"},
 		{"annotation-yaml", []string{fixtures + "annotation.yaml"}, ""},
 		{"annotation-named-pod", []string{"-pod", "db/postgres-0", fixtures + "annotation.yaml"}, ""},
+		{"annotation-named-pod-pflag", []string{"--pod=db/postgres-0", "--output", "json", fixtures + "annotation.yaml"}, ""},
+		{"old-spelling-long-o", []string{"--o", "json", "-pod=db/postgres-0", fixtures + "annotation.yaml"}, ""},
 		{"annotation-invalid", []string{fixtures + "annotation-invalid.json"}, ""},
 		{"annotation-invalid-json", []string{"-o", "json", fixtures + "annotation-invalid.json"}, ""},
 		{"annotation-syntax", []string{fixtures + "annotation-syntax.json"}, ""},

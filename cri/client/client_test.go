@@ -14,7 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probelet/probelet/cri/client"
-	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe/execprobe"
 )
 
@@ -193,7 +193,7 @@ func TestLister(t *testing.T) {
 		t.Fatalf("ListSandboxes = %+v, %v", sbs, err)
 	}
 	ctrs, err := l.ListContainers(ctx)
-	if err != nil || len(ctrs) != 1 || ctrs[0].SandboxID != "sb1" || ctrs[0].State != prober.ContainerRunning || ctrs[0].Image != "busybox:latest" {
+	if err != nil || len(ctrs) != 1 || ctrs[0].SandboxID != "sb1" || ctrs[0].State != node.StateRunning || ctrs[0].Image != "busybox:latest" {
 		t.Fatalf("ListContainers = %+v, %v", ctrs, err)
 	}
 	sb, err := l.SandboxStatus(ctx, "sb1")

@@ -8,7 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probelet/probelet/lifecycle"
-	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/node"
 )
 
 // Lister presents the client as the lifecycle reconciler's source of truth.
@@ -47,7 +47,7 @@ func (l *Lister) ListContainers(ctx context.Context) ([]lifecycle.Container, err
 	}
 	out := make([]lifecycle.Container, 0, len(items))
 	for _, c := range items {
-		out = append(out, lifecycle.Container{SandboxID: c.GetPodSandboxId(), Container: prober.Container{
+		out = append(out, lifecycle.Container{SandboxID: c.GetPodSandboxId(), Container: node.Container{
 			ID: c.GetId(), Name: c.GetMetadata().GetName(), Image: c.GetImage().GetImage(),
 			CreatedAt: lifecycle.UnixNanos(c.GetCreatedAt()), Labels: c.GetLabels(), Annotations: c.GetAnnotations(),
 			State: stateFrom(c.GetState()),
@@ -91,10 +91,10 @@ func (l *Lister) ContainerStatus(ctx context.Context, id string) (lifecycle.Cont
 	}
 	state := stateFrom(st.GetState())
 	pid := info.Pid
-	if state != prober.ContainerRunning {
+	if state != node.StateRunning {
 		pid = 0
 	}
-	return lifecycle.Container{SandboxID: info.SandboxID, Container: prober.Container{
+	return lifecycle.Container{SandboxID: info.SandboxID, Container: node.Container{
 		ID: st.GetId(), Name: st.GetMetadata().GetName(), Image: st.GetImage().GetImage(),
 		CreatedAt: lifecycle.UnixNanos(st.GetCreatedAt()), StartedAt: lifecycle.UnixNanos(st.GetStartedAt()),
 		FinishedAt: lifecycle.UnixNanos(st.GetFinishedAt()), ExitCode: st.GetExitCode(),
@@ -151,14 +151,14 @@ func ips(n *runtimeapi.PodSandboxNetworkStatus) []string {
 	return out
 }
 
-func stateFrom(s runtimeapi.ContainerState) prober.ContainerState {
+func stateFrom(s runtimeapi.ContainerState) node.ContainerState {
 	switch s {
 	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		return prober.ContainerCreated
+		return node.StateCreated
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return prober.ContainerRunning
+		return node.StateRunning
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return prober.ContainerExited
+		return node.StateExited
 	}
-	return prober.ContainerUnknown
+	return node.StateUnknown
 }

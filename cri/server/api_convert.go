@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	apiv1 "github.com/probelet/probelet/api/v1alpha1"
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
@@ -61,13 +62,13 @@ func pbMethod(m probe.Method) apiv1.Method {
 	return apiv1.Method_METHOD_UNSPECIFIED
 }
 
-func pbState(s prober.ContainerState) apiv1.ContainerState {
+func pbState(s node.ContainerState) apiv1.ContainerState {
 	switch s {
-	case prober.ContainerCreated:
+	case node.StateCreated:
 		return apiv1.ContainerState_CONTAINER_STATE_CREATED
-	case prober.ContainerRunning:
+	case node.StateRunning:
 		return apiv1.ContainerState_CONTAINER_STATE_RUNNING
-	case prober.ContainerExited:
+	case node.StateExited:
 		return apiv1.ContainerState_CONTAINER_STATE_EXITED
 	}
 	return apiv1.ContainerState_CONTAINER_STATE_UNKNOWN

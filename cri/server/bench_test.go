@@ -9,18 +9,19 @@ import (
 
 	apiv1 "github.com/probelet/probelet/api/v1alpha1"
 	"github.com/probelet/probelet/cri/server/servertest"
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 )
 
 // largeNode copies the fixture's web pod n times: 2n containers, n probed.
-func largeNode(n int) ([]prober.Pod, []prober.ContainerStatus) {
+func largeNode(n int) ([]node.Pod, []prober.ContainerStatus) {
 	base, st := servertest.Pods()[0], servertest.Statuses()[0]
-	var pods []prober.Pod
+	var pods []node.Pod
 	var sts []prober.ContainerStatus
 	for i := range n {
 		p := base
 		p.Name, p.UID, p.SandboxID = fmt.Sprintf("web-%d", i), fmt.Sprintf("uid-%d", i), fmt.Sprintf("%064x", i)
-		p.Containers = append([]prober.Container(nil), base.Containers...)
+		p.Containers = append([]node.Container(nil), base.Containers...)
 		for j := range p.Containers {
 			p.Containers[j].ID = fmt.Sprintf("%04x%02d%058d", i, j, 0) // unique 6-character prefixes
 		}

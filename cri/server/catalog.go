@@ -4,14 +4,15 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 )
 
 // entry is one container as the server presents it: the lifecycle cache's
 // pod and container joined with the prober's status, when it has one.
 type entry struct {
-	pod    *prober.Pod
-	ctr    prober.Container
+	pod    *node.Pod
+	ctr    node.Container
 	status *prober.ContainerStatus
 }
 
@@ -26,7 +27,7 @@ func (e entry) started() bool {
 	if e.status != nil {
 		return e.status.Started
 	}
-	return e.ctr.State == prober.ContainerRunning
+	return e.ctr.State == node.StateRunning
 }
 
 // ready reports published readiness, with the same fallback as started.
@@ -34,13 +35,13 @@ func (e entry) ready() bool {
 	if e.status != nil {
 		return e.status.Ready
 	}
-	return e.ctr.State == prober.ContainerRunning
+	return e.ctr.State == node.StateRunning
 }
 
 // catalog is a consistent-enough snapshot of both read sides, taken once
 // per call.
 type catalog struct {
-	pods    []*prober.Pod
+	pods    []*node.Pod
 	entries []entry
 }
 
@@ -107,13 +108,13 @@ func (s *Server) statusOf(id string) *prober.ContainerStatus {
 
 // orphan builds an entry from probe state alone.
 func orphan(st *prober.ContainerStatus) entry {
-	pod := &prober.Pod{UID: st.PodUID, Name: st.PodName, Namespace: st.PodNamespace}
-	ctr := prober.Container{ID: st.ContainerID, Name: st.ContainerName, State: st.State, StartedAt: st.StartedAt}
+	pod := &node.Pod{UID: st.PodUID, Name: st.PodName, Namespace: st.PodNamespace}
+	ctr := node.Container{ID: st.ContainerID, Name: st.ContainerName, State: st.State, StartedAt: st.StartedAt}
 	return entry{pod: pod, ctr: ctr, status: st}
 }
 
 func sortCatalog(c *catalog) {
-	slices.SortFunc(c.pods, func(a, b *prober.Pod) int {
+	slices.SortFunc(c.pods, func(a, b *node.Pod) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.SandboxID, b.SandboxID))
 	})
 	slices.SortFunc(c.entries, func(a, b entry) int {
@@ -127,8 +128,8 @@ func sortCatalog(c *catalog) {
 
 // pod returns the pod whose sandbox ID equals id or starts with it, if
 // exactly one does.
-func (c catalog) pod(id string) (*prober.Pod, error) {
-	return byID(c.pods, id, "pod sandbox", func(p *prober.Pod) string { return p.SandboxID })
+func (c catalog) pod(id string) (*node.Pod, error) {
+	return byID(c.pods, id, "pod sandbox", func(p *node.Pod) string { return p.SandboxID })
 }
 
 // container returns the entry whose container ID equals id or starts with
@@ -161,7 +162,7 @@ func byID[T any](items []T, id, kind string, idOf func(T) string) (T, error) {
 }
 
 // containersOf lists the entries of one pod.
-func (c catalog) containersOf(p *prober.Pod) []entry {
+func (c catalog) containersOf(p *node.Pod) []entry {
 	var out []entry
 	for _, e := range c.entries {
 		if e.pod == p {

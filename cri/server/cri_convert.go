@@ -5,9 +5,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/probelet/probelet/node"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/probelet/probelet/prober"
 )
 
 // Labels the kubelet puts on every container; crictl reads pod name and
@@ -29,30 +28,30 @@ func unixNano(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-func criContainerState(s prober.ContainerState) runtimeapi.ContainerState {
+func criContainerState(s node.ContainerState) runtimeapi.ContainerState {
 	switch s {
-	case prober.ContainerCreated:
+	case node.StateCreated:
 		return runtimeapi.ContainerState_CONTAINER_CREATED
-	case prober.ContainerRunning:
+	case node.StateRunning:
 		return runtimeapi.ContainerState_CONTAINER_RUNNING
-	case prober.ContainerExited:
+	case node.StateExited:
 		return runtimeapi.ContainerState_CONTAINER_EXITED
 	}
 	return runtimeapi.ContainerState_CONTAINER_UNKNOWN
 }
 
-func criSandboxState(p *prober.Pod) runtimeapi.PodSandboxState {
+func criSandboxState(p *node.Pod) runtimeapi.PodSandboxState {
 	if p.Deleting {
 		return runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 	}
 	return runtimeapi.PodSandboxState_SANDBOX_READY
 }
 
-func criSandboxMetadata(p *prober.Pod) *runtimeapi.PodSandboxMetadata {
+func criSandboxMetadata(p *node.Pod) *runtimeapi.PodSandboxMetadata {
 	return &runtimeapi.PodSandboxMetadata{Name: p.Name, Uid: p.UID, Namespace: p.Namespace}
 }
 
-func criPodSandbox(p *prober.Pod) *runtimeapi.PodSandbox {
+func criPodSandbox(p *node.Pod) *runtimeapi.PodSandbox {
 	return &runtimeapi.PodSandbox{
 		Id:          p.SandboxID,
 		Metadata:    criSandboxMetadata(p),
@@ -63,7 +62,7 @@ func criPodSandbox(p *prober.Pod) *runtimeapi.PodSandbox {
 	}
 }
 
-func criPodSandboxStatus(p *prober.Pod) *runtimeapi.PodSandboxStatus {
+func criPodSandboxStatus(p *node.Pod) *runtimeapi.PodSandboxStatus {
 	st := &runtimeapi.PodSandboxStatus{
 		Id:          p.SandboxID,
 		Metadata:    criSandboxMetadata(p),
@@ -134,7 +133,7 @@ func criContainerStatus(e entry) *runtimeapi.ContainerStatus {
 		Labels:      criLabels(e),
 		Annotations: e.ctr.Annotations,
 	}
-	if e.ctr.State == prober.ContainerExited {
+	if e.ctr.State == node.StateExited {
 		// containerd's reasons for an exited container.
 		st.Reason = "Completed"
 		if e.ctr.ExitCode != 0 {

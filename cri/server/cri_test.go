@@ -13,7 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probelet/probelet/cri/server/servertest"
-	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/node"
 )
 
 func runtimeClient(t *testing.T) (runtimeapi.RuntimeServiceClient, *servertest.View) {
@@ -274,10 +274,10 @@ func TestStatusCallsBadIDs(t *testing.T) {
 // An exact ID wins over longer IDs it prefixes, wherever they sort: here
 // two such IDs belong to pods that list before the exact one's.
 func TestStatusCallsExactIDWins(t *testing.T) {
-	pods := []prober.Pod{
-		{Name: "a", Namespace: "default", SandboxID: "s1x", Containers: []prober.Container{{ID: "c1x", Name: "app"}}},
-		{Name: "b", Namespace: "default", SandboxID: "s1y", Containers: []prober.Container{{ID: "c1y", Name: "app"}}},
-		{Name: "c", Namespace: "default", SandboxID: "s1", Containers: []prober.Container{{ID: "c1", Name: "app"}}},
+	pods := []node.Pod{
+		{Name: "a", Namespace: "default", SandboxID: "s1x", Containers: []node.Container{{ID: "c1x", Name: "app"}}},
+		{Name: "b", Namespace: "default", SandboxID: "s1y", Containers: []node.Container{{ID: "c1y", Name: "app"}}},
+		{Name: "c", Namespace: "default", SandboxID: "s1", Containers: []node.Container{{ID: "c1", Name: "app"}}},
 	}
 	_, endpoint := servertest.Start(t, servertest.NewStatus(), servertest.NewView(pods...))
 	rt := runtimeapi.NewRuntimeServiceClient(servertest.Dial(t, endpoint))

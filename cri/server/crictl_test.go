@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/cri/server/servertest"
-	"github.com/probelet/probelet/lifecycle"
+	"github.com/probelet/probelet/node"
 )
 
 // crictlBinary finds the crictl the test bed builds (hack/testbed), or the
@@ -155,7 +155,7 @@ func crictlEvents(t *testing.T, c crictl, view *servertest.View) {
 	defer func() { cancel(); _ = cmd.Wait() }()
 	servertest.WaitFor(t, "crictl's event subscription", func() bool { n, _, _ := view.EventStats(); return n == 1 })
 	pod := servertest.Pods()[1]
-	view.Publish(lifecycle.Event{Type: lifecycle.ContainerStopped, Time: servertest.Now, PodUID: pod.UID,
+	view.Publish(node.Event{Type: node.ContainerStoppedEvent, Time: servertest.Now, PodUID: pod.UID,
 		SandboxID: pod.SandboxID, ContainerID: servertest.DNSCoreID, Pod: pod})
 	var ev struct {
 		ContainerID        string `json:"containerId"`

@@ -6,8 +6,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/spec"
 )
 
 // Keys of the verbose info maps. crictl decodes values that start with
@@ -128,13 +130,21 @@ type sandboxMember struct {
 	Ready   bool   `json:"ready"`
 }
 
-func sandboxVerboseInfo(p *prober.Pod, members []entry) (map[string]string, error) {
+func sandboxVerboseInfo(p *node.Pod, members []entry) (map[string]string, error) {
+	// An unreadable grace annotation shows as none here; the engine logs it
+	// when a kill needs it.
+	grace, _ := spec.PodGrace(p)
 	si := sandboxInfo{
 		UID: p.UID, NetNSPath: p.NetNSPath, Deleting: p.Deleting,
-		TerminationGracePeriodSeconds: p.TerminationGracePeriodSeconds,
-		SpecErrors:                    p.SpecErrors, Containers: []sandboxMember{},
+		TerminationGracePeriodSeconds: grace, Containers: []sandboxMember{},
 	}
 	for _, e := range members {
+		if e.status != nil && e.status.SpecError != "" {
+			if si.SpecErrors == nil {
+				si.SpecErrors = map[string]string{}
+			}
+			si.SpecErrors[e.ctr.Name] = e.status.SpecError
+		}
 		si.Containers = append(si.Containers, sandboxMember{
 			ID: e.ctr.ID, Name: e.ctr.Name, State: e.ctr.State.String(), Started: e.started(), Ready: e.ready(),
 		})

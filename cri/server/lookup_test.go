@@ -9,6 +9,7 @@ import (
 
 	apiv1 "github.com/probelet/probelet/api/v1alpha1"
 	"github.com/probelet/probelet/cri/server/servertest"
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 )
 
@@ -23,7 +24,7 @@ func TestFullIDAndPrefixAgree(t *testing.T) {
 	_, endpoint, status, _ := servertest.StartFixture(t)
 	status.Set(append(servertest.Statuses(), prober.ContainerStatus{
 		PodUID: "uid-gone", PodName: "gone", PodNamespace: "default", ContainerName: "app",
-		ContainerID: orphanID, State: prober.ContainerRunning, StartedAt: servertest.Now, Ready: true,
+		ContainerID: orphanID, State: node.StateRunning, StartedAt: servertest.Now, Ready: true,
 	})...)
 	conn := servertest.Dial(t, endpoint)
 	rt, api := runtimeapi.NewRuntimeServiceClient(conn), apiv1.NewProbeletClient(conn)

@@ -1,10 +1,9 @@
 package server
 
 import (
+	"github.com/probelet/probelet/node"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/probelet/probelet/lifecycle"
 )
 
 // GetContainerEvents streams container lifecycle events as the lifecycle
@@ -13,17 +12,17 @@ import (
 func (r *runtimeService) GetContainerEvents(_ *runtimeapi.GetEventsRequest, stream grpc.ServerStreamingServer[runtimeapi.ContainerEventResponse]) error {
 	sub, cancel := r.s.view.SubscribeEvents(r.s.streamQueue)
 	return r.s.streamEnded("GetContainerEvents", relay(stream.Context(), r.s.done, r.s.streamQueue, nil, sub, cancel,
-		func(ev lifecycle.Event) (*runtimeapi.ContainerEventResponse, bool) { return criEvent(ev), true },
+		func(ev node.Event) (*runtimeapi.ContainerEventResponse, bool) { return criEvent(ev), true },
 		stream.Send))
 }
 
-func criEventType(t lifecycle.EventType) runtimeapi.ContainerEventType {
+func criEventType(t node.EventType) runtimeapi.ContainerEventType {
 	switch t {
-	case lifecycle.ContainerStarted:
+	case node.ContainerStartedEvent:
 		return runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT
-	case lifecycle.ContainerStopped:
+	case node.ContainerStoppedEvent:
 		return runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT
-	case lifecycle.ContainerDeleted:
+	case node.ContainerDeletedEvent:
 		return runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT
 	}
 	return runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT
@@ -31,7 +30,7 @@ func criEventType(t lifecycle.EventType) runtimeapi.ContainerEventType {
 
 // criEvent converts a lifecycle event, with the pod snapshot it carries as
 // the sandbox and container statuses (like containerd sends them).
-func criEvent(ev lifecycle.Event) *runtimeapi.ContainerEventResponse {
+func criEvent(ev node.Event) *runtimeapi.ContainerEventResponse {
 	pod := ev.Pod
 	resp := &runtimeapi.ContainerEventResponse{
 		ContainerId:        ev.ContainerID,

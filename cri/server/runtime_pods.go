@@ -3,10 +3,9 @@ package server
 import (
 	"context"
 
+	"github.com/probelet/probelet/node"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/probelet/probelet/prober"
 )
 
 // streamBatch is how many items each Stream* response carries.
@@ -36,7 +35,7 @@ func (r *runtimeService) sandboxes(f *runtimeapi.PodSandboxFilter) []*runtimeapi
 
 // sandboxMatches applies a CRI pod filter; the ID may be a prefix, as
 // containerd allows.
-func sandboxMatches(p *prober.Pod, f *runtimeapi.PodSandboxFilter) bool {
+func sandboxMatches(p *node.Pod, f *runtimeapi.PodSandboxFilter) bool {
 	if f == nil {
 		return true
 	}

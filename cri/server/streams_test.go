@@ -16,7 +16,7 @@ import (
 	apiv1 "github.com/probelet/probelet/api/v1alpha1"
 	"github.com/probelet/probelet/cri/server"
 	"github.com/probelet/probelet/cri/server/servertest"
-	"github.com/probelet/probelet/lifecycle"
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
@@ -43,8 +43,8 @@ func TestGetContainerEventsStreamsLifecycle(t *testing.T) {
 	}
 	servertest.WaitFor(t, "the lifecycle subscription", func() bool { n, _, _ := view.EventStats(); return n == 1 })
 	pod := servertest.Pods()[0]
-	for _, typ := range []lifecycle.EventType{lifecycle.ContainerCreated, lifecycle.ContainerStarted, lifecycle.ContainerStopped, lifecycle.ContainerDeleted} {
-		view.Publish(lifecycle.Event{Type: typ, Time: servertest.Now, PodUID: pod.UID, SandboxID: pod.SandboxID, ContainerID: servertest.WebAppID, Pod: pod})
+	for _, typ := range []node.EventType{node.ContainerCreatedEvent, node.ContainerStartedEvent, node.ContainerStoppedEvent, node.ContainerDeletedEvent} {
+		view.Publish(node.Event{Type: typ, Time: servertest.Now, PodUID: pod.UID, SandboxID: pod.SandboxID, ContainerID: servertest.WebAppID, Pod: pod})
 	}
 	for _, want := range []runtimeapi.ContainerEventType{
 		runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT,
@@ -120,7 +120,7 @@ func neverReaders(src *servertest.Status, view *servertest.View) []neverReader {
 			publish: func(i int) {
 				pod := servertest.Pods()[0]
 				pod.Annotations = map[string]string{"big": big}
-				view.Publish(lifecycle.Event{Type: lifecycle.ContainerStarted, ContainerID: servertest.WebAppID, Pod: pod})
+				view.Publish(node.Event{Type: node.ContainerStartedEvent, ContainerID: servertest.WebAppID, Pod: pod})
 			},
 			stats: view.EventStats,
 		},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apiv1 "github.com/probelet/probelet/api/v1alpha1"
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
@@ -37,7 +38,7 @@ func explain(e entry) []*apiv1.Explanation {
 	}
 	add(specRejected(e))
 	add(notRunning(e))
-	if e.status != nil && e.ctr.State == prober.ContainerRunning {
+	if e.status != nil && e.ctr.State == node.StateRunning {
 		add(notStarted(e))
 		add(notReady(e))
 		add(livenessFailing(e))
@@ -60,12 +61,12 @@ func specRejected(e entry) *apiv1.Explanation {
 func notRunning(e entry) *apiv1.Explanation {
 	var text string
 	switch e.ctr.State {
-	case prober.ContainerRunning:
+	case node.StateRunning:
 		return nil
-	case prober.ContainerExited:
+	case node.StateExited:
 		text = fmt.Sprintf("the container exited with code %d%s; it is not ready and its probes wait for a new instance",
 			e.ctr.ExitCode, at(e.ctr.FinishedAt))
-	case prober.ContainerCreated:
+	case node.StateCreated:
 		text = "the container was created but has not started; probes begin once it runs"
 	default:
 		text = "probelet does not know the container's state"

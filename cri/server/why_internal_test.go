@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	apiv1 "github.com/probelet/probelet/api/v1alpha1"
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
@@ -17,8 +18,8 @@ import (
 var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
 func running(st *prober.ContainerStatus) entry {
-	pod := &prober.Pod{UID: "u", Name: "p", Namespace: "ns"}
-	return entry{pod: pod, ctr: prober.Container{ID: "c1", Name: "c", State: prober.ContainerRunning}, status: st}
+	pod := &node.Pod{UID: "u", Name: "p", Namespace: "ns"}
+	return entry{pod: pod, ctr: node.Container{ID: "c1", Name: "c", State: node.StateRunning}, status: st}
 }
 
 func runs(rs ...results.Result) []prober.ProbeRecord {
@@ -102,13 +103,13 @@ func TestExplain(t *testing.T) {
 		},
 		{
 			name:     "created, not started",
-			e:        entry{pod: &prober.Pod{}, ctr: prober.Container{State: prober.ContainerCreated}},
+			e:        entry{pod: &node.Pod{}, ctr: node.Container{State: node.StateCreated}},
 			subjects: []string{subjectNotRunning},
 			text:     []string{"has not started"},
 		},
 		{
 			name:     "unknown state",
-			e:        entry{pod: &prober.Pod{}, ctr: prober.Container{State: prober.ContainerUnknown}},
+			e:        entry{pod: &node.Pod{}, ctr: node.Container{State: node.StateUnknown}},
 			subjects: []string{subjectNotRunning},
 			text:     []string{"does not know"},
 		},

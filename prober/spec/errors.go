@@ -149,7 +149,7 @@ func (l ErrorList) Containers() []string {
 }
 
 // ByContainer maps each container with problems to its reasons joined by
-// "; " (without the pod and container prefix), the form prober.Pod.SpecErrors
+// "; " (without the pod and container prefix), the form node.Pod.SpecErrors
 // takes. Annotation-wide problems are under PodWide and name the
 // annotation, since whoever reads them sees no field path.
 func (l ErrorList) ByContainer() map[string]string {

@@ -3,6 +3,8 @@ package spec
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/probelet/probelet/node"
 )
 
 // PodGracePeriod reads the pod's terminationGracePeriodSeconds from the
@@ -21,4 +23,25 @@ func PodGracePeriod(annotations map[string]string) (*int64, error) {
 		return nil, fmt.Errorf("annotation %s=%q: must be greater than or equal to 0", AnnotationPodTerminationGracePeriod, v)
 	}
 	return &n, nil
+}
+
+// PodGrace is a pod's terminationGracePeriodSeconds: the pod's own when a
+// source knows it (the API server), else what the kubelet wrote on its
+// containers; nil when nothing says. An unreadable annotation is an error
+// (and skipped for the next container's).
+func PodGrace(pod *node.Pod) (*int64, error) {
+	if pod.TerminationGracePeriodSeconds != nil {
+		return pod.TerminationGracePeriodSeconds, nil
+	}
+	var firstErr error
+	for i := range pod.Containers {
+		g, err := PodGracePeriod(pod.Containers[i].Annotations)
+		if g != nil {
+			return g, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	return nil, firstErr
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/spec"
 )
 
@@ -40,3 +41,30 @@ func TestPodGracePeriod(t *testing.T) {
 }
 
 func ptr(v int64) *int64 { return &v }
+
+func TestPodGrace(t *testing.T) {
+	ann := func(v string) map[string]string {
+		return map[string]string{spec.AnnotationPodTerminationGracePeriod: v}
+	}
+	tests := []struct {
+		name    string
+		pod     node.Pod
+		want    *int64
+		wantErr bool
+	}{
+		{"unknown", node.Pod{Containers: []node.Container{{Name: "a"}}}, nil, false},
+		{"the pod's own wins", node.Pod{TerminationGracePeriodSeconds: ptr(5),
+			Containers: []node.Container{{Annotations: ann("30")}}}, ptr(5), false},
+		{"from a container", node.Pod{Containers: []node.Container{{Name: "a"}, {Name: "b", Annotations: ann("45")}}}, ptr(45), false},
+		{"an unreadable one is skipped", node.Pod{Containers: []node.Container{{Annotations: ann("x")}, {Annotations: ann("7")}}}, ptr(7), false},
+		{"only unreadable", node.Pod{Containers: []node.Container{{Annotations: ann("x")}}}, nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := spec.PodGrace(&tc.pod)
+			if (err != nil) != tc.wantErr || (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+				t.Fatalf("got %v, %v; want %v (error %v)", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/probelet/probelet/lifecycle"
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 )
 
@@ -83,22 +84,22 @@ func (s *Status) EventStats() (subscribers int, dropped uint64, cancelled int) {
 // View is a fake lifecycle.View whose publisher never blocks.
 type View struct {
 	mu     sync.Mutex
-	pods   []prober.Pod
+	pods   []node.Pod
 	nri    atomic.Bool
-	events hub[lifecycle.Event]
+	events hub[node.Event]
 }
 
 var _ lifecycle.View = (*View)(nil)
 
 // NewView returns a connected View holding pods.
-func NewView(pods ...prober.Pod) *View {
+func NewView(pods ...node.Pod) *View {
 	v := &View{pods: pods}
 	v.nri.Store(true)
 	return v
 }
 
 // Set replaces the pods.
-func (v *View) Set(pods ...prober.Pod) {
+func (v *View) Set(pods ...node.Pod) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.pods = pods
@@ -108,14 +109,14 @@ func (v *View) Set(pods ...prober.Pod) {
 func (v *View) SetNRIConnected(ok bool) { v.nri.Store(ok) }
 
 // Pods implements lifecycle.View.
-func (v *View) Pods() []prober.Pod {
+func (v *View) Pods() []node.Pod {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return slices.Clone(v.pods)
 }
 
 // SubscribeEvents implements lifecycle.View.
-func (v *View) SubscribeEvents(buffer int) (<-chan lifecycle.Event, func()) {
+func (v *View) SubscribeEvents(buffer int) (<-chan node.Event, func()) {
 	return v.events.subscribe(buffer)
 }
 
@@ -123,7 +124,7 @@ func (v *View) SubscribeEvents(buffer int) (<-chan lifecycle.Event, func()) {
 func (v *View) NRIConnected() bool { return v.nri.Load() }
 
 // Publish delivers a lifecycle event to subscribers with room; it never blocks.
-func (v *View) Publish(ev lifecycle.Event) { v.events.publish(ev) }
+func (v *View) Publish(ev node.Event) { v.events.publish(ev) }
 
 // EventStats reports live subscriptions, drops and cancellations.
 func (v *View) EventStats() (subscribers int, dropped uint64, cancelled int) {

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
@@ -41,39 +42,38 @@ func int64p(v int64) *int64 { return &v }
 // Pods returns the fixture's pods: default/web (app probed and not ready,
 // sidecar unprobed), kube-system/dns (healthy after a liveness restart),
 // batch/job (exited, spec rejected).
-func Pods() []prober.Pod {
-	return []prober.Pod{
+func Pods() []node.Pod {
+	return []node.Pod{
 		{
 			UID: "uid-web", Name: "web", Namespace: "default", SandboxID: WebSandboxID,
 			CreatedAt: ago(2 * time.Hour), Labels: map[string]string{"app": "web", "io.kubernetes.pod.name": "web"},
 			Annotations: map[string]string{spec.AnnotationProbes: `{"app":{}}`},
 			IPs:         []string{"10.88.0.5", "fd00::5"}, NetNSPath: "/proc/4242/ns/net",
 			TerminationGracePeriodSeconds: int64p(30),
-			Containers: []prober.Container{
+			Containers: []node.Container{
 				{ID: WebAppID, Name: "app", Image: WebImage, CreatedAt: ago(2 * time.Hour), Pid: 4250,
-					State: prober.ContainerRunning, StartedAt: ago(119 * time.Minute),
+					State: node.StateRunning, StartedAt: ago(119 * time.Minute),
 					Labels:      map[string]string{"io.kubernetes.container.name": "app"},
 					Annotations: map[string]string{"io.kubernetes.container.restartCount": "0"}},
 				{ID: WebSidecarID, Name: "sidecar", Image: SidecarImage, CreatedAt: ago(2 * time.Hour), Pid: 4260,
-					State: prober.ContainerRunning, StartedAt: ago(119 * time.Minute)},
+					State: node.StateRunning, StartedAt: ago(119 * time.Minute)},
 			},
 		},
 		{
 			UID: "uid-dns", Name: "dns", Namespace: "kube-system", SandboxID: DNSSandboxID,
 			CreatedAt: ago(48 * time.Hour), Labels: map[string]string{"k8s-app": "dns"}, IPs: []string{"10.88.0.6"},
-			Containers: []prober.Container{
+			Containers: []node.Container{
 				{ID: DNSCoreID, Name: "coredns", Image: CoreDNSImage, CreatedAt: ago(30 * time.Minute), Pid: 5100,
-					State: prober.ContainerRunning, StartedAt: ago(30 * time.Minute),
+					State: node.StateRunning, StartedAt: ago(30 * time.Minute),
 					Annotations: map[string]string{"io.kubernetes.container.restartCount": "1"}},
 			},
 		},
 		{
 			UID: "uid-job", Name: "job", Namespace: "batch", SandboxID: JobSandboxID, Deleting: true,
 			CreatedAt: ago(10 * time.Minute), IPs: []string{"10.88.0.7"},
-			SpecErrors: map[string]string{"worker": JobSpecError},
-			Containers: []prober.Container{
+			Containers: []node.Container{
 				{ID: JobWorkerID, Name: "worker", Image: WorkerImage, CreatedAt: ago(10 * time.Minute),
-					State: prober.ContainerExited, StartedAt: ago(9 * time.Minute), FinishedAt: ago(time.Minute), ExitCode: 1},
+					State: node.StateExited, StartedAt: ago(9 * time.Minute), FinishedAt: ago(time.Minute), ExitCode: 1},
 			},
 		},
 	}
@@ -99,7 +99,7 @@ func webApp() prober.ContainerStatus {
 		TimeoutSeconds: 1, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 30}
 	return prober.ContainerStatus{
 		PodUID: "uid-web", PodName: "web", PodNamespace: "default", ContainerName: "app", ContainerID: WebAppID,
-		State: prober.ContainerRunning, StartedAt: ago(119 * time.Minute), Started: true, Ready: false,
+		State: node.StateRunning, StartedAt: ago(119 * time.Minute), Started: true, Ready: false,
 		Spec: spec.ContainerProbes{Liveness: tcpProbe(8080, 2), Readiness: httpProbe("/ready", intstr.FromString("http")), Startup: startup},
 		Probes: map[probe.Type]prober.ProbeStatus{
 			probe.Liveness: {Type: probe.Liveness, Result: results.Success, Consecutive: 12, SuccessThreshold: 1, FailureThreshold: 3,
@@ -128,7 +128,7 @@ func coreDNS() prober.ContainerStatus {
 	liveness.TerminationGracePeriodSeconds = int64p(5)
 	return prober.ContainerStatus{
 		PodUID: "uid-dns", PodName: "dns", PodNamespace: "kube-system", ContainerName: "coredns", ContainerID: DNSCoreID,
-		State: prober.ContainerRunning, StartedAt: ago(30 * time.Minute), Started: true, Ready: true,
+		State: node.StateRunning, StartedAt: ago(30 * time.Minute), Started: true, Ready: true,
 		Spec: spec.ContainerProbes{Liveness: liveness, Readiness: readiness},
 		Probes: map[probe.Type]prober.ProbeStatus{
 			probe.Liveness: {Type: probe.Liveness, Result: results.Success, Consecutive: 180, SuccessThreshold: 1, FailureThreshold: 3,
@@ -146,7 +146,7 @@ func coreDNS() prober.ContainerStatus {
 func jobWorker() prober.ContainerStatus {
 	return prober.ContainerStatus{
 		PodUID: "uid-job", PodName: "job", PodNamespace: "batch", ContainerName: "worker", ContainerID: JobWorkerID,
-		State: prober.ContainerExited, StartedAt: ago(9 * time.Minute), SpecError: JobSpecError,
+		State: node.StateExited, StartedAt: ago(9 * time.Minute), SpecError: JobSpecError,
 	}
 }
 

@@ -1,0 +1,68 @@
+package spec
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/probelet/probelet/prober/probe"
+)
+
+// Checked is the outcome of Check for one pod.
+type Checked struct {
+	// Probes are the probes of the containers without problems.
+	Probes PodProbes
+	// Errors are every problem, grouped by container (annotation-wide ones
+	// first).
+	Errors ErrorList
+	// Warnings are valid but doubtful choices, sorted.
+	Warnings []string
+}
+
+// Check is the one policy for a pod's annotation, shared by the daemon,
+// `probelet validate` and the API server input: parse it and, when the pod
+// spec is known (a manifest, the API server), check it against the spec —
+// every annotated container must exist and named ports resolve — and warn
+// about probes the kubelet would run as well. Containers with problems are
+// left out of Probes.
+func Check(ref PodRef, annotation string, podSpec *corev1.PodSpec) Checked {
+	probes, errs := Parse(ref, annotation)
+	var warnings []string
+	if podSpec != nil {
+		errs = append(errs, CheckPod(ref, probes, podSpec)...)
+		warnings = NativeProbeWarnings(ref, probes, podSpec)
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Container < errs[j].Container })
+	valid := maps.Clone(probes)
+	if valid == nil {
+		valid = PodProbes{}
+	}
+	for _, bad := range errs.Containers() {
+		delete(valid, bad)
+	}
+	return Checked{Probes: valid, Errors: errs, Warnings: warnings}
+}
+
+// NativeProbeWarnings flags containers that declare the same probe type in
+// the pod spec too: the kubelet would run it as well, probing twice.
+func NativeProbeWarnings(ref PodRef, probes PodProbes, ps *corev1.PodSpec) []string {
+	var out []string
+	for _, c := range slices.Concat(ps.InitContainers, ps.Containers) {
+		cp, ok := probes[c.Name]
+		if !ok {
+			continue
+		}
+		native := ContainerProbes{Liveness: c.LivenessProbe, Readiness: c.ReadinessProbe, Startup: c.StartupProbe}
+		for _, t := range probe.Types {
+			if cp.Get(t) != nil && native.Get(t) != nil {
+				out = append(out, fmt.Sprintf("pod %s: container %q: %s is also set in the pod spec; the kubelet will run it too",
+					ref, c.Name, FieldName(t)))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
