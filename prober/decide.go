@@ -4,23 +4,10 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
-)
-
-// verdict is what a worker's tick concluded.
-type verdict int
-
-const (
-	// verdictWait: nothing to probe now; tick again next period.
-	verdictWait verdict = iota
-	// verdictProbe: run the probe.
-	verdictProbe
-	// verdictStop: the worker is done.
-	verdictStop
 )
 
 // restartGrace is how long before the agent started a container must have
@@ -28,60 +15,34 @@ const (
 // kubeletRestartGracePeriod).
 const restartGrace = 10 * time.Second
 
-// decide applies the kubelet's rules that come before a probe, in the
-// kubelet's order: follow the container, pod deletion (liveness and
-// startup), on hold, not running, initial delay, startup gating.
+// decide runs w's rules for one tick and carries out what they decided:
+// follow the container, then the worker's decide.
 func (m *Manager) decide(w *worker, now time.Time) verdict {
 	c, ok := w.pod.container(w.name)
 	if !ok || c.ID == "" || c.State == node.StateCreated {
 		return verdictWait // not there yet; UpdatePod wakes the worker
 	}
 	m.follow(w, c)
-	switch {
-	case w.pod.pod.Deleting && w.typ != probe.Readiness:
-		m.quietShutdown(w, c)
-		return verdictStop
-	case w.onHold:
-		return verdictWait
-	case c.State != node.StateRunning:
-		m.publish(w, results.Failure, "")
-		return verdictWait
-	case inInitialDelay(w.spec, w.startedAt(c, now), now):
-		return verdictWait
-	case !m.gateOpen(w, c):
-		return verdictWait
+	d := w.decide(c, w.pod.pod.Deleting, m.started(w.pod, c), now)
+	if d.note != "" {
+		m.log.Debug(d.note, m.fields(w)...)
 	}
-	return verdictProbe
+	if d.publishes {
+		m.publish(w, d.result, "")
+	}
+	return d.verdict
 }
 
-// quietShutdown is the kubelet's pod-deletion rule for liveness and
-// startup: a worker that would probe sets Success for a quiet shutdown;
-// one on hold or whose container is not running just stops (the kubelet's
-// StopLivenessAndStartup stops every such worker).
-func (m *Manager) quietShutdown(w *worker, c *node.Container) {
-	if w.onHold || c.State != node.StateRunning {
-		m.log.Debug("Pod deletion requested, stopping probe worker", m.fields(w)...)
-		return
-	}
-	m.log.Debug("Pod deletion requested, setting probe result to success", m.fields(w)...)
-	m.publish(w, results.Success, "")
-}
-
-// follow moves w to c when c is a new container: the old result goes, the
-// type's initial value is seeded and a hold is lifted.
+// follow moves w to c when c is a new container: the old result goes and
+// the type's initial value is seeded.
 func (m *Manager) follow(w *worker, c *node.Container) {
-	if w.containerID == c.ID {
+	left, moved := w.follow(c)
+	if !moved {
 		return
 	}
-	if w.containerID != "" {
-		m.cache.Remove(w.key())
+	if left.ContainerID != "" {
+		m.cache.Remove(left)
 	}
-	w.containerID = c.ID
-	w.onHold = false
-	w.seenRunning = time.Time{}
-	// The last run belonged to the old container; its output would read as
-	// the new one's. History keeps it, with its time.
-	w.lastProbe, w.lastOutput, w.method = time.Time{}, "", ""
 	if m.startedBeforeAgent(c) {
 		// Like the kubelet after its own restart: do not flip a container
 		// that was already running (and maybe Ready) back to the seed.
@@ -94,39 +55,7 @@ func (m *Manager) follow(w *worker, c *node.Container) {
 // startedBeforeAgent reports whether c was running well before the agent
 // started, i.e. the agent restarted under it.
 func (m *Manager) startedBeforeAgent(c *node.Container) bool {
-	return c.State == node.StateRunning && !c.StartedAt.IsZero() &&
-		c.StartedAt.Before(m.agentStart.Add(-restartGrace))
-}
-
-// inInitialDelay reports whether fewer whole seconds than the probe's
-// initialDelaySeconds have passed since the container started. Integer
-// division truncates like the kubelet's int32(Seconds()), without its
-// float overflow, which made a zero start time look like -2^31 seconds.
-func inInitialDelay(p *corev1.Probe, startedAt, now time.Time) bool {
-	return int64(now.Sub(startedAt)/time.Second) < int64(p.InitialDelaySeconds)
-}
-
-// startedAt is c's start time for the initial delay. The runtime may not
-// know it (NRI sends 0); then the delay counts from when the worker first
-// saw c run, so a liveness probe never starts early.
-func (w *worker) startedAt(c *node.Container, now time.Time) time.Time {
-	if !c.StartedAt.IsZero() {
-		return c.StartedAt
-	}
-	if w.seenRunning.IsZero() {
-		w.seenRunning = now
-	}
-	return w.seenRunning
-}
-
-// gateOpen applies startup gating: liveness and readiness probe only once
-// the container has started; the startup probe only until then.
-func (m *Manager) gateOpen(w *worker, c *node.Container) bool {
-	started := m.started(w.pod, c)
-	if w.typ == probe.Startup {
-		return !started
-	}
-	return started
+	return c.Running() && !c.StartedAt.IsZero() && c.StartedAt.Before(m.agentStart.Add(-restartGrace))
 }
 
 // started reports whether c has started: its startup probe succeeded, or

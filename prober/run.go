@@ -56,67 +56,47 @@ func (m *Manager) current(w *worker, id string) bool {
 	return ok && c.ID == id && w.containerID == id
 }
 
-// record applies one run: events, metrics, history, thresholds, publish,
-// hold and action — the second half of the kubelet's doProbe.
+// record applies one run — the second half of the kubelet's doProbe: the
+// worker judges it, the Manager reports it (logs, events, metrics), the
+// worker keeps it and counts it, and the Manager publishes and acts.
 func (m *Manager) record(w *worker, o outcome) {
-	r, counted := m.judge(w, o)
-	m.remember(w, o, r, counted)
-	if !counted {
+	j := w.judge(o)
+	m.report(w, o, j)
+	w.remember(o, j)
+	if !j.counted {
 		return
 	}
-	if !w.count(r) {
-		return // below threshold: the published result stays
+	publish, kill := w.settle(j.result)
+	if publish {
+		m.publish(w, j.result, o.output)
 	}
-	m.publish(w, r, o.output)
-	if w.holdsAfter(r) {
-		w.onHold, w.resultRun = true, 0
-	}
-	if r == results.Failure && w.typ != probe.Readiness {
+	if kill {
 		m.act(w, o.output)
 	}
 }
 
-// judge maps a run to a result, with the kubelet's events and logs: a
-// Warning is a Success with a ProbeWarning event, a Failure an Unhealthy
-// event, an error is discarded (counted=false).
-func (m *Manager) judge(w *worker, o outcome) (r results.Result, counted bool) {
+// report logs a run at the kubelet's levels, emits its event and counts it.
+func (m *Manager) report(w *worker, o outcome, j judgement) {
 	switch {
-	case o.err != nil:
+	case !j.counted:
 		m.log.Info("Probe errored", m.fields(w, zap.Error(o.err))...)
-		m.emit(w, eventWarning, reasonUnhealthy, w.typ.String()+" probe errored and resulted in unknown state: "+o.err.Error())
 		m.metrics.discarded(w.typ)
-		return results.Unknown, false
-	case o.result == probe.Success:
-		if m.log.Core().Enabled(zapcore.DebugLevel) {
-			m.log.Debug("Probe succeeded", m.fields(w)...)
-		}
-	case o.result == probe.Warning:
-		m.log.Debug("Probe succeeded with a warning", m.fields(w, zap.String("output", o.output))...)
-		m.emit(w, eventWarning, reasonProbeWarning, w.typ.String()+" probe warning: "+o.output)
-	case o.result == probe.Failure:
+	case j.result == results.Failure && j.reason != "":
 		m.log.Info("Probe failed", m.fields(w, zap.String("probeResult", "failure"), zap.String("output", o.output))...)
-		m.emit(w, eventWarning, reasonUnhealthy, w.typ.String()+" probe failed: "+o.output)
-		w.metrics.count(resultFailed)
-		return results.Failure, true
-	default:
-		// Unknown without an error: the kubelet counts it as a Failure, silently.
+	case j.result == results.Failure:
 		m.log.Debug("Probe unknown without error", m.fields(w)...)
-		w.metrics.count(resultFailed)
-		return results.Failure, true
+	case j.reason != "":
+		m.log.Debug("Probe succeeded with a warning", m.fields(w, zap.String("output", o.output))...)
+	case m.log.Core().Enabled(zapcore.DebugLevel):
+		m.log.Debug("Probe succeeded", m.fields(w)...)
 	}
-	w.metrics.count(resultSuccessful)
-	w.metrics.observe(o.duration)
-	return results.Success, true
-}
-
-// remember keeps the run for troubleshooting.
-func (m *Manager) remember(w *worker, o outcome, r results.Result, counted bool) {
-	w.lastProbe, w.lastOutput, w.method = o.start, o.output, o.method
-	rec := ProbeRecord{Time: o.start, Result: r, Duration: o.duration, Output: o.output, Method: o.method}
-	if !counted {
-		rec.Result = results.Unknown
-		rec.Error = o.err.Error()
-		w.lastOutput = rec.Error
+	if j.reason != "" {
+		m.emit(w, eventWarning, j.reason, j.message)
 	}
-	w.history.add(rec)
+	if j.metric != "" {
+		w.metrics.count(j.metric)
+	}
+	if j.observe {
+		w.metrics.observe(o.duration)
+	}
 }

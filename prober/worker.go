@@ -89,34 +89,9 @@ func (m *Manager) newWorker(pe *podEntry, name string, t probe.Type, p *corev1.P
 	return w
 }
 
-// initialValue is the result seeded when the worker sees a new container.
-func (w *worker) initialValue() results.Result {
-	switch w.typ {
-	case probe.Liveness:
-		return results.Success
-	case probe.Readiness:
-		return results.Failure
-	}
-	return results.Unknown
-}
-
 // key is the worker's results-cache key for its current container.
 func (w *worker) key() results.Key {
 	return results.Key{ContainerID: w.containerID, Type: w.typ}
-}
-
-// count adds r to the run of identical results and reports whether the run
-// reached the threshold that publishes r.
-func (w *worker) count(r results.Result) bool {
-	if w.lastResult == r {
-		w.resultRun++
-	} else {
-		w.lastResult, w.resultRun = r, 1
-	}
-	if r == results.Failure {
-		return w.resultRun >= int(w.failureThreshold())
-	}
-	return w.resultRun >= int(w.successThreshold())
 }
 
 // successThreshold and failureThreshold are the spec's, defaulted
@@ -127,12 +102,6 @@ func (w *worker) successThreshold() int32 {
 
 func (w *worker) failureThreshold() int32 {
 	return positiveOr(w.spec.FailureThreshold, spec.DefaultFailureThreshold)
-}
-
-// holdsAfter reports whether publishing r puts the worker on hold until a
-// new container: a liveness failure, or any startup result.
-func (w *worker) holdsAfter(r results.Result) bool {
-	return w.typ == probe.Startup || (w.typ == probe.Liveness && r == results.Failure)
 }
 
 // period is the probe's period, defaulted defensively: a zero period would

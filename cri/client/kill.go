@@ -9,11 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/probelet/probelet/prober"
 )
-
-var _ prober.ContainerKiller = (*Client)(nil)
 
 // KillContainer stops a container whose liveness or startup probe failed,
 // through CRI StopContainer with the grace period as its timeout (never

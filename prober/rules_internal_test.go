@@ -1,0 +1,168 @@
+package prober
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/probelet/probelet/node"
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/results"
+)
+
+// The kubelet's rules on a bare worker, without a Manager.
+
+var r0 = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+
+func bareWorker(t probe.Type, p *corev1.Probe) *worker {
+	if p == nil {
+		p = &corev1.Probe{}
+	}
+	return &worker{typ: t, spec: p, history: newHistory(4)}
+}
+
+func TestWorkerDecide(t *testing.T) {
+	running := &node.Container{ID: "c1", State: node.StateRunning, StartedAt: r0}
+	exited := &node.Container{ID: "c1", State: node.StateExited, StartedAt: r0}
+	tests := []struct {
+		name     string
+		typ      probe.Type
+		probe    *corev1.Probe
+		c        *node.Container
+		deleting bool
+		onHold   bool
+		started  bool
+		now      time.Time
+		want     decision
+	}{
+		{"probes a started running container", probe.Liveness, nil, running, false, false, true, r0, decision{verdict: verdictProbe}},
+		{"deletion: liveness publishes Success and stops", probe.Liveness, nil, running, true, false, true, r0,
+			decision{verdict: verdictStop, publishes: true, result: results.Success, note: "Pod deletion requested, setting probe result to success"}},
+		{"deletion: startup on hold just stops", probe.Startup, nil, running, true, true, false, r0,
+			decision{verdict: verdictStop, note: "Pod deletion requested, stopping probe worker"}},
+		{"deletion: liveness of an exited container just stops", probe.Liveness, nil, exited, true, false, true, r0,
+			decision{verdict: verdictStop, note: "Pod deletion requested, stopping probe worker"}},
+		{"deletion: readiness keeps probing", probe.Readiness, nil, running, true, false, true, r0, decision{verdict: verdictProbe}},
+		{"on hold waits", probe.Liveness, nil, running, false, true, true, r0, decision{verdict: verdictWait}},
+		{"not running publishes Failure", probe.Readiness, nil, exited, false, false, true, r0,
+			decision{verdict: verdictWait, publishes: true, result: results.Failure}},
+		{"initial delay: 4.9 s of 5 waits", probe.Readiness, &corev1.Probe{InitialDelaySeconds: 5}, running, false, false, true,
+			r0.Add(4900 * time.Millisecond), decision{verdict: verdictWait}},
+		{"initial delay: 5 s of 5 probes", probe.Readiness, &corev1.Probe{InitialDelaySeconds: 5}, running, false, false, true,
+			r0.Add(5 * time.Second), decision{verdict: verdictProbe}},
+		{"gate: readiness waits for startup", probe.Readiness, nil, running, false, false, false, r0, decision{verdict: verdictWait}},
+		{"gate: startup stops probing once started", probe.Startup, nil, running, false, false, true, r0, decision{verdict: verdictWait}},
+		{"gate: startup probes until started", probe.Startup, nil, running, false, false, false, r0, decision{verdict: verdictProbe}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := bareWorker(tc.typ, tc.probe)
+			w.onHold = tc.onHold
+			if got := w.decide(tc.c, tc.deleting, tc.started, tc.now); got != tc.want {
+				t.Fatalf("decide = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWorkerInitialDelayCountsFromFirstSeenWhenStartUnknown(t *testing.T) {
+	w := bareWorker(probe.Liveness, &corev1.Probe{InitialDelaySeconds: 3})
+	c := &node.Container{ID: "c1", State: node.StateRunning} // no start time
+	if d := w.decide(c, false, true, r0); d.verdict != verdictWait {
+		t.Fatalf("first tick = %v, want a wait", d.verdict)
+	}
+	if d := w.decide(c, false, true, r0.Add(3*time.Second)); d.verdict != verdictProbe {
+		t.Fatalf("3 s after first seen = %v, want a probe", d.verdict)
+	}
+}
+
+func TestWorkerFollowLiftsHoldAndClearsTheOldRun(t *testing.T) {
+	w := bareWorker(probe.Liveness, nil)
+	if left, moved := w.follow(&node.Container{ID: "c1"}); !moved || left != (results.Key{}) {
+		t.Fatalf("first follow = %v, %v; want moved with nothing left", left, moved)
+	}
+	w.onHold, w.lastOutput = true, "refused"
+	if _, moved := w.follow(&node.Container{ID: "c1"}); moved {
+		t.Fatal("following the same container moved")
+	}
+	left, moved := w.follow(&node.Container{ID: "c2"})
+	if !moved || left != (results.Key{ContainerID: "c1", Type: probe.Liveness}) || w.onHold || w.lastOutput != "" {
+		t.Fatalf("restart follow = %v, %v, worker %+v", left, moved, w)
+	}
+}
+
+func TestWorkerJudge(t *testing.T) {
+	tests := []struct {
+		name string
+		o    outcome
+		want judgement
+	}{
+		{"success", outcome{result: probe.Success}, judgement{result: results.Success, counted: true, metric: resultSuccessful, observe: true}},
+		{"warning is a success with an event", outcome{result: probe.Warning, output: "Probe terminated redirects"},
+			judgement{result: results.Success, counted: true, metric: resultSuccessful, observe: true,
+				reason: reasonProbeWarning, message: "Readiness probe warning: Probe terminated redirects"}},
+		{"failure", outcome{result: probe.Failure, output: "refused"},
+			judgement{result: results.Failure, counted: true, metric: resultFailed, reason: reasonUnhealthy, message: "Readiness probe failed: refused"}},
+		{"unknown without error is a silent failure", outcome{result: probe.Unknown},
+			judgement{result: results.Failure, counted: true, metric: resultFailed}},
+		{"error is discarded", outcome{result: probe.Unknown, err: errors.New("broke")},
+			judgement{result: results.Unknown, reason: reasonUnhealthy, message: "Readiness probe errored and resulted in unknown state: broke"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := bareWorker(probe.Readiness, nil).judge(tc.o); got != tc.want {
+				t.Fatalf("judge = %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWorkerSettleThresholdsHoldAndKill(t *testing.T) {
+	type step struct {
+		r             results.Result
+		publish, kill bool
+	}
+	s, f := results.Success, results.Failure
+	tests := []struct {
+		name     string
+		typ      probe.Type
+		probe    *corev1.Probe
+		steps    []step
+		wantHold bool
+	}{
+		{"liveness fails at the threshold, then holds", probe.Liveness, &corev1.Probe{FailureThreshold: 2},
+			[]step{{f, false, false}, {f, true, true}}, true},
+		{"a success resets the failure run", probe.Liveness, &corev1.Probe{FailureThreshold: 2},
+			[]step{{f, false, false}, {s, true, false}, {f, false, false}}, false},
+		{"readiness needs successThreshold successes", probe.Readiness, &corev1.Probe{SuccessThreshold: 2},
+			[]step{{s, false, false}, {s, true, false}, {s, true, false}}, false},
+		{"readiness never kills", probe.Readiness, &corev1.Probe{FailureThreshold: 1}, []step{{f, true, false}}, false},
+		{"startup success holds", probe.Startup, nil, []step{{s, true, false}}, true},
+		{"startup failure kills and holds", probe.Startup, &corev1.Probe{FailureThreshold: 1}, []step{{f, true, true}}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := bareWorker(tc.typ, tc.probe)
+			for i, st := range tc.steps {
+				if publish, kill := w.settle(st.r); publish != st.publish || kill != st.kill {
+					t.Fatalf("step %d (%v): publish, kill = %v, %v; want %v, %v", i, st.r, publish, kill, st.publish, st.kill)
+				}
+			}
+			if w.onHold != tc.wantHold {
+				t.Fatalf("on hold = %v, want %v", w.onHold, tc.wantHold)
+			}
+		})
+	}
+}
+
+func TestWorkerRememberKeepsErrorsAsUnknownRuns(t *testing.T) {
+	w := bareWorker(probe.Liveness, nil)
+	o := outcome{start: r0, err: errors.New("exec failed")}
+	w.remember(o, w.judge(o))
+	recs := w.history.records()
+	if len(recs) != 1 || recs[0].Result != results.Unknown || recs[0].Error != "exec failed" || w.lastOutput != "exec failed" {
+		t.Fatalf("history = %+v, last output %q", recs, w.lastOutput)
+	}
+}
