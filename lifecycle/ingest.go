@@ -107,7 +107,9 @@ func (c *Cache) validContainer(ct Container, what string) bool {
 }
 
 // handoff gives the engine the current snapshot of a pod (or removes the
-// pod when no sandbox of it is left) and records the latency.
+// pod when no sandbox of it is left) and records the latency. It runs under
+// c.mu, so snapshots reach the sink in the order they were made; the lock
+// order is cache, then engine (Sink says so), never the reverse.
 func (c *Cache) handoff(at time.Time, key string) {
 	if cur := c.current(key); cur != nil {
 		c.sink.UpdatePod(c.snapshot(cur))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/probelet/probelet/node"
 	"go.uber.org/zap"
 	"k8s.io/utils/clock"
 )
@@ -146,8 +147,49 @@ func (r *Reconciler) once(ctx context.Context, start time.Time) (Drift, error) {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
 	r.cache.fillCreated(sbs)
-	p := r.cache.plan(start, sbs, ctrs)
+	p := planFrom(r.cache.inventory(), start, sbs, ctrs)
 	return r.cache.applyPlan(start, p, r.fetch(ctx, p)), nil
+}
+
+// planFrom compares a listing taken at start with the cache's inventory.
+// Only live items count as missing: the cache never learns exited
+// containers from NRI. Items the cache heard of after start are left out:
+// the listing may predate them.
+func planFrom(inv inventory, start time.Time, sbs []ListedSandbox, ctrs []Container) plan {
+	p := plan{sandboxOf: make(map[string]string, len(ctrs))}
+	listed := make(map[string]bool, len(sbs)+len(ctrs))
+	for _, sb := range sbs {
+		listed[sb.ID] = true
+		pm, ok := inv.pods[sb.ID]
+		switch {
+		case !ok && sb.Ready && !inv.removed[sb.ID]:
+			p.missingPods = append(p.missingPods, sb.ID)
+		case ok && !sb.Ready && !pm.stopped && pm.seen.Before(start):
+			p.stoppedPods = append(p.stoppedPods, sb.ID)
+		}
+	}
+	for id, pm := range inv.pods {
+		if !listed[id] && pm.seen.Before(start) {
+			p.vanishedPods = append(p.vanishedPods, id)
+		}
+	}
+	for _, ct := range ctrs {
+		listed[ct.ID] = true
+		p.sandboxOf[ct.ID] = ct.SandboxID
+		cm, ok := inv.ctrs[ct.ID]
+		switch {
+		case !ok && ct.State != node.StateExited && !inv.removed[ct.ID]:
+			p.missingCtrs = append(p.missingCtrs, ct.ID)
+		case ok && cm.state.Before(ct.State) && cm.seen.Before(start):
+			p.changedCtrs = append(p.changedCtrs, ct.ID)
+		}
+	}
+	for id, cm := range inv.ctrs {
+		if !listed[id] && cm.seen.Before(start) {
+			p.vanishedCtrs = append(p.vanishedCtrs, id)
+		}
+	}
+	return p
 }
 
 // fetch asks the runtime for the details of items the cache must add or

@@ -21,45 +21,44 @@ type fetched struct {
 	ctrs []Container
 }
 
-// plan compares a listing taken at start with the cache. Only live items
-// count as missing: the cache never learns exited containers from NRI.
-func (c *Cache) plan(start time.Time, sbs []ListedSandbox, ctrs []Container) plan {
+// inventory is the narrow view of the cache a reconcile plans from: per
+// cached item, its state and when the cache last heard of it, and the IDs
+// removed recently (a listing taken before their removal still shows them).
+type inventory struct {
+	pods    map[string]podMark // by sandbox ID
+	ctrs    map[string]ctrMark // by container ID
+	removed map[string]bool
+}
+
+type podMark struct {
+	stopped bool
+	seen    time.Time
+}
+
+type ctrMark struct {
+	state node.ContainerState
+	seen  time.Time
+}
+
+// inventory copies what a reconcile needs, so planning holds no lock.
+func (c *Cache) inventory() inventory {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p := plan{sandboxOf: make(map[string]string, len(ctrs))}
-	listed := make(map[string]bool, len(sbs)+len(ctrs))
-	for _, sb := range sbs {
-		listed[sb.ID] = true
-		pe, ok := c.pods[sb.ID]
-		switch {
-		case !ok && sb.Ready && !c.wasRemoved(sb.ID):
-			p.missingPods = append(p.missingPods, sb.ID)
-		case ok && !sb.Ready && !pe.stopped && pe.seen.Before(start):
-			p.stoppedPods = append(p.stoppedPods, sb.ID)
-		}
+	inv := inventory{
+		pods:    make(map[string]podMark, len(c.pods)),
+		ctrs:    make(map[string]ctrMark, len(c.ctrs)),
+		removed: make(map[string]bool, len(c.removed)),
 	}
 	for id, pe := range c.pods {
-		if !listed[id] && pe.seen.Before(start) {
-			p.vanishedPods = append(p.vanishedPods, id)
-		}
-	}
-	for _, ct := range ctrs {
-		listed[ct.ID] = true
-		p.sandboxOf[ct.ID] = ct.SandboxID
-		ce, ok := c.ctrs[ct.ID]
-		switch {
-		case !ok && ct.State != node.StateExited && !c.wasRemoved(ct.ID):
-			p.missingCtrs = append(p.missingCtrs, ct.ID)
-		case ok && ce.c.State.Before(ct.State) && ce.seen.Before(start):
-			p.changedCtrs = append(p.changedCtrs, ct.ID)
-		}
+		inv.pods[id] = podMark{stopped: pe.stopped, seen: pe.seen}
 	}
 	for id, ce := range c.ctrs {
-		if !listed[id] && ce.seen.Before(start) {
-			p.vanishedCtrs = append(p.vanishedCtrs, id)
-		}
+		inv.ctrs[id] = ctrMark{state: ce.c.State, seen: ce.seen}
 	}
-	return p
+	for id := range c.removed {
+		inv.removed[id] = true
+	}
+	return inv
 }
 
 // applyPlan fixes the differences that still hold (events may have arrived
