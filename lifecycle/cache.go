@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/utils/clock"
 
+	"github.com/probelet/probelet/internal/fanout"
 	"github.com/probelet/probelet/node"
 )
 
@@ -25,7 +26,7 @@ type Cache struct {
 	sink   Sink
 	reg    prometheus.Registerer
 	m      *metrics
-	events *broadcaster
+	events *fanout.Hub[node.Event]
 	nri    atomic.Bool
 
 	pods  map[string]*podEntry            // by sandbox ID
@@ -130,7 +131,7 @@ func New(sink Sink, opts ...Option) (*Cache, error) {
 			return nil, err
 		}
 	}
-	c.events = newBroadcaster(c.m.dropped)
+	c.events = fanout.New[node.Event](c.m.dropped.Inc)
 	return c, nil
 }
 

@@ -130,12 +130,12 @@ func (c *Cache) observe(at time.Time) {
 // emit publishes a lifecycle event per container with one snapshot of
 // their pod.
 func (c *Cache) emit(typ node.EventType, at time.Time, pe *podEntry, containerIDs ...string) {
-	if len(containerIDs) == 0 || !c.events.active() {
+	if len(containerIDs) == 0 || !c.events.Active() {
 		return
 	}
 	pod := c.snapshot(pe)
 	for _, id := range containerIDs {
-		c.events.publish(node.Event{
+		c.events.Publish(node.Event{
 			Type:        typ,
 			Time:        at,
 			PodUID:      pe.sb.key(),

@@ -1,8 +1,7 @@
 package lifecycle
 
 import (
-	"errors"
-
+	"github.com/probelet/probelet/internal/promutil"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -63,30 +62,7 @@ func newMetrics() *metrics {
 	}
 }
 
-// register adds the collectors to r; collectors already registered (a
-// second cache in the same process) are reused.
+// register adds the collectors to r.
 func (m *metrics) register(r prometheus.Registerer) error {
-	var err error
-	m.handoff = registerOrReuse(r, m.handoff, &err)
-	m.dropped = registerOrReuse(r, m.dropped, &err)
-	m.pods = registerOrReuse(r, m.pods, &err)
-	m.ctrs = registerOrReuse(r, m.ctrs, &err)
-	m.drift = registerOrReuse(r, m.drift, &err)
-	m.reconcile = registerOrReuse(r, m.reconcile, &err)
-	return err
-}
-
-func registerOrReuse[C prometheus.Collector](r prometheus.Registerer, c C, errp *error) C {
-	if err := r.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		if *errp == nil {
-			*errp = err
-		}
-	}
-	return c
+	return promutil.Register(r, m.handoff, m.dropped, m.pods, m.ctrs, m.drift, m.reconcile)
 }

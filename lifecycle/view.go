@@ -33,7 +33,7 @@ func (c *Cache) Pods() []node.Pod {
 
 // SubscribeEvents delivers lifecycle events; see View.
 func (c *Cache) SubscribeEvents(buffer int) (<-chan node.Event, func()) {
-	return c.events.subscribe(buffer)
+	return c.events.Subscribe(buffer)
 }
 
 // NRIConnected reports what SetNRIConnected last recorded.

@@ -3,6 +3,7 @@ package plugin
 import (
 	"fmt"
 
+	"github.com/probelet/probelet/internal/promutil"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -40,10 +41,8 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.connected, m.reconnects, m.failures, m.events, m.panics} {
-		if err := r.Register(c); err != nil {
-			return fmt.Errorf("plugin: register metrics: %w", err)
-		}
+	if err := promutil.Register(r, m.connected, m.reconnects, m.failures, m.events, m.panics); err != nil {
+		return fmt.Errorf("plugin: %w", err)
 	}
 	return nil
 }

@@ -76,7 +76,7 @@ func (m *Manager) publish(w *worker, r results.Result, output string) {
 		return
 	}
 	pod := &w.pod.pod
-	m.changes.publish(ResultChange{
+	m.changes.Publish(ResultChange{
 		Time: m.clock.Now(), PodUID: pod.UID, PodName: pod.Name, PodNamespace: pod.Namespace,
 		ContainerName: w.name, ContainerID: w.containerID, Type: w.typ, Result: r, Output: output,
 	})

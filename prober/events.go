@@ -18,7 +18,7 @@ const (
 // at info level with its message ("Liveness probe failed: ...").
 func (m *Manager) emit(w *worker, typ, reason, message string, extra ...zap.Field) {
 	pod := &w.pod.pod
-	m.events.publish(Event{
+	m.events.Publish(Event{
 		Time: m.clock.Now(), Type: typ, Reason: reason, Message: message,
 		PodUID: pod.UID, PodName: pod.Name, PodNamespace: pod.Namespace,
 		ContainerName: w.name, ContainerID: w.containerID, ProbeType: w.typ,

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/utils/clock"
 
+	"github.com/probelet/probelet/internal/fanout"
 	"github.com/probelet/probelet/prober/results"
 	"github.com/probelet/probelet/prober/spec"
 )
@@ -47,8 +48,8 @@ type Manager struct {
 
 	metrics *metrics
 	cache   *results.Cache
-	changes *fanout[ResultChange]
-	events  *fanout[Event]
+	changes *fanout.Hub[ResultChange]
+	events  *fanout.Hub[Event]
 	pool    *pool
 	specs   SpecParser
 
@@ -105,8 +106,8 @@ func NewManager(opts ...Option) (*Manager, error) {
 	if m.metrics, err = newMetrics(m.registerer); err != nil {
 		return nil, err
 	}
-	m.changes = newFanout[ResultChange](m.metrics.dropped.WithLabelValues("results"))
-	m.events = newFanout[Event](m.metrics.dropped.WithLabelValues("events"))
+	m.changes = fanout.New[ResultChange](m.metrics.dropped.WithLabelValues("results").Inc)
+	m.events = fanout.New[Event](m.metrics.dropped.WithLabelValues("events").Inc)
 	m.pool = newPool(m.concurrency, m.execute)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m, nil
@@ -145,7 +146,7 @@ func (m *Manager) Stop() {
 		}
 		m.pool.close()
 		m.kills.Wait()
-		m.changes.close()
-		m.events.close()
+		m.changes.Close()
+		m.events.Close()
 	})
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/probelet/probelet/internal/promutil"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
 )
@@ -53,10 +54,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:      "Probe runs discarded because the prober itself failed (after 3 tries); the kubelet does not count these in prober_probe_total.",
 		}, []string{"probe_type"}),
 	}
-	for _, c := range []prometheus.Collector{m.probes, m.duration, m.dropped, m.errored} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if err := promutil.Register(reg, m.probes, m.duration, m.dropped, m.errored); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"sync"
 
+	"github.com/probelet/probelet/internal/fanout"
 	"github.com/probelet/probelet/prober"
 )
 
@@ -13,12 +14,11 @@ type eventLog struct {
 	ring      []prober.Event
 	next      int
 	full      bool
-	followers map[chan prober.Event]struct{}
-	dropped   uint64
+	followers *fanout.Hub[prober.Event]
 }
 
 func newEventLog(size int) *eventLog {
-	return &eventLog{ring: make([]prober.Event, size), followers: map[chan prober.Event]struct{}{}}
+	return &eventLog{ring: make([]prober.Event, size), followers: fanout.New[prober.Event](nil)}
 }
 
 // run records events from src until done is closed or src closes.
@@ -36,19 +36,15 @@ func (l *eventLog) run(done <-chan struct{}, src <-chan prober.Event) {
 	}
 }
 
+// add retains ev and hands it to the followers; both under l.mu, so a
+// follow sees each event exactly once, in the backlog or on its channel.
 func (l *eventLog) add(ev prober.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.ring[l.next] = ev
 	l.next = (l.next + 1) % len(l.ring)
 	l.full = l.full || l.next == 0
-	for ch := range l.followers {
-		select {
-		case ch <- ev:
-		default:
-			l.dropped++
-		}
-	}
+	l.followers.Publish(ev)
 }
 
 // snapshotLocked returns the retained events, oldest first.
@@ -67,19 +63,11 @@ func (l *eventLog) snapshot() []prober.Event {
 }
 
 // follow returns the retained events and, atomically with them, a
-// subscription to every later one: nothing is missed or repeated.
+// subscription to every later one (fanout's contract: a full buffer loses
+// events, counted): nothing is missed or repeated.
 func (l *eventLog) follow(buffer int) ([]prober.Event, <-chan prober.Event, func()) {
-	ch := make(chan prober.Event, buffer)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.followers[ch] = struct{}{}
-	var once sync.Once
-	cancel := func() {
-		once.Do(func() {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			delete(l.followers, ch)
-		})
-	}
+	ch, cancel := l.followers.Subscribe(buffer)
 	return l.snapshotLocked(), ch, cancel
 }

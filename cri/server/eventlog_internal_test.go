@@ -53,13 +53,13 @@ func TestEventLogFollowers(t *testing.T) {
 	if got := (<-ch).Reason; got != "b" {
 		t.Fatalf("followed %q, want b", got)
 	}
-	if l.dropped != 1 {
-		t.Errorf("dropped %d, want 1", l.dropped)
+	if _, dropped, _ := l.followers.Stats(); dropped != 1 {
+		t.Errorf("dropped %d, want 1", dropped)
 	}
 	cancel()
 	cancel() // idempotent
 	l.add(prober.Event{Reason: "d"})
-	if len(ch) != 0 {
+	if _, open := <-ch; open {
 		t.Error("a cancelled follower still receives")
 	}
 }

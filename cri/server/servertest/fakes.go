@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/probelet/probelet/internal/fanout"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
@@ -17,15 +18,15 @@ import (
 type Status struct {
 	mu         sync.Mutex
 	containers []prober.ContainerStatus
-	results    hub[prober.ResultChange]
-	events     hub[prober.Event]
+	results    *fanout.Hub[prober.ResultChange]
+	events     *fanout.Hub[prober.Event]
 }
 
 var _ prober.StatusSource = (*Status)(nil)
 
 // NewStatus returns a Status holding cs.
 func NewStatus(cs ...prober.ContainerStatus) *Status {
-	return &Status{containers: cs}
+	return &Status{containers: cs, results: newHub[prober.ResultChange](), events: newHub[prober.Event]()}
 }
 
 // Set replaces the container states.
@@ -56,29 +57,29 @@ func (s *Status) Container(id string) (prober.ContainerStatus, bool) {
 
 // SubscribeResults implements prober.StatusSource.
 func (s *Status) SubscribeResults(buffer int) (<-chan prober.ResultChange, func()) {
-	return s.results.subscribe(buffer)
+	return s.results.Subscribe(buffer)
 }
 
 // SubscribeEvents implements prober.StatusSource.
 func (s *Status) SubscribeEvents(buffer int) (<-chan prober.Event, func()) {
-	return s.events.subscribe(buffer)
+	return s.events.Subscribe(buffer)
 }
 
 // PublishResult delivers a change to subscribers with room; it never blocks.
-func (s *Status) PublishResult(rc prober.ResultChange) { s.results.publish(rc) }
+func (s *Status) PublishResult(rc prober.ResultChange) { s.results.Publish(rc) }
 
 // PublishEvent delivers an event to subscribers with room; it never blocks.
-func (s *Status) PublishEvent(ev prober.Event) { s.events.publish(ev) }
+func (s *Status) PublishEvent(ev prober.Event) { s.events.Publish(ev) }
 
 // ResultStats reports live result subscriptions, changes dropped for
 // lagging subscribers, and subscriptions cancelled.
 func (s *Status) ResultStats() (subscribers int, dropped uint64, cancelled int) {
-	return s.results.stats()
+	return s.results.Stats()
 }
 
 // EventStats is ResultStats for probe events.
 func (s *Status) EventStats() (subscribers int, dropped uint64, cancelled int) {
-	return s.events.stats()
+	return s.events.Stats()
 }
 
 // View is a fake lifecycle.View whose publisher never blocks.
@@ -86,14 +87,14 @@ type View struct {
 	mu     sync.Mutex
 	pods   []node.Pod
 	nri    atomic.Bool
-	events hub[node.Event]
+	events *fanout.Hub[node.Event]
 }
 
 var _ lifecycle.View = (*View)(nil)
 
 // NewView returns a connected View holding pods.
 func NewView(pods ...node.Pod) *View {
-	v := &View{pods: pods}
+	v := &View{pods: pods, events: newHub[node.Event]()}
 	v.nri.Store(true)
 	return v
 }
@@ -117,19 +118,19 @@ func (v *View) Pods() []node.Pod {
 
 // SubscribeEvents implements lifecycle.View.
 func (v *View) SubscribeEvents(buffer int) (<-chan node.Event, func()) {
-	return v.events.subscribe(buffer)
+	return v.events.Subscribe(buffer)
 }
 
 // NRIConnected implements lifecycle.View.
 func (v *View) NRIConnected() bool { return v.nri.Load() }
 
 // Publish delivers a lifecycle event to subscribers with room; it never blocks.
-func (v *View) Publish(ev node.Event) { v.events.publish(ev) }
+func (v *View) Publish(ev node.Event) { v.events.Publish(ev) }
 
 // EventStats reports live subscriptions, drops and cancellations.
 func (v *View) EventStats() (subscribers int, dropped uint64, cancelled int) {
-	return v.events.stats()
+	return v.events.Stats()
 }
 
 // CloseSubscriptions ends every lifecycle subscription.
-func (v *View) CloseSubscriptions() { v.events.closeAll() }
+func (v *View) CloseSubscriptions() { v.events.Close() }
