@@ -117,3 +117,19 @@ type StatusSource interface {
 	// SubscribeEvents delivers probe events the same way.
 	SubscribeEvents(buffer int) (events <-chan Event, cancel func())
 }
+
+// Configured lists the probe types the container has a spec or state for,
+// in liveness, readiness, startup order.
+func (st *ContainerStatus) Configured() []probe.Type {
+	if st == nil {
+		return nil
+	}
+	var out []probe.Type
+	for _, t := range probe.Types {
+		_, ok := st.Probes[t]
+		if ok || st.Spec.Get(t) != nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}

@@ -13,6 +13,7 @@ import (
 	apiv1 "github.com/probelet/probelet/api/v1alpha1"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/explain"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
 )
@@ -88,7 +89,7 @@ func pbContainer(e entry, history int) *apiv1.Container {
 		return c
 	}
 	c.SpecError = e.status.SpecError
-	for _, t := range configured(e.status) {
+	for _, t := range e.status.Configured() {
 		c.Probes = append(c.Probes, pbProbe(e.status, t, history))
 	}
 	for _, r := range e.status.Restarts {
@@ -183,4 +184,24 @@ func handlerSummary(h corev1.ProbeHandler) string {
 		return fmt.Sprintf("exec %v", h.Exec.Command)
 	}
 	return "unknown"
+}
+
+// explanations answers probectl why for entry e.
+func explanations(e entry) []*apiv1.Explanation {
+	xs := explain.Container(explain.Subject{Namespace: e.namespace(), Pod: e.podName(), Container: e.ctr, Status: e.status})
+	out := make([]*apiv1.Explanation, len(xs))
+	for i, x := range xs {
+		pb := &apiv1.Explanation{Subject: x.Subject, Text: x.Text, Consecutive: x.Consecutive, Threshold: x.Threshold}
+		if x.HasProbe {
+			pb.ProbeType = pbProbeType(x.ProbeType)
+		}
+		for _, r := range x.LastRuns {
+			pb.LastRuns = append(pb.LastRuns, pbRun(r))
+		}
+		for _, r := range x.Restarts {
+			pb.Restarts = append(pb.Restarts, pbRestart(r))
+		}
+		out[i] = pb
+	}
+	return out
 }

@@ -59,7 +59,7 @@ func (a *apiService) Why(_ context.Context, req *apiv1.WhyRequest) (*apiv1.WhyRe
 	if err != nil {
 		return nil, err
 	}
-	return &apiv1.WhyResponse{Container: pbContainer(e, -1), Explanations: explain(e)}, nil
+	return &apiv1.WhyResponse{Container: pbContainer(e, -1), Explanations: explanations(e)}, nil
 }
 
 func (a *apiService) resolve(raw string) (entry, error) {

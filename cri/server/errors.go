@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/probelet/probelet/prober/explain"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -27,15 +28,7 @@ func errAmbiguousID(kind, id string) error {
 func ambiguousRef(ref string, matches []entry) error {
 	names := make([]string, 0, len(matches))
 	for _, e := range matches {
-		names = append(names, fmt.Sprintf("%s (%s/%s/%s)", shortID(e.ctr.ID), e.namespace(), e.podName(), e.ctr.Name))
+		names = append(names, fmt.Sprintf("%s (%s/%s/%s)", explain.ShortID(e.ctr.ID), e.namespace(), e.podName(), e.ctr.Name))
 	}
 	return status.Errorf(codes.InvalidArgument, "container %q is ambiguous, it matches: %s", ref, strings.Join(names, ", "))
-}
-
-// shortID is the 13-character form crictl prints.
-func shortID(id string) string {
-	if len(id) > 13 {
-		return id[:13]
-	}
-	return id
 }

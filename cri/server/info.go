@@ -79,7 +79,7 @@ func containerVerboseInfo(e entry) (map[string]string, error) {
 	ci := containerInfo{Started: e.started(), Ready: e.ready(), Probes: map[string]probeInfo{}, Restarts: []restartInfo{}}
 	if st := e.status; st != nil {
 		ci.SpecError = st.SpecError
-		for _, t := range configured(st) {
+		for _, t := range st.Configured() {
 			ci.Probes[t.Key()] = newProbeInfo(st, t)
 		}
 		for _, r := range st.Restarts {

@@ -1,11 +1,14 @@
-package server
+// Package explain answers the troubleshooter's questions about one
+// container — why is it not started, not ready, why was it restarted — from
+// the engine's probe state, in words. The socket (probectl why) and the API
+// server's events use the same answers.
+package explain
 
 import (
 	"fmt"
 	"strings"
 	"time"
 
-	apiv1 "github.com/probelet/probelet/api/v1alpha1"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
@@ -14,31 +17,58 @@ import (
 
 // Subjects of explanations.
 const (
-	subjectSpecRejected    = "spec rejected"
-	subjectNotRunning      = "not running"
-	subjectNotStarted      = "not started"
-	subjectNotReady        = "not ready"
-	subjectLivenessFailing = "liveness failing"
-	subjectRestarted       = "restarted"
-	subjectHealthy         = "healthy"
+	SubjectSpecRejected    = "spec rejected"
+	SubjectNotRunning      = "not running"
+	SubjectNotStarted      = "not started"
+	SubjectNotReady        = "not ready"
+	SubjectLivenessFailing = "liveness failing"
+	SubjectRestarted       = "restarted"
+	SubjectHealthy         = "healthy"
 )
 
-// whyRuns is how many recent runs an explanation carries as evidence.
-const whyRuns = 5
+// Runs is how many recent runs an explanation carries as evidence.
+const Runs = 5
 
-// explain answers "why is this container not started / not ready / why
+// Explanation is one answer.
+type Explanation struct {
+	// Subject is what is explained (Subject*).
+	Subject string
+	// ProbeType is the probe responsible, when HasProbe.
+	ProbeType probe.Type
+	HasProbe  bool
+	// Text is the answer in one or two sentences.
+	Text string
+	// Consecutive and Threshold are the run that decides (or will decide).
+	Consecutive, Threshold int32
+	// LastRuns are the probe's most recent runs, oldest first.
+	LastRuns []prober.ProbeRecord
+	// Restarts are the kills this probe issued, oldest first.
+	Restarts []prober.Restart
+}
+
+// Subject is the container an explanation is about.
+type Subject struct {
+	// Namespace and Pod name the container's pod.
+	Namespace, Pod string
+	// Container is the container as the runtime reports it.
+	Container node.Container
+	// Status is its probe state; nil when the engine has none.
+	Status *prober.ContainerStatus
+}
+
+// Container answers "why is this container not started / not ready / why
 // was it restarted": the current state first (a healthy container gets one
 // "healthy" answer), then the restarts its probes issued.
-func explain(e entry) []*apiv1.Explanation {
-	var out []*apiv1.Explanation
-	add := func(x *apiv1.Explanation) {
+func Container(e Subject) []*Explanation {
+	var out []*Explanation
+	add := func(x *Explanation) {
 		if x != nil {
 			out = append(out, x)
 		}
 	}
 	add(specRejected(e))
 	add(notRunning(e))
-	if e.status != nil && e.ctr.State == node.StateRunning {
+	if e.Status != nil && e.Container.State == node.StateRunning {
 		add(notStarted(e))
 		add(notReady(e))
 		add(livenessFailing(e))
@@ -49,40 +79,40 @@ func explain(e entry) []*apiv1.Explanation {
 	return append(out, restarted(e)...)
 }
 
-func specRejected(e entry) *apiv1.Explanation {
-	if e.status == nil || e.status.SpecError == "" {
+func specRejected(e Subject) *Explanation {
+	if e.Status == nil || e.Status.SpecError == "" {
 		return nil
 	}
-	return &apiv1.Explanation{Subject: subjectSpecRejected, Text: fmt.Sprintf(
+	return &Explanation{Subject: SubjectSpecRejected, Text: fmt.Sprintf(
 		"the probes of container %q in pod %s/%s were rejected, so it runs unprobed: %s",
-		e.ctr.Name, e.namespace(), e.podName(), e.status.SpecError)}
+		e.Container.Name, e.Namespace, e.Pod, e.Status.SpecError)}
 }
 
-func notRunning(e entry) *apiv1.Explanation {
+func notRunning(e Subject) *Explanation {
 	var text string
-	switch e.ctr.State {
+	switch e.Container.State {
 	case node.StateRunning:
 		return nil
 	case node.StateExited:
 		text = fmt.Sprintf("the container exited with code %d%s; it is not ready and its probes wait for a new instance",
-			e.ctr.ExitCode, at(e.ctr.FinishedAt))
+			e.Container.ExitCode, at(e.Container.FinishedAt))
 	case node.StateCreated:
 		text = "the container was created but has not started; probes begin once it runs"
 	default:
 		text = "probelet does not know the container's state"
 	}
-	return &apiv1.Explanation{Subject: subjectNotRunning, Text: text}
+	return &Explanation{Subject: SubjectNotRunning, Text: text}
 }
 
-func notStarted(e entry) *apiv1.Explanation {
-	ps, ok := e.status.Probes[probe.Startup]
-	if e.status.Started || !ok {
+func notStarted(e Subject) *Explanation {
+	ps, ok := e.Status.Probes[probe.Startup]
+	if e.Status.Started || !ok {
 		return nil
 	}
-	x := probeExplanation(subjectNotStarted, e.status, probe.Startup)
+	x := probeExplanation(SubjectNotStarted, e.Status, probe.Startup)
 	switch {
 	case ps.LastProbeTime.IsZero():
-		x.Text = "the startup probe has not run yet" + delay(e.status, probe.Startup) +
+		x.Text = "the startup probe has not run yet" + delay(e.Status, probe.Startup) +
 			"; liveness and readiness wait until it succeeds"
 	default:
 		x.Text = fmt.Sprintf("the startup probe has failed %d of %d times in a row allowed (failureThreshold) — at %d the container is restarted; liveness and readiness wait until it succeeds%s",
@@ -91,19 +121,19 @@ func notStarted(e entry) *apiv1.Explanation {
 	return x
 }
 
-func notReady(e entry) *apiv1.Explanation {
-	if e.status.Ready || !e.status.Started {
+func notReady(e Subject) *Explanation {
+	if e.Status.Ready || !e.Status.Started {
 		return nil
 	}
-	ps, ok := e.status.Probes[probe.Readiness]
+	ps, ok := e.Status.Probes[probe.Readiness]
 	if !ok {
-		return &apiv1.Explanation{Subject: subjectNotReady,
+		return &Explanation{Subject: SubjectNotReady,
 			Text: "the container has no readiness probe; it is not ready because it is not running or the pod is terminating"}
 	}
-	x := probeExplanation(subjectNotReady, e.status, probe.Readiness)
+	x := probeExplanation(SubjectNotReady, e.Status, probe.Readiness)
 	switch {
 	case ps.LastProbeTime.IsZero():
-		x.Text = "the readiness probe has not run yet" + delay(e.status, probe.Readiness) +
+		x.Text = "the readiness probe has not run yet" + delay(e.Status, probe.Readiness) +
 			"; a container starts not ready"
 	case lastRun(ps) == results.Success:
 		x.Threshold = ps.SuccessThreshold
@@ -119,12 +149,12 @@ func notReady(e entry) *apiv1.Explanation {
 	return x
 }
 
-func livenessFailing(e entry) *apiv1.Explanation {
-	ps, ok := e.status.Probes[probe.Liveness]
+func livenessFailing(e Subject) *Explanation {
+	ps, ok := e.Status.Probes[probe.Liveness]
 	if !ok || ps.LastProbeTime.IsZero() || lastRun(ps) == results.Success {
 		return nil
 	}
-	x := probeExplanation(subjectLivenessFailing, e.status, probe.Liveness)
+	x := probeExplanation(SubjectLivenessFailing, e.Status, probe.Liveness)
 	if ps.OnHold {
 		x.Text = fmt.Sprintf("the liveness probe failed %d times in a row (failureThreshold); the container is being stopped and will be restarted%s",
 			x.Threshold, lastOutput(ps))
@@ -137,14 +167,14 @@ func livenessFailing(e entry) *apiv1.Explanation {
 
 // restarted explains the kills issued, one answer per probe type, newest
 // restart described.
-func restarted(e entry) []*apiv1.Explanation {
-	if e.status == nil {
+func restarted(e Subject) []*Explanation {
+	if e.Status == nil {
 		return nil
 	}
-	var out []*apiv1.Explanation
+	var out []*Explanation
 	for _, t := range []probe.Type{probe.Liveness, probe.Startup} {
 		var rs []prober.Restart
-		for _, r := range e.status.Restarts {
+		for _, r := range e.Status.Restarts {
 			if r.ProbeType == t {
 				rs = append(rs, r)
 			}
@@ -152,10 +182,10 @@ func restarted(e entry) []*apiv1.Explanation {
 		if len(rs) == 0 {
 			continue
 		}
-		x := probeExplanation(subjectRestarted, e.status, t)
+		x := probeExplanation(SubjectRestarted, e.Status, t)
 		x.Consecutive = 0 // the current run is the new instance's, not the one that failed
 		for _, r := range rs {
-			x.Restarts = append(x.Restarts, pbRestart(r))
+			x.Restarts = append(x.Restarts, r)
 		}
 		x.Text = restartText(t, rs)
 		out = append(out, x)
@@ -166,40 +196,40 @@ func restarted(e entry) []*apiv1.Explanation {
 func restartText(t probe.Type, rs []prober.Restart) string {
 	last := rs[len(rs)-1]
 	text := fmt.Sprintf("the %s probe restarted the container %d time(s); last%s: container %s stopped with a %s grace period: %s",
-		t.Key(), len(rs), at(last.Time), shortID(last.ContainerID), last.GracePeriod, last.Message)
+		t.Key(), len(rs), at(last.Time), ShortID(last.ContainerID), last.GracePeriod, last.Message)
 	if last.Err != "" {
 		text += fmt.Sprintf(" (the stop failed: %s)", last.Err)
 	}
 	return text
 }
 
-func healthy(e entry) *apiv1.Explanation {
-	if e.status == nil || len(e.status.Probes) == 0 {
-		return &apiv1.Explanation{Subject: subjectHealthy,
+func healthy(e Subject) *Explanation {
+	if e.Status == nil || len(e.Status.Probes) == 0 {
+		return &Explanation{Subject: SubjectHealthy,
 			Text: "the container runs without probes (none declared in the probelet.io/probes annotation); it is ready while it runs"}
 	}
 	var parts []string
-	for _, t := range configured(e.status) {
-		ps := e.status.Probes[t]
+	for _, t := range e.Status.Configured() {
+		ps := e.Status.Probes[t]
 		parts = append(parts, fmt.Sprintf("%s %s", t.Key(), ps.Result))
 	}
-	return &apiv1.Explanation{Subject: subjectHealthy,
+	return &Explanation{Subject: SubjectHealthy,
 		Text: "the container runs, has started and is ready (" + strings.Join(parts, ", ") + ")"}
 }
 
 // probeExplanation fills the fields every probe answer shares.
-func probeExplanation(subject string, st *prober.ContainerStatus, t probe.Type) *apiv1.Explanation {
+func probeExplanation(subject string, st *prober.ContainerStatus, t probe.Type) *Explanation {
 	ps := st.Probes[t]
-	x := &apiv1.Explanation{
-		Subject: subject, ProbeType: pbProbeType(t),
+	x := &Explanation{
+		Subject: subject, ProbeType: t, HasProbe: true,
 		Consecutive: int32(ps.Consecutive), Threshold: ps.FailureThreshold,
 	}
 	runs := ps.History
-	if len(runs) > whyRuns {
-		runs = runs[len(runs)-whyRuns:]
+	if len(runs) > Runs {
+		runs = runs[len(runs)-Runs:]
 	}
 	for _, r := range runs {
-		x.LastRuns = append(x.LastRuns, pbRun(r))
+		x.LastRuns = append(x.LastRuns, r)
 	}
 	return x
 }
@@ -234,4 +264,12 @@ func at(t time.Time) string {
 		return ""
 	}
 	return " at " + t.UTC().Format(time.RFC3339)
+}
+
+// ShortID is the 13-character form of a container ID that crictl prints.
+func ShortID(id string) string {
+	if len(id) > 13 {
+		return id[:13]
+	}
+	return id
 }

@@ -1,4 +1,4 @@
-package server
+package explain_test
 
 import (
 	"strings"
@@ -7,9 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	apiv1 "github.com/probelet/probelet/api/v1alpha1"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/explain"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
 	"github.com/probelet/probelet/prober/spec"
@@ -17,9 +17,8 @@ import (
 
 var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
-func running(st *prober.ContainerStatus) entry {
-	pod := &node.Pod{UID: "u", Name: "p", Namespace: "ns"}
-	return entry{pod: pod, ctr: node.Container{ID: "c1", Name: "c", State: node.StateRunning}, status: st}
+func running(st *prober.ContainerStatus) explain.Subject {
+	return explain.Subject{Namespace: "ns", Pod: "p", Container: node.Container{ID: "c1", Name: "c", State: node.StateRunning}, Status: st}
 }
 
 func runs(rs ...results.Result) []prober.ProbeRecord {
@@ -34,7 +33,7 @@ func TestExplain(t *testing.T) {
 	delayed := &corev1.Probe{InitialDelaySeconds: 15}
 	tests := []struct {
 		name     string
-		e        entry
+		e        explain.Subject
 		subjects []string
 		text     []string // substrings of the first explanation
 	}{
@@ -42,7 +41,7 @@ func TestExplain(t *testing.T) {
 			name: "startup not run yet",
 			e: running(&prober.ContainerStatus{Probes: map[probe.Type]prober.ProbeStatus{
 				probe.Startup: {Result: results.Unknown, FailureThreshold: 30}}}),
-			subjects: []string{subjectNotStarted},
+			subjects: []string{explain.SubjectNotStarted},
 			text:     []string{"startup probe has not run yet", "liveness and readiness wait"},
 		},
 		{
@@ -50,14 +49,14 @@ func TestExplain(t *testing.T) {
 			e: running(&prober.ContainerStatus{Probes: map[probe.Type]prober.ProbeStatus{
 				probe.Startup: {Result: results.Unknown, Consecutive: 4, FailureThreshold: 30, LastProbeTime: t0,
 					LastOutput: "no file\n", History: runs(results.Failure, results.Failure, results.Failure, results.Failure)}}}),
-			subjects: []string{subjectNotStarted},
+			subjects: []string{explain.SubjectNotStarted},
 			text:     []string{"failed 4 of 30", "at 30 the container is restarted", "last output: no file"},
 		},
 		{
 			name: "readiness waiting for its initial delay",
 			e: running(&prober.ContainerStatus{Started: true, Spec: specWith(probe.Readiness, delayed),
 				Probes: map[probe.Type]prober.ProbeStatus{probe.Readiness: {Result: results.Failure, FailureThreshold: 3, SuccessThreshold: 1}}}),
-			subjects: []string{subjectNotReady},
+			subjects: []string{explain.SubjectNotReady},
 			text:     []string{"has not run yet (initialDelaySeconds 15)"},
 		},
 		{
@@ -65,7 +64,7 @@ func TestExplain(t *testing.T) {
 			e: running(&prober.ContainerStatus{Started: true, Probes: map[probe.Type]prober.ProbeStatus{
 				probe.Readiness: {Result: results.Failure, Consecutive: 1, SuccessThreshold: 3, FailureThreshold: 3,
 					LastProbeTime: t0, History: runs(results.Failure, results.Success)}}}),
-			subjects: []string{subjectNotReady},
+			subjects: []string{explain.SubjectNotReady},
 			text:     []string{"succeeded 1 of the 3 times in a row it needs"},
 		},
 		{
@@ -73,7 +72,7 @@ func TestExplain(t *testing.T) {
 			e: running(&prober.ContainerStatus{Started: true, Probes: map[probe.Type]prober.ProbeStatus{
 				probe.Readiness: {Result: results.Failure, Consecutive: 1, SuccessThreshold: 2, FailureThreshold: 3, LastProbeTime: t0,
 					History: append(runs(results.Success), prober.ProbeRecord{Result: results.Unknown, Error: "boom"})}}}),
-			subjects: []string{subjectNotReady},
+			subjects: []string{explain.SubjectNotReady},
 			text:     []string{"succeeded 1 of the 2"},
 		},
 		{
@@ -81,7 +80,7 @@ func TestExplain(t *testing.T) {
 			e: running(&prober.ContainerStatus{Started: true, Probes: map[probe.Type]prober.ProbeStatus{
 				probe.Readiness: {Result: results.Failure, Consecutive: 1, SuccessThreshold: 1, FailureThreshold: 3,
 					LastProbeTime: t0, History: runs(results.Failure)}}}),
-			subjects: []string{subjectNotReady},
+			subjects: []string{explain.SubjectNotReady},
 			text:     []string{"last 1 run(s) failed", "starting value"},
 		},
 		{
@@ -89,7 +88,7 @@ func TestExplain(t *testing.T) {
 			e: running(&prober.ContainerStatus{Started: true, Ready: true, Probes: map[probe.Type]prober.ProbeStatus{
 				probe.Liveness: {Result: results.Success, Consecutive: 2, FailureThreshold: 3, LastProbeTime: t0,
 					LastOutput: "connection refused", History: runs(results.Failure, results.Failure)}}}),
-			subjects: []string{subjectLivenessFailing},
+			subjects: []string{explain.SubjectLivenessFailing},
 			text:     []string{"failed 2 of 3", "connection refused"},
 		},
 		{
@@ -98,32 +97,32 @@ func TestExplain(t *testing.T) {
 				probe.Liveness: {Result: results.Failure, OnHold: true, FailureThreshold: 3, LastProbeTime: t0, History: runs(results.Failure)}},
 				Restarts: []prober.Restart{{Time: t0, ContainerID: "c1", ProbeType: probe.Liveness, GracePeriod: 2 * time.Second,
 					Message: "Container c failed liveness probe, will be restarted", Err: "rpc error: deadline exceeded"}}}),
-			subjects: []string{subjectLivenessFailing, subjectRestarted},
+			subjects: []string{explain.SubjectLivenessFailing, explain.SubjectRestarted},
 			text:     []string{"failed 3 times in a row", "being stopped"},
 		},
 		{
 			name:     "created, not started",
-			e:        entry{pod: &node.Pod{}, ctr: node.Container{State: node.StateCreated}},
-			subjects: []string{subjectNotRunning},
+			e:        explain.Subject{Container: node.Container{State: node.StateCreated}},
+			subjects: []string{explain.SubjectNotRunning},
 			text:     []string{"has not started"},
 		},
 		{
 			name:     "unknown state",
-			e:        entry{pod: &node.Pod{}, ctr: node.Container{State: node.StateUnknown}},
-			subjects: []string{subjectNotRunning},
+			e:        explain.Subject{Container: node.Container{State: node.StateUnknown}},
+			subjects: []string{explain.SubjectNotRunning},
 			text:     []string{"does not know"},
 		},
 		{
 			name: "healthy",
 			e: running(&prober.ContainerStatus{Started: true, Ready: true, Probes: map[probe.Type]prober.ProbeStatus{
 				probe.Readiness: {Result: results.Success, Consecutive: 9, LastProbeTime: t0, History: runs(results.Success)}}}),
-			subjects: []string{subjectHealthy},
+			subjects: []string{explain.SubjectHealthy},
 			text:     []string{"readiness Success"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := explain(tt.e)
+			got := explain.Container(tt.e)
 			var subjects []string
 			for _, x := range got {
 				subjects = append(subjects, x.Subject)
@@ -146,9 +145,9 @@ func TestExplainRestartFailed(t *testing.T) {
 			{Time: t0, ContainerID: "old1", ProbeType: probe.Startup, GracePeriod: 2 * time.Second, Message: "first"},
 			{Time: t0.Add(time.Minute), ContainerID: "old2", ProbeType: probe.Startup, GracePeriod: 2 * time.Second, Message: "second", Err: "boom"},
 		}})
-	got := explain(e)
+	got := explain.Container(e)
 	x := got[len(got)-1]
-	if x.Subject != subjectRestarted || x.ProbeType != apiv1.ProbeType_PROBE_TYPE_STARTUP || len(x.Restarts) != 2 {
+	if x.Subject != explain.SubjectRestarted || !x.HasProbe || x.ProbeType != probe.Startup || len(x.Restarts) != 2 {
 		t.Fatalf("explanation %v", x)
 	}
 	for _, want := range []string{"2 time(s)", "old2", "second", "the stop failed: boom"} {
