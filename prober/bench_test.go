@@ -78,10 +78,7 @@ func benchHeap(b *testing.B, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer m.Stop()
-	if err := m.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
+	defer run(b, m)()
 	for _, p := range pods {
 		m.UpdatePod(p)
 	}

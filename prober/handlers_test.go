@@ -58,10 +58,7 @@ func TestDefaultHandlersProbeRealTargets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop()
+	defer run(t, m)()
 	pod := testPod("c1", spec.ContainerProbes{
 		Readiness: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("web")}},
 			TimeoutSeconds: 5, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 1},

@@ -176,6 +176,8 @@ type harness struct {
 	reg     *prometheus.Registry
 	changes <-chan prober.ResultChange
 	events  <-chan prober.Event
+	// stop ends the engine's Run and waits for it.
+	stop func()
 }
 
 // newHarness starts a Manager whose agent started an hour ago (no jitter)
@@ -200,11 +202,26 @@ func newHarness(t *testing.T, opts ...prober.Option) *harness {
 	var cancelC, cancelE func()
 	h.changes, cancelC = m.SubscribeResults(1000)
 	h.events, cancelE = m.SubscribeEvents(1000)
-	if err := m.Start(context.Background()); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() { cancelC(); cancelE(); m.Stop() })
+	h.stop = run(t, m)
+	t.Cleanup(func() { cancelC(); cancelE(); h.stop() })
 	return h
+}
+
+// run runs m until the returned stop (idempotent) cancels it and waits for
+// Run to return; Run's error fails the test.
+func run(t testing.TB, m *prober.Manager) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
 }
 
 // settle waits until the engine has caught up with the clock.

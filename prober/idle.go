@@ -10,9 +10,16 @@ var errNotRunning = errors.New("prober: scheduler not running")
 // WaitIdle blocks until the engine has caught up with its clock: no worker
 // is due at the clock's current time, no probe is queued or running and no
 // kill is in flight. With a fake clock, tests Step the clock and then
-// WaitIdle instead of sleeping. It fails when the scheduler is not running
-// or ctx ends first.
+// WaitIdle instead of sleeping. Called before Run, it waits for Run to
+// start. It fails when the engine has stopped or ctx ends first.
 func (m *Manager) WaitIdle(ctx context.Context) error {
+	select {
+	case <-m.runStarted:
+	case <-m.done:
+		return errNotRunning
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	for {
 		m.mu.Lock()
 		if m.idleLocked() {

@@ -53,13 +53,17 @@ type Manager struct {
 	pool    *pool
 	specs   SpecParser
 
-	// ctx is the parent of every worker's context and of kills; Stop cancels it.
+	// ctx is the parent of every worker's context and of kills; the end
+	// of Run cancels it. (Workers may be made before Run, from UpdatePod,
+	// so they cannot take Run's context as a parameter.)
 	ctx    context.Context
 	cancel context.CancelFunc
 	wakeCh chan struct{}
-	done   chan struct{}
-	kills  sync.WaitGroup
-	stop   sync.Once
+	// runStarted is closed when Run starts, done when it has shut
+	// everything down.
+	runStarted chan struct{}
+	done       chan struct{}
+	kills      sync.WaitGroup
 
 	mu       sync.Mutex
 	pods     map[string]*podEntry
@@ -89,6 +93,7 @@ func NewManager(opts ...Option) (*Manager, error) {
 		cache:       results.NewCache(),
 		specs:       spec.NewMemo(specMemoSize),
 		wakeCh:      make(chan struct{}, 1),
+		runStarted:  make(chan struct{}),
 		done:        make(chan struct{}),
 		pods:        make(map[string]*podEntry),
 		byID:        make(map[string]*podEntry),
@@ -113,40 +118,40 @@ func NewManager(opts ...Option) (*Manager, error) {
 	return m, nil
 }
 
-// Start runs the scheduler until ctx ends or Stop is called. Workers added
-// before Start wait for it.
-func (m *Manager) Start(ctx context.Context) error {
+// Run probes until ctx ends, then stops every worker, cancels in-flight
+// probes and kills, waits for them and closes all subscriptions before it
+// returns: ctx owns the engine's life. Workers added before Run wait for
+// it. A Manager runs once.
+func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	switch {
 	case m.stopped:
-		return errors.New("prober: manager stopped")
+		m.mu.Unlock()
+		return errors.New("prober: manager already ran")
 	case m.running:
-		return errors.New("prober: manager already started")
+		m.mu.Unlock()
+		return errors.New("prober: manager already running")
 	}
 	m.running = true
-	go m.loop(ctx)
+	close(m.runStarted)
+	m.mu.Unlock()
+	m.loop(ctx)
+	m.shutdown()
 	return nil
 }
 
-// Stop stops every worker, cancels in-flight probes and kills, waits for
-// them and closes all subscriptions. It is idempotent.
-func (m *Manager) Stop() {
-	m.stop.Do(func() {
-		m.mu.Lock()
-		m.stopped = true
-		started := m.running
-		for _, pe := range m.pods {
-			m.removePodLocked(pe)
-		}
-		m.mu.Unlock()
-		m.cancel()
-		if started {
-			<-m.done
-		}
-		m.pool.close()
-		m.kills.Wait()
-		m.changes.Close()
-		m.events.Close()
-	})
+// shutdown is the end of Run.
+func (m *Manager) shutdown() {
+	m.mu.Lock()
+	m.stopped = true
+	for _, pe := range m.pods {
+		m.removePodLocked(pe)
+	}
+	m.mu.Unlock()
+	m.cancel()
+	m.pool.close()
+	m.kills.Wait()
+	m.changes.Close()
+	m.events.Close()
+	close(m.done)
 }

@@ -11,7 +11,6 @@ import (
 // the earliest due worker, runs every due worker's tick and goes back to
 // sleep. UpdatePod and finished probes nudge it through wakeCh.
 func (m *Manager) loop(ctx context.Context) {
-	defer close(m.done)
 	timer := m.clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -20,8 +19,6 @@ func (m *Manager) loop(ctx context.Context) {
 		m.park(gen)
 		select {
 		case <-ctx.Done():
-			return
-		case <-m.ctx.Done():
 			return
 		case <-m.wakeCh:
 		case <-timer.C():

@@ -2,6 +2,7 @@ package prober_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -99,14 +100,23 @@ func TestConcurrencyLimitedPoolStillRunsEveryProbe(t *testing.T) {
 	}
 }
 
-func TestWaitIdleFailsWhenNotStarted(t *testing.T) {
+func TestWaitIdleWaitsForRunAndFailsOnceStopped(t *testing.T) {
 	m, err := prober.NewManager()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := m.WaitIdle(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitIdle before Run = %v, want it to wait (here: for its context)", err)
+	}
+	stop := run(t, m)
+	if err := m.WaitIdle(context.Background()); err != nil {
+		t.Fatalf("WaitIdle while running: %v", err)
+	}
+	stop()
 	if err := m.WaitIdle(context.Background()); err == nil {
-		t.Fatal("WaitIdle on a manager that was never started must fail")
+		t.Fatal("WaitIdle on a stopped manager must fail")
 	}
 }
 
@@ -116,14 +126,14 @@ func TestStopEndsEverythingAndClosesSubscriptions(t *testing.T) {
 	h.m.UpdatePod(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
 	waitEntered(t, h.tcp, readyPort)
 	changes, _ := h.m.SubscribeResults(1)
-	h.m.Stop() // must cancel the hung probe and return
-	h.m.Stop()
+	h.stop() // must cancel the hung probe and return
+	h.stop()
 	if _, open := <-changes; open {
 		for range changes {
 		}
 	}
-	if err := h.m.Start(context.Background()); err == nil {
-		t.Fatal("Start after Stop must fail")
+	if err := h.m.Run(context.Background()); err == nil {
+		t.Fatal("Run after the engine stopped must fail")
 	}
 	h.m.UpdatePod(testPod("c2", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
 	if got := h.m.Containers(); len(got) != 0 {

@@ -19,10 +19,10 @@ func TestStopIsIdempotentAndRemovesTheCachedResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Stop()
-	if err := m.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
 	pod := node.Pod{
 		UID: "u", Name: "web", Namespace: "ns", IPs: []string{"10.0.0.1"},
 		Annotations: map[string]string{spec.AnnotationProbes: `{"app": {"livenessProbe": {"tcpSocket": {"port": 80}}, "readinessProbe": {"tcpSocket": {"port": 80}}}}`},

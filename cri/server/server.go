@@ -44,7 +44,7 @@ type Server struct {
 	listener net.Listener
 	path     string
 	created  os.FileInfo
-	// done is closed by Stop (with stopped set under mu); streams end and
+	// done is closed by stop (with stopped set under mu); streams end and
 	// background work returns.
 	done     chan struct{}
 	stopped  bool
@@ -101,7 +101,9 @@ func (s *Server) register() {
 
 // Listen creates the unix socket for endpoint (unix:///path). It refuses
 // to take over a socket another process is serving on and replaces a
-// stale one.
+// stale one. Serve must follow: its context owns the server's life, and
+// only the end of Serve releases the socket (a Serve with a context that
+// has already ended releases it at once).
 func (s *Server) Listen(endpoint string) error {
 	path, err := SocketPath(endpoint)
 	if err != nil {
@@ -136,14 +138,15 @@ func (s *Server) Path() string {
 	return s.path
 }
 
-// Serve serves on the socket made by Listen until ctx ends or Stop is
-// called; then it stops the server and returns nil.
+// Serve serves on the socket made by Listen until ctx ends; then it ends
+// every stream, waits up to the shutdown timeout for in-flight calls,
+// closes all connections, removes the socket and returns nil.
 func (s *Server) Serve(ctx context.Context) error {
 	s.mu.Lock()
 	l := s.listener
 	stopped := s.stopped
 	if l != nil && !stopped {
-		s.bg.Add(1) // under mu, so Stop's Wait cannot miss it
+		s.bg.Add(1) // under mu, so stop's Wait cannot miss it
 	}
 	s.mu.Unlock()
 	if l == nil {
@@ -157,12 +160,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	go func() { errc <- s.grpc.Serve(l) }()
 	select {
 	case <-ctx.Done():
-		s.Stop()
-		return served(<-errc)
-	case <-s.done:
+		s.stop()
 		return served(<-errc)
 	case err := <-errc:
-		s.Stop()
+		s.stop()
 		return served(err)
 	}
 }
@@ -175,9 +176,9 @@ func (s *Server) ListenAndServe(ctx context.Context, endpoint string) error {
 	return s.Serve(ctx)
 }
 
-// Stop ends every stream, waits up to the shutdown timeout for in-flight
+// stop ends every stream, waits up to the shutdown timeout for in-flight
 // calls, closes all connections and removes the socket. It is idempotent.
-func (s *Server) Stop() {
+func (s *Server) stop() {
 	s.stopOnce.Do(func() {
 		s.mu.Lock()
 		s.stopped = true

@@ -23,7 +23,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	// the order below holds whatever ends ctx.
 	base := context.WithoutCancel(ctx)
 	failed := make(chan error, 3)
-	p, nri, err := a.start(ctx, base, failed)
+	p, engine, nri, err := a.start(ctx, base, failed)
 	if err != nil || p == nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	nri.stop()
 	recon.stop()
 	sock.stop()
-	p.engine.Stop()
+	engine.stop()
 	web.stop()
 	a.log.Info("probelet stopped")
 	return err
@@ -55,32 +55,19 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // start builds the daemon, starts the engine and registers with NRI. A
 // nil *parts with a nil error means ctx ended first.
-func (a *Agent) start(ctx, base context.Context, failed chan error) (*parts, *task, error) {
-	var p *parts
-	var nri *task
+func (a *Agent) start(ctx, base context.Context, failed chan error) (p *parts, engine, nri *task, err error) {
 	if a.launched {
-		var err error
 		if p, nri, err = a.startLaunched(ctx, base, failed); err != nil || p == nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-	} else {
-		var err error
-		if p, err = a.build(ctx); err != nil {
-			return nil, nil, err
-		}
+	} else if p, err = a.build(ctx); err != nil {
+		return nil, nil, nil, err
 	}
-	if err := p.engine.Start(base); err != nil {
-		if nri != nil {
-			nri.stop()
-		}
-		p.engine.Stop()
-		p.release()
-		return nil, nil, err
-	}
+	engine = a.goRun(base, p.engine.Run, failed)
 	if nri == nil {
 		nri = a.goRun(base, p.plugin.Run, failed)
 	}
-	return p, nri, nil
+	return p, engine, nri, nil
 }
 
 // task is a goroutine with its own cancel, so shutdown can stop the

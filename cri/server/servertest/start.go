@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,9 +29,16 @@ func SocketDir(t testing.TB) string {
 	return dir
 }
 
+// Served is a server running in a test.
+type Served struct {
+	*server.Server
+	// Stop ends Serve's context and waits for Serve to return (idempotent).
+	Stop func()
+}
+
 // Start serves a new server over status and view on a temporary socket
 // and returns it with its unix:// endpoint; it is stopped when the test ends.
-func Start(t testing.TB, status *Status, view *View, opts ...server.Option) (*server.Server, string) {
+func Start(t testing.TB, status *Status, view *View, opts ...server.Option) (*Served, string) {
 	t.Helper()
 	srv, err := server.New(status, view, append([]server.Option{server.WithVersion("v0.0.0-test")}, opts...)...)
 	if err != nil {
@@ -43,18 +51,22 @@ func Start(t testing.TB, status *Status, view *View, opts ...server.Option) (*se
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return srv, endpoint
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return &Served{Server: srv, Stop: stop}, endpoint
 }
 
 // StartFixture serves the fixture's pods and statuses, with its events
 // already published to the server's event log.
-func StartFixture(t testing.TB, opts ...server.Option) (*server.Server, string, *Status, *View) {
+func StartFixture(t testing.TB, opts ...server.Option) (*Served, string, *Status, *View) {
 	t.Helper()
 	status, view := NewStatus(Statuses()...), NewView(Pods()...)
 	srv, endpoint := Start(t, status, view, opts...)
