@@ -16,11 +16,12 @@ export GOTOOLCHAIN := local
 
 all: build
 
-## build: compile bin/probelet and bin/probectl
+## build: compile bin/probelet, bin/probectl and bin/probelet-nri-install
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/probelet ./cmd/probelet
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/probectl ./cmd/probectl
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/probelet-nri-install ./cmd/probelet-nri-install
 
 ## test: lint, unit and integration tests with the race detector, a short
 ## fuzz run, and (as root) the e2e suite on a real containerd test bed
@@ -44,10 +45,13 @@ fuzz:
 e2e:
 	hack/e2e.sh
 
-## lint: gofmt check and go vet
+## lint: gofmt check, go vet and staticcheck (installed by hack/tools.sh),
+## with and without the e2e build tag
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./...
+	@sc=$$(hack/tools.sh staticcheck) && $$sc ./... && $$sc -tags e2e ./...
 
 ## bench: engine, eBPF and CRI benchmarks, side by side
 bench:

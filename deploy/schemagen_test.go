@@ -10,7 +10,7 @@ import (
 )
 
 // TestSchemasUpToDate regenerates testdata/openapi/schemas.json with the
-// go:generate line of doc.go and compares. It never downloads: with
+// generate directive of doc.go and compares. It never downloads: with
 // GOPROXY=off it skips unless k8s.io/kubernetes is in the module cache.
 func TestSchemasUpToDate(t *testing.T) {
 	doc, err := os.ReadFile("doc.go")

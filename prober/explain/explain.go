@@ -6,6 +6,7 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -184,9 +185,7 @@ func restarted(e Subject) []*Explanation {
 		}
 		x := probeExplanation(SubjectRestarted, e.Status, t)
 		x.Consecutive = 0 // the current run is the new instance's, not the one that failed
-		for _, r := range rs {
-			x.Restarts = append(x.Restarts, r)
-		}
+		x.Restarts = rs
 		x.Text = restartText(t, rs)
 		out = append(out, x)
 	}
@@ -228,9 +227,7 @@ func probeExplanation(subject string, st *prober.ContainerStatus, t probe.Type) 
 	if len(runs) > Runs {
 		runs = runs[len(runs)-Runs:]
 	}
-	for _, r := range runs {
-		x.LastRuns = append(x.LastRuns, r)
-	}
+	x.LastRuns = slices.Clone(runs)
 	return x
 }
 
