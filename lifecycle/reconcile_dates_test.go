@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/lifecycle"
 )
 
@@ -55,10 +56,10 @@ func TestReconcilerDatesSynchronizedPods(t *testing.T) {
 			}
 			runReconciler(t, r)
 			for i := 0; i < tt.failLists; i++ {
-				waitFor(t, func() bool { return rt.listCount() == i+1 && e.clock.HasWaiters() })
+				testutil.WaitFor(t, "the reconciler", func() bool { return rt.listCount() == i+1 && e.clock.HasWaiters() })
 				e.clock.Step(30 * time.Second) // beyond any backoff step
 			}
-			waitFor(t, func() bool { return createdAt(e.cache)["sbA"].Equal(created) })
+			testutil.WaitFor(t, "the reconciler", func() bool { return createdAt(e.cache)["sbA"].Equal(created) })
 			if last := e.sink.last(t); last.op != "update" || !last.pod.CreatedAt.Equal(created) {
 				t.Errorf("engine's last call = %s with CreatedAt %v, want the dated pod", last.op, last.pod.CreatedAt)
 			}

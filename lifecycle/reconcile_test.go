@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/node"
 )
@@ -213,9 +214,9 @@ func TestReconcilerRunsEveryInterval(t *testing.T) {
 	done := make(chan struct{})
 	go func() { r.Run(ctx); close(done) }()
 	for want := 1; want <= 2; want++ {
-		waitFor(t, func() bool { return e.clock.HasWaiters() })
+		testutil.WaitFor(t, "the reconciler", func() bool { return e.clock.HasWaiters() })
 		e.clock.Step(5 * time.Minute)
-		waitFor(t, func() bool { return rt.listCount() == want })
+		testutil.WaitFor(t, "the reconciler", func() bool { return rt.listCount() == want })
 	}
 	cancel()
 	<-done
@@ -233,18 +234,5 @@ func TestReconcilerRunsEveryInterval(t *testing.T) {
 	}
 	if _, err := lifecycle.NewReconciler(e.cache, rt, -time.Second); err == nil {
 		t.Error("negative interval accepted")
-	}
-}
-
-// waitFor polls a condition that another goroutine makes true; it bounds
-// a handshake, it does not time anything.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/plugin"
 )
 
@@ -27,7 +28,7 @@ func TestRegistrationBackoffIsCappedExponential(t *testing.T) {
 	go func() { done <- p.Run(ctx) }()
 
 	failures := func() float64 { return metricValue(t, reg, "probelet_nri_registration_failures_total", nil) }
-	waitFor(t, "first attempt", func() bool { return failures() == 1 && clk.HasWaiters() })
+	testutil.WaitFor(t, "first attempt", func() bool { return failures() == 1 && clk.HasWaiters() })
 	for i, wait := range []time.Duration{100, 200, 400, 800, 1000, 1000} {
 		wait *= time.Millisecond
 		clk.Step(wait - time.Millisecond)
@@ -37,7 +38,7 @@ func TestRegistrationBackoffIsCappedExponential(t *testing.T) {
 			t.Fatalf("attempt %d did not wait %s", i+2, wait)
 		}
 		clk.Step(time.Millisecond)
-		waitFor(t, "next attempt", func() bool { return failures() == float64(i+2) && clk.HasWaiters() })
+		testutil.WaitFor(t, "next attempt", func() bool { return failures() == float64(i+2) && clk.HasWaiters() })
 	}
 	if p.Connected() {
 		t.Error("connected without a runtime")

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/plugin"
 )
@@ -236,7 +237,7 @@ func TestRegistrationThatNeverConfiguresIsRetried(t *testing.T) {
 				}
 			})
 
-			waitFor(t, "the plugin waiting for Configure", func() bool { return stuckInStart() > before })
+			testutil.WaitFor(t, "the plugin waiting for Configure", func() bool { return stuckInStart() > before })
 			conn := mute.lastConn()
 			start := time.Now()
 			tt.unstick(mute, clk, cancel)
@@ -257,12 +258,12 @@ func TestRegistrationThatNeverConfiguresIsRetried(t *testing.T) {
 					t.Errorf("registration failures = %v, want 0 when stopped", f)
 				}
 			} else {
-				waitFor(t, "a registration failure", func() bool { return failures() == 1 && clk.HasWaiters() })
+				testutil.WaitFor(t, "a registration failure", func() bool { return failures() == 1 && clk.HasWaiters() })
 				t.Logf("registration failed %s after unsticking", time.Since(start))
 				checkFailureLogged(t, logs, tt.wantErr)
 			}
 			if tt.hangsUp {
-				waitFor(t, "the plugin hanging up", func() bool {
+				testutil.WaitFor(t, "the plugin hanging up", func() bool {
 					select {
 					case <-conn.gone:
 						return true
@@ -278,7 +279,7 @@ func TestRegistrationThatNeverConfiguresIsRetried(t *testing.T) {
 			mute.close()
 			rt.start() // the runtime is back at the same socket
 			clk.Step(100 * time.Millisecond)
-			waitFor(t, "registration with the restarted runtime", p.Connected)
+			testutil.WaitFor(t, "registration with the restarted runtime", p.Connected)
 			if f := failures(); f != 1 {
 				t.Errorf("registration failures = %v, want 1", f)
 			}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/plugin"
 )
@@ -69,7 +70,7 @@ func TestLaunchedPluginServesItsOneConnection(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("never configured")
 	}
-	waitFor(t, "Synchronize", func() bool { return sink.syncCount() >= 1 })
+	testutil.WaitFor(t, "Synchronize", func() bool { return sink.syncCount() >= 1 })
 	if err := rt.runPod(pod("sb1", "uid1", "")); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	nri "github.com/containerd/nri/pkg/adaptation"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/plugin"
@@ -47,10 +48,10 @@ func start(t *testing.T, rt *fakeRuntime, cache plugin.Cache) *harness {
 	h.cancel = cancel
 	go func() { h.done <- p.Run(ctx) }()
 	t.Cleanup(h.stop)
-	waitFor(t, "registration", p.Connected)
+	testutil.WaitFor(t, "registration", p.Connected)
 	// Synchronize runs while the runtime holds back other operations
 	// until the plugin is fully registered (see fakeRuntime.do).
-	waitFor(t, "first Synchronize", func() bool {
+	testutil.WaitFor(t, "first Synchronize", func() bool {
 		return metricValue(t, h.reg, "probelet_nri_events_total", map[string]string{"event": "Synchronize"}) >= 1
 	})
 	return h
@@ -189,7 +190,7 @@ func TestReconnectsAndReconciles(t *testing.T) {
 	}
 
 	rt.stop() // containerd restarts
-	waitFor(t, "disconnect", func() bool { return !h.plugin.Connected() })
+	testutil.WaitFor(t, "disconnect", func() bool { return !h.plugin.Connected() })
 	if h.cache.NRIConnected() {
 		t.Error("the cache still reports NRI connected")
 	}
@@ -204,8 +205,8 @@ func TestReconnectsAndReconciles(t *testing.T) {
 
 	back := time.Now()
 	rt.start()
-	waitFor(t, "reconnect", h.plugin.Connected)
-	waitFor(t, "Synchronize after reconnect", func() bool { return h.sink.syncCount() >= 2 })
+	testutil.WaitFor(t, "reconnect", h.plugin.Connected)
+	testutil.WaitFor(t, "Synchronize after reconnect", func() bool { return h.sink.syncCount() >= 2 })
 	t.Logf("re-registered and synchronized %s after the runtime came back", time.Since(back).Round(time.Millisecond))
 	if d := time.Since(back); d > 2*time.Second {
 		t.Errorf("reconnect took %s, want <= 2s", d)

@@ -332,15 +332,3 @@ func (s *recordingSink) containerStates(uid string) map[string]node.ContainerSta
 	}
 	return out
 }
-
-// waitFor polls a condition that another goroutine makes true.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}

@@ -70,7 +70,8 @@ func TestExecSync(t *testing.T) {
 }
 
 func TestExecSyncCallerDeadlineAndCancel(t *testing.T) {
-	srv := newCRIServer(t, &fakeCRI{})
+	fake := &fakeCRI{}
+	srv := newCRIServer(t, fake)
 	c := newClient(t, srv.endpoint())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -79,8 +80,12 @@ func TestExecSyncCallerDeadlineAndCancel(t *testing.T) {
 		t.Errorf("caller deadline: err = %v, want ErrTimeout", err)
 	}
 
+	hanging := make(chan struct{}, 1)
+	fake.mu.Lock()
+	fake.hanging = hanging
+	fake.mu.Unlock()
 	ctx, cancel = context.WithCancel(context.Background())
-	go func() { time.Sleep(10 * time.Millisecond); cancel() }()
+	go func() { <-hanging; cancel() }() // cancel once the call hangs in the runtime
 	_, _, _, err := c.ExecSync(ctx, "c1", []string{"hang"}, time.Second)
 	if err == nil || errors.Is(err, execprobe.ErrTimeout) {
 		t.Errorf("cancelled caller: err = %v, want a plain error", err)

@@ -29,6 +29,8 @@ type fakeCRI struct {
 	ctrs      []*runtimeapi.Container
 	podStatus map[string]*runtimeapi.PodSandboxStatusResponse
 	ctrStatus map[string]*runtimeapi.ContainerStatusResponse
+	// hanging, when set, receives a value each time a "hang" exec starts.
+	hanging chan<- struct{}
 }
 
 func (f *fakeCRI) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
@@ -46,6 +48,13 @@ func (f *fakeCRI) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	case "missing":
 		return nil, status.Error(codes.NotFound, "container not found")
 	case "hang":
+		f.mu.Lock()
+		hanging := f.hanging
+		f.mu.Unlock()
+		select {
+		case hanging <- struct{}{}:
+		default: // nil, or nobody waiting
+		}
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}

@@ -22,6 +22,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probelet/probelet/cmd/probelet/agent"
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/plugin"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/spec"
@@ -143,8 +144,8 @@ func TestAgentProbesAndKillsEndToEnd(t *testing.T) {
 	}
 
 	rt := startNRI(t, dir)
-	waitFor(t, "healthz 200", func() bool { code, _ := get(t, base+"/healthz"); return code == http.StatusOK })
-	waitFor(t, "Synchronize", func() bool { return a.Cache().NRIConnected() && synced(t, a) })
+	testutil.WaitFor(t, "healthz 200", func() bool { code, _ := get(t, base+"/healthz"); return code == http.StatusOK })
+	testutil.WaitFor(t, "Synchronize", func() bool { return a.Cache().NRIConnected() && synced(t, a) })
 
 	pod := &nri.PodSandbox{Id: "sb1", Uid: "uid1", Name: "web", Namespace: "default", Ips: []string{"10.88.0.9"},
 		Annotations: map[string]string{spec.AnnotationProbes: `{"app": {
@@ -157,11 +158,11 @@ func TestAgentProbesAndKillsEndToEnd(t *testing.T) {
 		return rt.PostStartContainer(ctx, &nri.PostStartContainerRequest{Pod: pod, Container: ctr})
 	})
 
-	waitFor(t, "liveness kill", func() bool { return len(cri.stopped()) > 0 })
+	testutil.WaitFor(t, "liveness kill", func() bool { return len(cri.stopped()) > 0 })
 	if s := cri.stopped()[0]; s.ContainerId != "c1" || s.Timeout != 7 {
 		t.Errorf("StopContainer%v, want c1 with the probe's grace period 7", s)
 	}
-	waitFor(t, "ready", func() bool { st, ok := a.Engine().Container("c1"); return ok && st.Ready })
+	testutil.WaitFor(t, "ready", func() bool { st, ok := a.Engine().Container("c1"); return ok && st.Ready })
 	_, metrics := get(t, base+"/metrics")
 	for _, m := range []string{"probelet_lifecycle_event_to_worker_seconds_count", "prober_probe_total", "probelet_nri_connected 1"} {
 		if !strings.Contains(metrics, m) {
@@ -239,17 +240,6 @@ func synced(t *testing.T, a *agent.Agent) bool {
 	return false
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestAgentAsLaunchedPlugin(t *testing.T) {
 	dir, err := os.MkdirTemp("/tmp", "agent")
 	if err != nil {
@@ -293,7 +283,7 @@ func TestAgentAsLaunchedPlugin(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("Run = %v before starting", err)
 	}
-	waitFor(t, "Synchronize", func() bool { return synced(t, a) })
+	testutil.WaitFor(t, "Synchronize", func() bool { return synced(t, a) })
 	pod := &nri.PodSandbox{Id: "sb1", Uid: "uid1", Name: "web", Namespace: "default"}
 	runtimeOp(t, rt, func(ctx context.Context) error { return rt.RunPodSandbox(ctx, &nri.RunPodSandboxRequest{Pod: pod}) })
 	if n := len(a.Cache().Pods()); n != 1 {

@@ -11,6 +11,7 @@ import (
 	"github.com/probelet/probelet/cmd/probelet/agent"
 	"github.com/probelet/probelet/cri/client"
 	"github.com/probelet/probelet/cri/server"
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/prober"
 )
@@ -42,7 +43,7 @@ func TestAgentServesTheSocket(t *testing.T) {
 	defer c.Close()
 	// The socket file appears at bind, a moment before the server listens
 	// (a connection in between is refused), so wait for an answer.
-	waitFor(t, "Version on probelet's socket", func() bool {
+	testutil.WaitFor(t, "Version on probelet's socket", func() bool {
 		_, err := c.Version(ctx)
 		return err == nil
 	})

@@ -8,13 +8,13 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	apiv1 "github.com/probelet/probelet/api/v1alpha1"
 	"github.com/probelet/probelet/cri/server"
+	"github.com/probelet/probelet/internal/testutil"
 )
 
 // SocketDir returns a short temporary directory (unix socket paths are
@@ -112,15 +112,8 @@ func Dial(t testing.TB, endpoint string) *grpc.ClientConn {
 	return conn
 }
 
-// WaitFor polls cond until it holds, failing the test after 10s. It waits
-// for concurrent effects to land, never for timing.
+// WaitFor is testutil.WaitFor, for the packages that already use servertest.
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, what, cond)
 }
