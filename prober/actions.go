@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,10 +22,14 @@ const (
 
 // act handles a liveness or startup failure at threshold: the container is
 // killed (asynchronously, never blocking the scheduler), or in report mode
-// only reported.
+// only reported. Like the kubelet, which acts on a liveness failure only
+// for a container that still runs, nothing happens to a container that is
+// no longer the running instance the decision was about; the published
+// Failure stays, and the worker waits on hold for the next instance.
 func (m *Manager) act(w *worker, output string) {
 	c, ok := w.pod.container(w.name)
-	if !ok || c.ID != w.containerID {
+	if !ok || c.ID != w.containerID || !c.Running() {
+		m.log.Info("Not killing: the container no longer runs", m.fields(w, zap.String("containerID", w.containerID))...)
 		return
 	}
 	grace, err := gracePeriod(w.spec, &w.pod.pod)
@@ -41,34 +46,64 @@ func (m *Manager) act(w *worker, output string) {
 			why = "no container killer configured"
 		}
 		msg := fmt.Sprintf("Container %s failed %s probe, would be restarted (%s)", w.name, kind, why)
-		m.emit(w, eventNormal, reasonWouldRestart, msg, zap.String("output", output))
+		m.emit(m.eventOf(w, eventNormal, reasonWouldRestart, msg), zap.String("output", output))
 		return
 	}
 	msg := fmt.Sprintf("Container %s failed %s probe, will be restarted", w.name, kind)
-	m.emit(w, eventNormal, reasonKilling, msg, zap.Duration("gracePeriod", grace))
-	m.kill(w.pod, Restart{Time: m.clock.Now(), ContainerID: c.ID, ProbeType: w.typ, GracePeriod: grace, Message: msg}, w.name)
+	pod := &w.pod.pod
+	m.kill(w.pod, Kill{
+		PodUID: pod.UID, PodName: pod.Name, PodNamespace: pod.Namespace,
+		ContainerName: w.name, ContainerID: c.ID, ProbeType: w.typ,
+		Decided: m.clock.Now(), GracePeriod: grace, Reason: msg,
+	})
 }
 
-// kill records the restart and calls the killer on its own goroutine.
-func (m *Manager) kill(pe *podEntry, r Restart, name string) {
-	if pe.restarts == nil {
-		pe.restarts = make(map[string][]Restart)
+// kill calls the killer on its own goroutine. The restart is recorded and
+// the Killing event emitted only when the killer issues the stop (Issuing):
+// a container found not running is not killed, and nothing says it was.
+func (m *Manager) kill(pe *podEntry, k Kill) {
+	issued := false
+	k.Issuing = func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		issued = true
+		if pe.restarts == nil {
+			pe.restarts = make(map[string][]Restart)
+		}
+		r := Restart{Time: m.clock.Now(), ContainerID: k.ContainerID, ProbeType: k.ProbeType, GracePeriod: k.GracePeriod, Message: k.Reason}
+		pe.restarts[k.ContainerName] = appendCapped(pe.restarts[k.ContainerName], r, max(m.historyLen, 1))
+		m.emit(killEvent(k, r.Time), zap.Duration("gracePeriod", k.GracePeriod))
 	}
-	pe.restarts[name] = appendCapped(pe.restarts[name], r, max(m.historyLen, 1))
 	m.killing++
 	m.kills.Add(1)
 	go func() {
 		defer m.kills.Done()
-		err := m.killer.KillContainer(m.ctx, r.ContainerID, r.GracePeriod, r.Message)
+		err := m.killer.KillContainer(m.ctx, k)
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if err != nil {
-			m.log.Error("Failed to kill container", zap.String("containerID", r.ContainerID), zap.Error(err))
-			setRestartErr(pe.restarts[name], r, err)
+		switch {
+		case errors.Is(err, node.ErrNotRunning):
+			m.log.Info("Not killing: the container exited on its own meanwhile",
+				zap.String("pod", k.PodNamespace+"/"+k.PodName), zap.String("containerName", k.ContainerName),
+				zap.String("containerID", k.ContainerID), zap.String("probeType", k.ProbeType.String()), zap.Error(err))
+		case err != nil:
+			m.log.Error("Failed to kill container", zap.String("containerID", k.ContainerID), zap.Error(err))
+			if issued {
+				setRestartErr(pe.restarts[k.ContainerName], k.ContainerID, err)
+			}
 		}
 		m.killing--
 		m.notifyIdle()
 	}()
+}
+
+// killEvent is the kubelet's Killing event for k.
+func killEvent(k Kill, at time.Time) Event {
+	return Event{
+		Time: at, Type: eventNormal, Reason: reasonKilling, Message: k.Reason,
+		PodUID: k.PodUID, PodName: k.PodName, PodNamespace: k.PodNamespace,
+		ContainerName: k.ContainerName, ContainerID: k.ContainerID, ProbeType: k.ProbeType,
+	}
 }
 
 // gracePeriod is the kubelet's choice for a probe-failure kill: the
@@ -105,11 +140,13 @@ func appendCapped(list []Restart, r Restart, n int) []Restart {
 	return list
 }
 
-// setRestartErr stores a kill's error on its record, if still kept.
-func setRestartErr(list []Restart, r Restart, err error) {
-	for i := range list {
-		if list[i].ContainerID == r.ContainerID && list[i].Time.Equal(r.Time) && list[i].ProbeType == r.ProbeType {
+// setRestartErr stores a kill's error on the newest record of its
+// container instance, if still kept (an instance is killed once).
+func setRestartErr(list []Restart, containerID string, err error) {
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i].ContainerID == containerID {
 			list[i].Err = err.Error()
+			return
 		}
 	}
 }

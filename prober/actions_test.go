@@ -9,8 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/results"
 	"github.com/probelet/probelet/prober/spec"
 )
 
@@ -170,5 +172,55 @@ func TestKillErrorIsRecorded(t *testing.T) {
 	st, _ := h.m.Container("c1")
 	if len(st.Restarts) != 1 || st.Restarts[0].Err != "runtime unavailable" {
 		t.Fatalf("restarts = %+v, want the kill error recorded", st.Restarts)
+	}
+}
+
+// The kubelet acts on a liveness failure only for a container that still
+// runs. A probe that fails because the container's init exited while it
+// ran must not kill: here the exit reaches the engine while the probe is in
+// flight.
+func TestNoKillWhenTheContainerExitedWhileTheProbeRan(t *testing.T) {
+	h := newHarness(t)
+	h.tcp.always(livePort, failure)
+	release := h.tcp.block(livePort)
+	pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort, withThresholds(1, 1))})
+	h.m.UpdatePod(pod)
+	waitEntered(t, h.tcp, livePort)
+	h.m.UpdatePod(withState(pod, node.StateExited))
+	release()
+	h.settle()
+	if k := h.killer.calls(); len(k) != 0 {
+		t.Fatalf("killed a container that exited on its own: %+v", k)
+	}
+	assertNoKillReported(t, h)
+	h.wantResult("c1", probe.Liveness, results.Failure) // like the kubelet: the Failure stands, nothing acts on it
+}
+
+// The exit may not have reached the engine yet: the killer asks the runtime
+// once, and a container it reports exited is not stopped and not reported.
+func TestNoKillWhenTheRuntimeSaysTheContainerExited(t *testing.T) {
+	h := newHarness(t)
+	h.killer.exited = map[string]bool{"c1": true}
+	h.update(testPod("c1", spec.ContainerProbes{Liveness: failingLiveness(h)}))
+	if k := h.killer.calls(); len(k) != 0 {
+		t.Fatalf("stopped: %+v", k)
+	}
+	assertNoKillReported(t, h)
+	// The next instance is probed and killed as usual.
+	h.update(withContainerID(testPod("c1", spec.ContainerProbes{Liveness: failingLiveness(h)}), "c2", epoch))
+	if k := h.killer.calls(); len(k) != 1 || k[0].id != "c2" {
+		t.Fatalf("kills after the restart = %+v, want c2", k)
+	}
+}
+
+func assertNoKillReported(t *testing.T, h *harness) {
+	t.Helper()
+	if st, _ := h.m.Container("c1"); len(st.Restarts) != 0 {
+		t.Fatalf("restarts recorded: %+v", st.Restarts)
+	}
+	for _, e := range h.drainEvents() {
+		if e.Reason == "Killing" {
+			t.Fatalf("Killing event for a container not killed: %+v", e)
+		}
 	}
 }

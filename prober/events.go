@@ -14,15 +14,27 @@ const (
 	reasonWouldRestart = "WouldRestart"
 )
 
-// emit publishes an event about w's container to subscribers and logs it
-// at info level with its message ("Liveness probe failed: ...").
-func (m *Manager) emit(w *worker, typ, reason, message string, extra ...zap.Field) {
+// eventOf is an event about w's current container.
+func (m *Manager) eventOf(w *worker, typ, reason, message string) Event {
 	pod := &w.pod.pod
-	m.events.Publish(Event{
+	return Event{
 		Time: m.clock.Now(), Type: typ, Reason: reason, Message: message,
 		PodUID: pod.UID, PodName: pod.Name, PodNamespace: pod.Namespace,
 		ContainerName: w.name, ContainerID: w.containerID, ProbeType: w.typ,
-	})
-	fields := append(m.fields(w, zap.String("containerID", w.containerID), zap.String("reason", reason)), extra...)
-	m.log.Info(message, fields...)
+	}
+}
+
+// emit publishes ev to subscribers and logs it at info level with its
+// message ("Liveness probe failed: ...").
+func (m *Manager) emit(ev Event, extra ...zap.Field) {
+	m.events.Publish(ev)
+	fields := append([]zap.Field{
+		zap.String("probeType", ev.ProbeType.String()),
+		zap.String("pod", ev.PodNamespace+"/"+ev.PodName),
+		zap.String("podUID", ev.PodUID),
+		zap.String("containerName", ev.ContainerName),
+		zap.String("containerID", ev.ContainerID),
+		zap.String("reason", ev.Reason),
+	}, extra...)
+	m.log.Info(ev.Message, fields...)
 }

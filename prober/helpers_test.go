@@ -137,19 +137,27 @@ type kill struct {
 	reason string
 }
 
-// fakeKiller records kills; a gate makes them block.
+// fakeKiller records kills like the CRI killer: a container in exited is
+// not stopped (node.ErrNotRunning), others are (Issuing is called); a gate
+// makes the stop block.
 type fakeKiller struct {
-	mu    sync.Mutex
-	kills []kill
-	err   error
-	gate  chan struct{}
+	mu     sync.Mutex
+	kills  []kill
+	err    error
+	gate   chan struct{}
+	exited map[string]bool
 }
 
-func (k *fakeKiller) KillContainer(ctx context.Context, id string, grace time.Duration, reason string) error {
+func (k *fakeKiller) KillContainer(ctx context.Context, req prober.Kill) error {
 	k.mu.Lock()
-	k.kills = append(k.kills, kill{id, grace, reason})
+	if k.exited[req.ContainerID] {
+		k.mu.Unlock()
+		return fmt.Errorf("%w: container %s exited", node.ErrNotRunning, req.ContainerID)
+	}
+	k.kills = append(k.kills, kill{req.ContainerID, req.GracePeriod, req.Reason})
 	gate, err := k.gate, k.err
 	k.mu.Unlock()
+	req.Issuing()
 	if gate != nil {
 		select {
 		case <-gate:

@@ -22,6 +22,10 @@ func (m *Manager) WaitIdle(ctx context.Context) error {
 	}
 	for {
 		m.mu.Lock()
+		if m.stopped {
+			m.mu.Unlock()
+			return errNotRunning
+		}
 		if m.idleLocked() {
 			m.mu.Unlock()
 			return nil

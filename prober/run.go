@@ -91,7 +91,7 @@ func (m *Manager) report(w *worker, o outcome, j judgement) {
 		m.log.Debug("Probe succeeded", m.fields(w)...)
 	}
 	if j.reason != "" {
-		m.emit(w, eventWarning, j.reason, j.message)
+		m.emit(m.eventOf(w, eventWarning, j.reason, j.message))
 	}
 	if j.metric != "" {
 		w.metrics.count(j.metric)

@@ -15,9 +15,35 @@ import (
 // ExecRunner is the CRI ExecSync call exec probes go through.
 type ExecRunner = execprobe.Runner
 
-// ContainerKiller stops a container whose liveness or startup probe failed.
+// Kill is one kill the engine decided: a liveness or startup failure at
+// its threshold, of a container instance the engine saw running.
+type Kill struct {
+	// PodUID, PodName, PodNamespace and ContainerName identify the
+	// container; ContainerID is the instance the decision was about.
+	PodUID, PodName, PodNamespace string
+	ContainerName, ContainerID    string
+	// ProbeType is the probe that failed (Liveness or Startup).
+	ProbeType probe.Type
+	// Decided is when the engine decided.
+	Decided time.Time
+	// GracePeriod is the kubelet's grace for the stop.
+	GracePeriod time.Duration
+	// Reason is the kubelet's message: "Container web failed liveness
+	// probe, will be restarted".
+	Reason string
+	// Issuing is called by the killer right before it sends the stop, once
+	// the runtime confirmed the instance still runs; the engine records the
+	// restart and emits Killing then. A kill that is not issued never
+	// calls it.
+	Issuing func()
+}
+
+// ContainerKiller stops containers whose liveness or startup probe failed.
+// KillContainer returns once the stop was sent and answered. A container
+// that no longer runs is not stopped: the error then wraps
+// node.ErrNotRunning.
 type ContainerKiller interface {
-	KillContainer(ctx context.Context, containerID string, gracePeriod time.Duration, reason string) error
+	KillContainer(ctx context.Context, k Kill) error
 }
 
 // Event is something a person troubleshooting wants to see (the kubelet's

@@ -92,8 +92,15 @@ func TestExecSyncCallerDeadlineAndCancel(t *testing.T) {
 	}
 }
 
-func TestKillContainerGracePeriod(t *testing.T) {
-	srv := newCRIServer(t, &fakeCRI{})
+// runningC1 is a runtime whose container c1 runs.
+func runningC1() *fakeCRI {
+	return &fakeCRI{ctrStatus: map[string]*runtimeapi.ContainerStatusResponse{
+		"c1": {Status: &runtimeapi.ContainerStatus{Id: "c1", State: runtimeapi.ContainerState_CONTAINER_RUNNING}},
+	}}
+}
+
+func TestStopIfRunningGracePeriod(t *testing.T) {
+	srv := newCRIServer(t, runningC1())
 	core, logs := observer.New(zap.InfoLevel)
 	c := newClient(t, srv.endpoint(), client.WithLogger(zap.New(core)))
 	tests := []struct {
@@ -107,8 +114,9 @@ func TestKillContainerGracePeriod(t *testing.T) {
 	}
 	for _, tt := range tests {
 		msg := "Container web failed liveness probe, will be restarted"
-		if err := c.KillContainer(context.Background(), "c1", tt.grace, msg); err != nil {
-			t.Fatalf("grace %s: %v", tt.grace, err)
+		issued := 0
+		if err := c.StopIfRunning(context.Background(), "c1", tt.grace, msg, func() { issued++ }); err != nil || issued != 1 {
+			t.Fatalf("grace %s: %v (issuing called %d times)", tt.grace, err, issued)
 		}
 		if req := srv.fake.lastStop(); req.ContainerId != "c1" || req.Timeout != tt.want {
 			t.Errorf("grace %s: StopContainer%v, want timeout %d", tt.grace, req, tt.want)
@@ -121,19 +129,53 @@ func TestKillContainerGracePeriod(t *testing.T) {
 	}
 }
 
-func TestKillContainerErrors(t *testing.T) {
-	fake := &fakeCRI{stopErr: status.Error(codes.NotFound, "gone")}
-	srv := newCRIServer(t, fake)
-	c := newClient(t, srv.endpoint())
-	if err := c.KillContainer(context.Background(), "c1", time.Second, ""); err != nil {
-		t.Errorf("already gone: %v, want nil", err)
+// The engine decides on its own view; a container whose exit has not
+// reached it yet must not be stopped, nor reported as killed.
+func TestStopIfRunningAsksTheRuntimeFirst(t *testing.T) {
+	tests := []struct {
+		name      string
+		status    *runtimeapi.ContainerStatusResponse // nil: the runtime does not know c1
+		statusErr error
+		stopErr   error
+		wantStop  bool
+		wantErr   error // nil, node.ErrNotRunning, or any (errAny)
+	}{
+		{name: "running", status: running(), wantStop: true},
+		{name: "exited on its own", status: &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{
+			State: runtimeapi.ContainerState_CONTAINER_EXITED, ExitCode: 0}}, wantErr: node.ErrNotRunning},
+		{name: "gone", wantErr: node.ErrNotRunning},
+		{name: "runtime cannot tell: the kill goes ahead", statusErr: status.Error(codes.Unavailable, "busy"), wantStop: true},
+		{name: "removed between check and stop", status: running(), stopErr: status.Error(codes.NotFound, "gone"), wantStop: true},
+		{name: "stop fails", status: running(), stopErr: status.Error(codes.Internal, "shim dead"), wantStop: true, wantErr: errAny},
 	}
-	fake.mu.Lock()
-	fake.stopErr = status.Error(codes.Internal, "shim dead")
-	fake.mu.Unlock()
-	if err := c.KillContainer(context.Background(), "c1", time.Second, ""); err == nil {
-		t.Error("runtime failure hidden")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := &fakeCRI{stopErr: tc.stopErr, ctrStatusErr: tc.statusErr, ctrStatus: map[string]*runtimeapi.ContainerStatusResponse{}}
+			if tc.status != nil {
+				fake.ctrStatus["c1"] = tc.status
+			}
+			c := newClient(t, newCRIServer(t, fake).endpoint())
+			issued := false
+			err := c.StopIfRunning(context.Background(), "c1", time.Second, "", func() { issued = true })
+			switch {
+			case tc.wantErr == errAny && err == nil, tc.wantErr == nil && err != nil,
+				tc.wantErr != nil && tc.wantErr != errAny && !errors.Is(err, tc.wantErr):
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			fake.mu.Lock()
+			stops := len(fake.stopReqs)
+			fake.mu.Unlock()
+			if (stops > 0) != tc.wantStop || issued != tc.wantStop {
+				t.Fatalf("StopContainer calls = %d, issuing called = %v; want a stop: %v", stops, issued, tc.wantStop)
+			}
+		})
 	}
+}
+
+var errAny = errors.New("any error")
+
+func running() *runtimeapi.ContainerStatusResponse {
+	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}
 }
 
 func TestSurvivesRuntimeRestart(t *testing.T) {

@@ -29,6 +29,8 @@ type fakeCRI struct {
 	ctrs      []*runtimeapi.Container
 	podStatus map[string]*runtimeapi.PodSandboxStatusResponse
 	ctrStatus map[string]*runtimeapi.ContainerStatusResponse
+	// ctrStatusErr, when set, is ContainerStatus's answer.
+	ctrStatusErr error
 	// hanging, when set, receives a value each time a "hang" exec starts.
 	hanging chan<- struct{}
 }
@@ -91,6 +93,9 @@ func (f *fakeCRI) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandbox
 }
 
 func (f *fakeCRI) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
+	if f.ctrStatusErr != nil {
+		return nil, f.ctrStatusErr
+	}
 	if r, ok := f.ctrStatus[req.ContainerId]; ok {
 		return r, nil
 	}

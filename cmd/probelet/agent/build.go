@@ -67,7 +67,7 @@ func (a *Agent) engineOptions(p *parts) []prober.Option {
 		prober.WithLogger(a.log.Named("prober")),
 		prober.WithRegisterer(a.reg),
 		prober.WithExecRunner(p.cri),
-		prober.WithKiller(p.cri),
+		prober.WithKiller(criKiller{p.cri}),
 		prober.WithLivenessAction(action),
 	}
 	if p.tcp != nil {
