@@ -15,7 +15,7 @@ import (
 // TestExecProbeExitCodesAndTimeout: exec probes run through containerd's
 // ExecSync; exit 0 is Success, any other exit code Failure with the
 // command's output, and a command outliving timeoutSeconds is a Failure
-// with the kubelet's "timed out" output.
+// with the kubelet v1.37 timeout output (command timed out: "sleep 5" timed out after 1s).
 func TestExecProbeExitCodesAndTimeout(t *testing.T) {
 	t.Parallel()
 	bed := testbed.Start(t)
@@ -38,7 +38,7 @@ func TestExecProbeExitCodesAndTimeout(t *testing.T) {
 		t.Errorf("readiness method %q, want exec", r.Method)
 	}
 
-	waitReady(t, d, slow, false, `command "sleep 5" timed out`)
+	waitReady(t, d, slow, false, `command timed out: "sleep 5" timed out after 1s`)
 	runs := d.describe(slow.ctr).Probes["readiness"].History
 	for _, r := range runs {
 		if r.Result != "Failure" || !strings.Contains(r.Output, "timed out") || r.Error != "" {

@@ -4,6 +4,7 @@ package e2e_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,4 +43,51 @@ func TestContainerExitingByItself(t *testing.T) {
 	v := d.describe(a.ctr)
 	t.Logf("after the exit: state %s, ready %v, liveness %s (on hold %v), readiness %s: %q",
 		v.State, v.Ready, v.Probes["liveness"].Result, v.Probes["liveness"].OnHold, v.Probes["readiness"].Result, v.Probes["readiness"].LastOutput)
+}
+
+// TestLivenessFailureCausedByTheExitDoesNotKill reproduces the exit race
+// deterministically: the exec liveness probe (sleep, threshold 1) is
+// running when the container's init exits, so the runtime kills it with
+// the container and the probe fails at the very moment of the exit, while
+// containerd's exit event may still be on its way. The kubelet acts on a
+// liveness failure only for a running container; probelet must neither
+// stop the container nor report a kill.
+func TestLivenessFailureCausedByTheExitDoesNotKill(t *testing.T) {
+	t.Parallel()
+	bed := testbed.Start(t)
+	d := startProbelet(t, bed)
+	live := execProbe(1, 1, "sleep", "600")
+	live.TimeoutSeconds = 900
+	a := runApp(t, bed, appSpec{name: "racer", cmd: shell(`sleep 5; exit 7`), probes: spec.ContainerProbes{Liveness: live}})
+	waitProbeInFlight(t, bed, a)
+	st := waitExited(t, bed, a.ctr, 15*time.Second)
+	if st.ExitCode != 7 {
+		t.Fatalf("exit code %d, want 7 (the container was stopped, not exited by itself)", st.ExitCode)
+	}
+	// The failed probe reached the kill decision and was held back.
+	eventually(t, 10*time.Second, "the liveness failure and the held-back kill", func() (bool, string) {
+		v := d.describe(a.ctr)
+		return v.Probes["liveness"].Result == "Failure" && len(d.logsMatching("Not killing")) > 0,
+			fmt.Sprintf("liveness %+v", v.Probes["liveness"])
+	})
+	v := d.describe(a.ctr)
+	if v.RestartsIssued != 0 || len(v.Restarts) != 0 {
+		t.Errorf("restarts recorded for a container that exited by itself: %+v", v.Restarts)
+	}
+	if kills := d.logsMatching("Killing container"); len(kills) > 0 {
+		t.Errorf("probelet stopped the container: %v", kills)
+	}
+	if out := d.mustProbectl("events", "-o", "json"); strings.Contains(out, `"Killing"`) {
+		t.Errorf("a Killing event was published: %s", out)
+	}
+	t.Logf("held back: %v", d.logsMatching("Not killing")[0])
+}
+
+// waitProbeInFlight waits until the exec probe's sleep runs in the container.
+func waitProbeInFlight(t *testing.T, bed *testbed.Bed, a app) {
+	t.Helper()
+	eventually(t, 10*time.Second, "the exec probe to run in the container", func() (bool, string) {
+		out, _, err := bed.Exec(a.ctr, "sh", "-c", "ps -o args | grep -c '^sleep 600'")
+		return err == nil && strings.TrimSpace(string(out)) != "0", string(out)
+	})
 }

@@ -77,14 +77,17 @@ func TestMalformedPodsAreIgnoredWithoutPanic(t *testing.T) {
 	}
 	h.step(20 * time.Second)
 	// u3 (no ID yet) waits with an Unknown result; u4's nameless
-	// container has no pod IP, so its runs error. Neither panics.
+	// container runs in a pod without an IP, so it is probed on the node's
+	// own address (":port"), as the kubelet would. Neither panics.
 	for _, c := range h.m.Containers() {
 		if c.PodUID != "u3" && c.PodUID != "u4" {
 			t.Errorf("unexpected status %+v", c)
 		}
 	}
-	if n := h.tcp.count(livePort); n != 0 {
-		t.Fatalf("probed %d times; nothing here is probeable", n)
+	for _, tg := range h.tcp.seenTargets() {
+		if tg.Host != "" || tg.InPod {
+			t.Fatalf("probed %+v; only u4 is probeable, on the node's own address", tg)
+		}
 	}
 	h.m.SyncPods(nil)
 	h.settle()

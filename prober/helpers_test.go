@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -122,6 +123,13 @@ func (f *fakeTCP) block(port int) func() {
 		f.mu.Unlock()
 		close(g)
 	}
+}
+
+// seenTargets returns every target probed, in order.
+func (f *fakeTCP) seenTargets() []probe.TCPTarget {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.targets)
 }
 
 func (f *fakeTCP) count(port int) int {

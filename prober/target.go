@@ -1,7 +1,6 @@
 package prober
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -78,13 +77,12 @@ func httpTarget(a *corev1.HTTPGetAction, pod *node.Pod, c *node.Container, timeo
 }
 
 func tcpTarget(a *corev1.TCPSocketAction, pod *node.Pod, c *node.Container, timeout time.Duration) (probe.TCPTarget, error) {
-	t := probe.TCPTarget{
-		InPod:     a.Host == "" || slices.Contains(pod.IPs, a.Host),
-		NetNSPath: pod.NetNSPath,
-		Timeout:   timeout,
-	}
+	t := probe.TCPTarget{NetNSPath: pod.NetNSPath, Timeout: timeout}
 	var err error
 	t.Host, t.Port, err = endpoint(a.Host, a.Port, pod, c)
+	// ":port" is the node's own address, not the pod's: never answered
+	// from the pod's listener table.
+	t.InPod = t.Host != "" && (a.Host == "" || slices.Contains(pod.IPs, a.Host))
 	return t, err
 }
 
@@ -111,12 +109,12 @@ func resolvePort(port intstr.IntOrString, c *node.Container) (int, error) {
 	return n, nil
 }
 
-var errNoPodIP = errors.New("pod has no IP address yet")
-
-// podIP is the default probe host.
+// podIP is the default probe host. A pod without an IP (the runtime
+// reports none for a host-network pod) gives "", as the kubelet's empty
+// status.podIP does: it then dials ":port", the node's own addresses.
 func podIP(pod *node.Pod) (string, error) {
 	if len(pod.IPs) == 0 {
-		return "", errNoPodIP
+		return "", nil
 	}
 	return pod.IPs[0], nil
 }

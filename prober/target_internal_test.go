@@ -76,8 +76,6 @@ func TestPrepareResolvesTargetsLikeTheKubelet(t *testing.T) {
 
 func TestPrepareErrorsAreNamed(t *testing.T) {
 	pod, c := prepPod()
-	noIP := *pod
-	noIP.IPs = nil
 	cases := []struct {
 		name string
 		pod  *node.Pod
@@ -85,7 +83,6 @@ func TestPrepareErrorsAreNamed(t *testing.T) {
 		want string
 	}{
 		{"unknown named port", pod, handler(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("metrics")}}), `container "app": port "metrics" not found`},
-		{"no pod IP yet", &noIP, handler(corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(80)}}), "pod has no IP"},
 		{"no handler", pod, handler(corev1.ProbeHandler{}), "missing probe handler for ns/web:app"},
 	}
 	for _, tc := range cases {
@@ -184,5 +181,24 @@ func TestPreparationErrorIsRetriedAndReported(t *testing.T) {
 	res, _, method, err := h.runWithRetries(context.Background(), &tgt)
 	if err == nil || res != probe.Unknown || method != probe.MethodDial || len(r.calls) != 0 {
 		t.Fatalf("run = %v, %v, %v with %d handler calls", res, method, err, len(r.calls))
+	}
+}
+
+// A pod without an IP resolves to the empty host, as the kubelet's empty
+// status.podIP does; a TCP probe of it dials ":port" on the node and is
+// never answered from the pod's listener table.
+func TestPrepareWithoutPodIPTargetsTheNode(t *testing.T) {
+	pod, c := prepPod()
+	pod.IPs = nil
+	port := intstr.FromInt32(80)
+	for name, p := range map[string]*corev1.Probe{
+		"http": handler(corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: port}}),
+		"tcp":  handler(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: port}}),
+		"grpc": handler(corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 80}}),
+	} {
+		got := prepare(p, pod, c)
+		if got.err != nil || got.http.Host != "" || got.tcp.Host != "" || got.grpcHost != "" || got.tcp.InPod {
+			t.Errorf("%s: target %+v, want the empty host, no error, not in the pod", name, got)
+		}
 	}
 }

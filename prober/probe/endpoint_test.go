@@ -18,7 +18,7 @@ func TestCheckEndpoint(t *testing.T) {
 		{"valid", "10.0.0.1", 8080, time.Second, ""},
 		{"lowest port", "h", 1, time.Second, ""},
 		{"highest port", "h", 65535, time.Second, ""},
-		{"empty host", "", 80, time.Second, "tcp probe: empty host"},
+		{"empty host: the kubelet dials :port", "", 80, time.Second, ""},
 		{"port zero", "h", 0, time.Second, "tcp probe: port 0 out of range 1-65535"},
 		{"port too high", "h", 65536, time.Second, "tcp probe: port 65536 out of range 1-65535"},
 		{"zero timeout", "h", 80, 0, "tcp probe: timeout 0s must be positive"},

@@ -60,9 +60,9 @@ func TestProbe(t *testing.T) {
 		{"exactly the cap", fakeRunner{stdout: bytes.Repeat([]byte("a"), 10240), stderr: []byte("b")},
 			probe.Success, strings.Repeat("a", 10240), nil},
 		{"timeout is failure", fakeRunner{err: fmt.Errorf("exec sync: %w", execprobe.ErrTimeout)},
-			probe.Failure, `command "sh -c cat /tmp/healthy" timed out`, nil},
+			probe.Failure, `command timed out: "sh -c cat /tmp/healthy" timed out after 2s`, nil},
 		{"bare timeout is failure", fakeRunner{err: execprobe.ErrTimeout, stdout: []byte("partial")},
-			probe.Failure, `command "sh -c cat /tmp/healthy" timed out`, nil},
+			probe.Failure, `command timed out: "sh -c cat /tmp/healthy" timed out after 2s`, nil},
 		{"runtime error is an error", fakeRunner{err: errRuntime, code: 1}, probe.Unknown, "", errRuntime},
 	}
 	for _, tc := range tests {

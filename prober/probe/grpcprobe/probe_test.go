@@ -111,7 +111,6 @@ func TestProbeBadInput(t *testing.T) {
 		timeout time.Duration
 		want    string
 	}{
-		{"empty host", "", 80, time.Second, "empty host"},
 		{"port zero", "127.0.0.1", 0, time.Second, "port 0"},
 		{"port too big", "127.0.0.1", 65536, time.Second, "port 65536"},
 		{"no timeout", "127.0.0.1", 80, 0, "timeout"},
@@ -159,3 +158,13 @@ func run(t testing.TB, srv *grpc.Server, network, address string) int {
 }
 
 func addr(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
+
+// A pod without an IP makes the kubelet dial ":port": the node's own
+// addresses.
+func TestProbeEmptyHostDialsTheNodesAddress(t *testing.T) {
+	hs := health.NewServer()
+	port := startServer(t, hs)
+	if res, out, err := grpcprobe.Probe(context.Background(), "", port, "", time.Second); err != nil || res != probe.Success {
+		t.Fatalf("Probe(:%d) = (%s, %q, %v), want success", port, res, out, err)
+	}
+}

@@ -3,6 +3,7 @@ package httpprobe_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -168,7 +169,6 @@ func TestProbeBadTarget(t *testing.T) {
 		mutate func(*httpprobe.Target)
 		want   string
 	}{
-		{"empty host", func(tg *httpprobe.Target) { tg.Host = "" }, "empty host"},
 		{"port zero", func(tg *httpprobe.Target) { tg.Port = 0 }, "port 0"},
 		{"port too big", func(tg *httpprobe.Target) { tg.Port = 70000 }, "port 70000"},
 		{"no timeout", func(tg *httpprobe.Target) { tg.Timeout = 0 }, "timeout"},
@@ -200,4 +200,20 @@ func silentTarget(t *testing.T) httpprobe.Target {
 // closedTarget is a loopback port with no listener.
 func closedTarget(t *testing.T) httpprobe.Target {
 	return httpprobe.Target{Host: "127.0.0.1", Port: probetest.ClosedPort(t)}
+}
+
+// A pod without an IP makes the kubelet request http://:port/...: the
+// node's own addresses, with the transport's answer.
+func TestProbeEmptyHostRequestsTheNodesAddress(t *testing.T) {
+	target := targetOf(t, serve(t, status(200, "ok")), "/ready")
+	target.Host = ""
+	if res, out, err := httpprobe.New().Probe(context.Background(), target); err != nil || res != probe.Success {
+		t.Fatalf("Probe(:%d) = (%s, %q, %v), want success", target.Port, res, out, err)
+	}
+	target.Port = probetest.ClosedPort(t)
+	res, out, err := httpprobe.New().Probe(context.Background(), target)
+	want := fmt.Sprintf(`Get "http://:%d/ready": dial tcp :%d: connect: connection refused`, target.Port, target.Port)
+	if err != nil || res != probe.Failure || out != want {
+		t.Fatalf("Probe(closed) = (%s, %q, %v), want failure %q", res, out, err, want)
+	}
 }

@@ -3,6 +3,7 @@ package tcpprobe_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -72,7 +73,6 @@ func TestProbeTCPBadTarget(t *testing.T) {
 		target probe.TCPTarget
 		want   string
 	}{
-		{"empty host", probe.TCPTarget{Port: 80, Timeout: time.Second}, "empty host"},
 		{"port zero", probe.TCPTarget{Host: "127.0.0.1", Timeout: time.Second}, "port 0"},
 		{"port too big", probe.TCPTarget{Host: "127.0.0.1", Port: 65536, Timeout: time.Second}, "port 65536"},
 		{"no timeout", probe.TCPTarget{Host: "127.0.0.1", Port: 80}, "timeout"},
@@ -115,5 +115,21 @@ func acceptAndClose(ln net.Listener) {
 			return
 		}
 		_ = c.Close()
+	}
+}
+
+// A pod without an IP makes the kubelet dial ":port": the node's own
+// addresses, with the dial's answer.
+func TestProbeTCPEmptyHostDialsTheNodesAddress(t *testing.T) {
+	open := openPort(t)
+	res, out, _, err := tcpprobe.NewDialer().ProbeTCP(context.Background(), probe.TCPTarget{Port: open, Timeout: time.Second})
+	if err != nil || res != probe.Success {
+		t.Fatalf("ProbeTCP(:%d, listening) = (%s, %q, %v), want success", open, res, out, err)
+	}
+	closed := probetest.ClosedPort(t)
+	res, out, _, err = tcpprobe.NewDialer().ProbeTCP(context.Background(), probe.TCPTarget{Port: closed, Timeout: time.Second})
+	want := fmt.Sprintf("dial tcp :%d: connect: connection refused", closed)
+	if err != nil || res != probe.Failure || out != want {
+		t.Fatalf("ProbeTCP(:%d, closed) = (%s, %q, %v), want failure %q", closed, res, out, err, want)
 	}
 }
