@@ -22,6 +22,8 @@ type Pod struct {
 	// NetNSPath is the pod's network namespace (e.g. /proc/<pid>/ns/net),
 	// used by the TCP short-circuit. Empty when unknown.
 	NetNSPath string
+	// Pid is the sandbox (pause) process on the host, 0 when unknown.
+	Pid uint32
 	// TerminationGracePeriodSeconds is the pod spec's grace period when a
 	// source knows it (the API server); nil otherwise. The runtime only
 	// carries it on containers: see the prober's spec.PodGracePeriod.

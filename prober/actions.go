@@ -53,7 +53,7 @@ func (m *Manager) act(w *worker, output string) {
 	pod := &w.pod.pod
 	m.kill(w.pod, Kill{
 		PodUID: pod.UID, PodName: pod.Name, PodNamespace: pod.Namespace,
-		ContainerName: w.name, ContainerID: c.ID, ProbeType: w.typ,
+		ContainerName: w.name, ContainerID: c.ID, Pid: c.Pid, SandboxPid: pod.Pid, ProbeType: w.typ,
 		Decided: m.clock.Now(), GracePeriod: grace, Reason: msg,
 	})
 }

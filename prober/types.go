@@ -22,6 +22,9 @@ type Kill struct {
 	// container; ContainerID is the instance the decision was about.
 	PodUID, PodName, PodNamespace string
 	ContainerName, ContainerID    string
+	// Pid and SandboxPid are the container's init and its pod's sandbox
+	// process on the host, as the runtime reported them (0 when unknown).
+	Pid, SandboxPid uint32
 	// ProbeType is the probe that failed (Liveness or Startup).
 	ProbeType probe.Type
 	// Decided is when the engine decided.

@@ -39,6 +39,7 @@ type Client struct {
 	rt       runtimeapi.RuntimeServiceClient
 	timeout  time.Duration
 	log      *zap.Logger
+	procs    procs
 }
 
 // Option configures a Client.
@@ -51,6 +52,18 @@ func WithTimeout(d time.Duration) Option {
 			return fmt.Errorf("client: timeout %s must be positive", d)
 		}
 		c.timeout = d
+		return nil
+	}
+}
+
+// WithProcRoot sets the proc filesystem process states are read from
+// (default /proc; tests point it at a fake one).
+func WithProcRoot(dir string) Option {
+	return func(c *Client) error {
+		if dir == "" {
+			return errors.New("client: empty proc root")
+		}
+		c.procs = procs{root: dir}
 		return nil
 	}
 }
@@ -73,7 +86,7 @@ func New(endpoint string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{endpoint: endpoint, timeout: DefaultTimeout, log: zap.NewNop()}
+	c := &Client{endpoint: endpoint, timeout: DefaultTimeout, log: zap.NewNop(), procs: procs{root: "/proc"}}
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, err

@@ -3,7 +3,9 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -115,7 +117,8 @@ func TestStopIfRunningGracePeriod(t *testing.T) {
 	for _, tt := range tests {
 		msg := "Container web failed liveness probe, will be restarted"
 		issued := 0
-		if err := c.StopIfRunning(context.Background(), "c1", tt.grace, msg, func() { issued++ }); err != nil || issued != 1 {
+		stop := client.Stop{ContainerID: "c1", GracePeriod: tt.grace, Reason: msg, Issuing: func() { issued++ }}
+		if err := c.StopIfRunning(context.Background(), stop); err != nil || issued != 1 {
 			t.Fatalf("grace %s: %v (issuing called %d times)", tt.grace, err, issued)
 		}
 		if req := srv.fake.lastStop(); req.ContainerId != "c1" || req.Timeout != tt.want {
@@ -137,6 +140,7 @@ func TestStopIfRunningAsksTheRuntimeFirst(t *testing.T) {
 		status    *runtimeapi.ContainerStatusResponse // nil: the runtime does not know c1
 		statusErr error
 		stopErr   error
+		procs     map[uint32]string // pid → state letter in the fake /proc; init is 100, sandbox 50
 		wantStop  bool
 		wantErr   error // nil, node.ErrNotRunning, or any (errAny)
 	}{
@@ -147,6 +151,11 @@ func TestStopIfRunningAsksTheRuntimeFirst(t *testing.T) {
 		{name: "runtime cannot tell: the kill goes ahead", statusErr: status.Error(codes.Unavailable, "busy"), wantStop: true},
 		{name: "removed between check and stop", status: running(), stopErr: status.Error(codes.NotFound, "gone"), wantStop: true},
 		{name: "stop fails", status: running(), stopErr: status.Error(codes.Internal, "shim dead"), wantStop: true, wantErr: errAny},
+		// containerd says RUNNING until it has processed the exit; the kernel knows first.
+		{name: "init reaped, exit not processed yet", status: running(), procs: map[uint32]string{50: "S"}, wantErr: node.ErrNotRunning},
+		{name: "init a zombie", status: running(), procs: map[uint32]string{50: "S", 100: "Z"}, wantErr: node.ErrNotRunning},
+		{name: "init sleeping", status: running(), procs: map[uint32]string{50: "S", 100: "S"}, wantStop: true},
+		{name: "pids not visible (no hostPID)", status: running(), procs: map[uint32]string{}, wantStop: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,9 +163,10 @@ func TestStopIfRunningAsksTheRuntimeFirst(t *testing.T) {
 			if tc.status != nil {
 				fake.ctrStatus["c1"] = tc.status
 			}
-			c := newClient(t, newCRIServer(t, fake).endpoint())
+			c := newClient(t, newCRIServer(t, fake).endpoint(), client.WithProcRoot(fakeProc(t, tc.procs)))
 			issued := false
-			err := c.StopIfRunning(context.Background(), "c1", time.Second, "", func() { issued = true })
+			err := c.StopIfRunning(context.Background(), client.Stop{ContainerID: "c1", GracePeriod: time.Second,
+				Pid: 100, SandboxPid: 50, Issuing: func() { issued = true }})
 			switch {
 			case tc.wantErr == errAny && err == nil, tc.wantErr == nil && err != nil,
 				tc.wantErr != nil && tc.wantErr != errAny && !errors.Is(err, tc.wantErr):
@@ -173,6 +183,24 @@ func TestStopIfRunningAsksTheRuntimeFirst(t *testing.T) {
 }
 
 var errAny = errors.New("any error")
+
+// fakeProc writes /proc/<pid>/stat files with the given states.
+func fakeProc(t *testing.T, states map[uint32]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for pid, st := range states {
+		dir := filepath.Join(root, fmt.Sprint(pid))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// comm with a space and a parenthesis, as the kernel allows
+		stat := fmt.Sprintf("%d (sh (x) y) %s 1 %d 0 0", pid, st, pid)
+		if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
 
 func running() *runtimeapi.ContainerStatusResponse {
 	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}
