@@ -156,8 +156,8 @@ func objectUses(spec *ebpf.CollectionSpec) []use {
 				s, ok := helperSince[fn]
 				add("helper", fn.String(), name, s, ok)
 			case ins.IsKfuncCall():
-				kf := "?"
-				if f := btf.FuncMetadata(ins); f != nil {
+				kf := ins.Reference() // the extern __ksym it calls
+				if f := btf.FuncMetadata(ins); kf == "" && f != nil {
 					kf = f.Name
 				}
 				s, ok := kfuncSince[kf]
