@@ -11,7 +11,7 @@
 // it and sets one of the have_* constants below before loading; the verifier
 // then drops the branch the running kernel cannot take (a frozen read-only
 // map is a known constant to it), so each capability has one switch and a
-// kernel runs only its own path. tracker_linux_test.go checks every helper,
+// kernel runs only its own path. kernels_test.go checks every helper,
 // map type and program type here against the first kernel that has it.
 
 #include "vmlinux.h"
