@@ -12,7 +12,7 @@ DEMO_DIR    ?= /tmp/probelet-demo
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build test testbed unit fuzz e2e lint bench generate demo demo-down clean
+.PHONY: all build test testbed unit vm fuzz e2e lint bench generate demo demo-down clean
 
 all: build
 
@@ -23,9 +23,10 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/probectl ./cmd/probectl
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/probelet-nri-install ./cmd/probelet-nri-install
 
-## test: lint, unit and integration tests with the race detector, a short
-## fuzz run, and (as root) the e2e suite on a real containerd test bed
-test: lint testbed unit fuzz e2e
+## test: lint, unit and integration tests with the race detector, (as root)
+## the eBPF kernel tests in a Linux 6.1 VM, a short fuzz run, and (as root)
+## the e2e suite on a real containerd test bed
+test: lint testbed unit vm fuzz e2e
 
 ## testbed: build the containerd test bed's binaries and images into the cache
 ## (root only; the unit tests that drive the real crictl and containerd use it)
@@ -36,6 +37,12 @@ testbed:
 
 unit:
 	$(GO) test -race -count=1 ./...
+
+## vm: the eBPF packages' kernel tests inside a VM booting Debian 12's Linux
+## 6.1 (QEMU/TCG, about 2 minutes; root only, in CI it fails loudly when it
+## cannot run)
+vm:
+	hack/vm/run.sh
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./prober/spec

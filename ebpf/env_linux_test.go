@@ -12,6 +12,7 @@ import (
 
 	"github.com/probelet/probelet/ebpf"
 	"github.com/probelet/probelet/ebpf/ebpftest"
+	"github.com/probelet/probelet/ebpf/tracker"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/tcpprobe"
 )
@@ -39,6 +40,24 @@ func newNetNS(t testing.TB, id int) *ebpftest.NetNS {
 	}
 	t.Cleanup(func() { ns.Close() })
 	return ns
+}
+
+// featureSets are the paths every kernel case covers: the optional
+// capabilities the running kernel offers, and the fallbacks the oldest
+// supported kernels (5.10) take.
+var featureSets = []struct {
+	name string
+	f    tracker.Features
+}{
+	{"kernel", tracker.AllFeatures},
+	{"fallbacks", tracker.NoFeatures},
+}
+
+// eachFeatureSet runs test once per feature set, as subtests.
+func eachFeatureSet(t *testing.T, test func(t *testing.T, fs ebpf.Option)) {
+	for _, s := range featureSets {
+		t.Run(s.name, func(t *testing.T) { test(t, ebpf.WithKernelFeatures(s.f)) })
+	}
 }
 
 // newEnv loads the short-circuit (ModeEBPF: it must load) for namespace ns.

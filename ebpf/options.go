@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/utils/clock"
 
+	"github.com/probelet/probelet/ebpf/tracker"
 	"github.com/probelet/probelet/prober/probe"
 )
 
@@ -83,6 +84,20 @@ func WithClock(c clock.WithTicker) Option {
 			return errors.New("ebpf: nil clock")
 		}
 		t.clock = c
+		return nil
+	}
+}
+
+// WithKernelFeatures limits the optional kernel capabilities the eBPF
+// tracker may use (default tracker.AllFeatures, each used only where the
+// kernel has it). tracker.NoFeatures takes the paths of the oldest
+// supported kernels (Linux 5.10); answers are the same.
+func WithKernelFeatures(f tracker.Features) Option {
+	return func(t *TCPProber) error {
+		if f&^tracker.AllFeatures != 0 {
+			return fmt.Errorf("ebpf: unknown kernel features %#x", uint8(f&^tracker.AllFeatures))
+		}
+		t.features = f
 		return nil
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/utils/clock"
 
+	"github.com/probelet/probelet/ebpf/tracker"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/tcpprobe"
 )
@@ -49,6 +50,7 @@ type scConfig struct {
 	clock    clock.WithTicker
 	interval time.Duration
 	metrics  *metrics
+	features tracker.Features // optional kernel capabilities allowed
 }
 
 // NewTCPProber returns a TCP prober in the given mode. ModeAuto and
@@ -66,6 +68,7 @@ func NewTCPProber(ctx context.Context, mode Mode, opts ...Option) (*TCPProber, e
 			clock:    clock.RealClock{},
 			interval: DefaultReconcileInterval,
 			metrics:  newMetrics(),
+			features: tracker.AllFeatures,
 		},
 		fallback: tcpprobe.NewDialer(),
 		reg:      prometheus.NewRegistry(),
@@ -161,8 +164,13 @@ func (p *TCPProber) Sync(ctx context.Context) error {
 }
 
 // Close unloads the short-circuit and unregisters the metrics. The prober
-// must not be used afterwards.
+// must not be used afterwards. A nil prober (what NewTCPProber returns
+// with an error) closes as a no-op, so cleanup after a failed start-up
+// never panics, even when the nil pointer sits in an interface.
 func (p *TCPProber) Close() error {
+	if p == nil {
+		return nil
+	}
 	for _, c := range p.owned {
 		p.reg.Unregister(c)
 	}

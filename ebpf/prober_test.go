@@ -2,6 +2,7 @@ package ebpf_test
 
 import (
 	"context"
+	"io"
 	"testing"
 	"time"
 
@@ -84,5 +85,16 @@ func TestMetricsClashIsAnError(t *testing.T) {
 	if b, err := ebpf.NewTCPProber(context.Background(), ebpf.ModeDial, ebpf.WithRegisterer(reg)); err == nil {
 		b.Close()
 		t.Fatal("two probers registered the same metrics")
+	}
+}
+
+// TestNilProberCloses: NewTCPProber returns a nil prober with its error;
+// cleanup code that closes whatever it got, often through an interface
+// (io.Closer, probe.TCPProber), must not panic.
+func TestNilProberCloses(t *testing.T) {
+	var p *ebpf.TCPProber
+	var c io.Closer = p
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close of a nil prober = %v", err)
 	}
 }

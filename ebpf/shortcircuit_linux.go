@@ -33,7 +33,7 @@ type linuxSC struct {
 var _ shortCircuit = (*linuxSC)(nil)
 
 func newShortCircuit(ctx context.Context, cfg scConfig) (shortCircuit, error) {
-	tr, err := tracker.New(ctx, tracker.WithLogger(cfg.log))
+	tr, err := tracker.New(ctx, tracker.WithLogger(cfg.log), tracker.WithFeatures(cfg.features))
 	if err != nil {
 		return nil, err
 	}

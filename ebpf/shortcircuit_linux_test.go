@@ -26,126 +26,138 @@ const (
 // TestAnswersEqualDial runs each listener shape in a real namespace and
 // compares the short-circuit with a kubelet-style dial to the pod IPs.
 func TestAnswersEqualDial(t *testing.T) {
-	ns := newNetNS(t, 1)
-	e := newEnv(t, ns)
-	v4, v6 := ns.PodIP, ns.PodIP6
-	mapped := netip.AddrFrom16(v4.As16())
-	tests := []struct {
-		name   string
-		cfg    ebpftest.ListenConfig
-		dst    netip.Addr
-		want   probe.Result
-		method probe.Method
-	}{
-		{"0.0.0.0", ebpftest.ListenConfig{Addr: any4}, v4, success, viaEBPF},
-		{"127.0.0.1 only", ebpftest.ListenConfig{Addr: loopback}, v4, failure, viaEBPF},
-		{"pod IP", ebpftest.ListenConfig{Addr: v4}, v4, success, viaEBPF},
-		{":: for IPv4", ebpftest.ListenConfig{Addr: any6}, v4, success, viaEBPF},
-		{":: for IPv6", ebpftest.ListenConfig{Addr: any6}, v6, success, viaEBPF},
-		{":: v6only for IPv4", ebpftest.ListenConfig{Addr: any6, V6Only: true}, v4, failure, viaEBPF},
-		{":: v6only for IPv6", ebpftest.ListenConfig{Addr: any6, V6Only: true}, v6, success, viaEBPF},
-		{"v4-mapped pod IP", ebpftest.ListenConfig{Addr: mapped}, v4, success, viaEBPF},
-		{"0.0.0.0 for IPv6", ebpftest.ListenConfig{Addr: any4}, v6, failure, viaEBPF},
-		{"listen without bind", ebpftest.ListenConfig{NoBind: true}, v4, success, viaEBPF},
-		{"bound to a device", ebpftest.ListenConfig{Addr: any4, Device: "eth0"}, v4, success, viaDial},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			e.t = t
-			l := e.listen(tc.cfg)
-			e.check(e.target(tc.dst, l.Port), tc.want, tc.method)
-		})
-	}
+	eachFeatureSet(t, func(t *testing.T, fs ebpf.Option) {
+		ns := newNetNS(t, 1)
+		e := newEnv(t, ns, fs)
+		v4, v6 := ns.PodIP, ns.PodIP6
+		mapped := netip.AddrFrom16(v4.As16())
+		tests := []struct {
+			name   string
+			cfg    ebpftest.ListenConfig
+			dst    netip.Addr
+			want   probe.Result
+			method probe.Method
+		}{
+			{"0.0.0.0", ebpftest.ListenConfig{Addr: any4}, v4, success, viaEBPF},
+			{"127.0.0.1 only", ebpftest.ListenConfig{Addr: loopback}, v4, failure, viaEBPF},
+			{"pod IP", ebpftest.ListenConfig{Addr: v4}, v4, success, viaEBPF},
+			{":: for IPv4", ebpftest.ListenConfig{Addr: any6}, v4, success, viaEBPF},
+			{":: for IPv6", ebpftest.ListenConfig{Addr: any6}, v6, success, viaEBPF},
+			{":: v6only for IPv4", ebpftest.ListenConfig{Addr: any6, V6Only: true}, v4, failure, viaEBPF},
+			{":: v6only for IPv6", ebpftest.ListenConfig{Addr: any6, V6Only: true}, v6, success, viaEBPF},
+			{"v4-mapped pod IP", ebpftest.ListenConfig{Addr: mapped}, v4, success, viaEBPF},
+			{"0.0.0.0 for IPv6", ebpftest.ListenConfig{Addr: any4}, v6, failure, viaEBPF},
+			{"listen without bind", ebpftest.ListenConfig{NoBind: true}, v4, success, viaEBPF},
+			{"bound to a device", ebpftest.ListenConfig{Addr: any4, Device: "eth0"}, v4, success, viaDial},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				e.t = t
+				l := e.listen(tc.cfg)
+				e.check(e.target(tc.dst, l.Port), tc.want, tc.method)
+			})
+		}
+	})
 }
 
 func TestCloseAndShutdown(t *testing.T) {
-	ns := newNetNS(t, 2)
-	e := newEnv(t, ns)
-	for _, stop := range []struct {
-		name string
-		do   func(*ebpftest.Listener) error
-	}{
-		{"close", (*ebpftest.Listener).Close},
-		{"shutdown", (*ebpftest.Listener).Shutdown},
-	} {
-		t.Run(stop.name, func(t *testing.T) {
-			e.t = t
-			l := e.listen(ebpftest.ListenConfig{Addr: any4})
-			target := e.target(ns.PodIP, l.Port)
-			e.check(target, success, viaEBPF)
-			if err := stop.do(l); err != nil {
-				t.Fatal(err)
-			}
-			e.check(target, failure, viaEBPF)
-		})
-	}
+	eachFeatureSet(t, func(t *testing.T, fs ebpf.Option) {
+		ns := newNetNS(t, 2)
+		e := newEnv(t, ns, fs)
+		for _, stop := range []struct {
+			name string
+			do   func(*ebpftest.Listener) error
+		}{
+			{"close", (*ebpftest.Listener).Close},
+			{"shutdown", (*ebpftest.Listener).Shutdown},
+		} {
+			t.Run(stop.name, func(t *testing.T) {
+				e.t = t
+				l := e.listen(ebpftest.ListenConfig{Addr: any4})
+				target := e.target(ns.PodIP, l.Port)
+				e.check(target, success, viaEBPF)
+				if err := stop.do(l); err != nil {
+					t.Fatal(err)
+				}
+				e.check(target, failure, viaEBPF)
+			})
+		}
+	})
 }
 
 func TestReusePortPair(t *testing.T) {
-	ns := newNetNS(t, 3)
-	e := newEnv(t, ns)
-	a := e.listen(ebpftest.ListenConfig{Addr: any4, ReusePort: true})
-	b := e.listen(ebpftest.ListenConfig{Addr: any4, Port: a.Port, ReusePort: true})
-	target := e.target(ns.PodIP, a.Port)
-	e.check(target, success, viaEBPF)
-	a.Close()
-	e.check(target, success, viaEBPF)
-	b.Close()
-	e.check(target, failure, viaEBPF)
+	eachFeatureSet(t, func(t *testing.T, fs ebpf.Option) {
+		ns := newNetNS(t, 3)
+		e := newEnv(t, ns, fs)
+		a := e.listen(ebpftest.ListenConfig{Addr: any4, ReusePort: true})
+		b := e.listen(ebpftest.ListenConfig{Addr: any4, Port: a.Port, ReusePort: true})
+		target := e.target(ns.PodIP, a.Port)
+		e.check(target, success, viaEBPF)
+		a.Close()
+		e.check(target, success, viaEBPF)
+		b.Close()
+		e.check(target, failure, viaEBPF)
+	})
 }
 
 func TestFullAcceptQueue(t *testing.T) {
-	ns := newNetNS(t, 4)
-	e := newEnv(t, ns)
-	l := e.listen(ebpftest.ListenConfig{Addr: any4, Backlog: 1})
-	target := e.target(ns.PodIP, l.Port)
-	e.check(target, success, viaEBPF) // the dial leaves one connection queued
-	e.fill(ns.PodIP, l.Port, 1)       // backlog 1 holds two: now full
-	e.check(target, failure, viaEBPF)
-	for range 2 {
-		if err := l.Accept(); err != nil {
-			t.Fatal(err)
+	eachFeatureSet(t, func(t *testing.T, fs ebpf.Option) {
+		ns := newNetNS(t, 4)
+		e := newEnv(t, ns, fs)
+		l := e.listen(ebpftest.ListenConfig{Addr: any4, Backlog: 1})
+		target := e.target(ns.PodIP, l.Port)
+		e.check(target, success, viaEBPF) // the dial leaves one connection queued
+		e.fill(ns.PodIP, l.Port, 1)       // backlog 1 holds two: now full
+		e.check(target, failure, viaEBPF)
+		for range 2 {
+			if err := l.Accept(); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	e.check(target, success, viaEBPF)
+		e.check(target, success, viaEBPF)
+	})
 }
 
 func TestListenersFromBeforeLoad(t *testing.T) {
-	ns := newNetNS(t, 5)
-	before := map[string]*ebpftest.Listener{}
-	for name, c := range map[string]ebpftest.ListenConfig{
-		"0.0.0.0":   {Addr: any4},
-		"127.0.0.1": {Addr: loopback},
-		"v6only":    {Addr: any6, V6Only: true},
-	} {
-		l, err := ns.Listen(c)
-		if err != nil {
-			t.Fatal(err)
+	eachFeatureSet(t, func(t *testing.T, fs ebpf.Option) {
+		ns := newNetNS(t, 5)
+		before := map[string]*ebpftest.Listener{}
+		for name, c := range map[string]ebpftest.ListenConfig{
+			"0.0.0.0":   {Addr: any4},
+			"127.0.0.1": {Addr: loopback},
+			"v6only":    {Addr: any6, V6Only: true},
+		} {
+			l, err := ns.Listen(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			before[name] = l
 		}
-		defer l.Close()
-		before[name] = l
-	}
-	e := newEnv(t, ns)
-	e.check(e.target(ns.PodIP, before["0.0.0.0"].Port), success, viaEBPF)
-	e.check(e.target(ns.PodIP, before["127.0.0.1"].Port), failure, viaEBPF)
-	e.check(e.target(ns.PodIP, before["v6only"].Port), failure, viaEBPF)
-	e.check(e.target(ns.PodIP6, before["v6only"].Port), success, viaEBPF)
+		e := newEnv(t, ns, fs)
+		e.check(e.target(ns.PodIP, before["0.0.0.0"].Port), success, viaEBPF)
+		e.check(e.target(ns.PodIP, before["127.0.0.1"].Port), failure, viaEBPF)
+		e.check(e.target(ns.PodIP, before["v6only"].Port), failure, viaEBPF)
+		e.check(e.target(ns.PodIP6, before["v6only"].Port), success, viaEBPF)
+	})
 }
 
 func TestDeletedNamespaceDials(t *testing.T) {
-	ns := newNetNS(t, 6)
-	e := newEnv(t, ns)
-	l, err := ns.Listen(ebpftest.ListenConfig{Addr: any4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := e.target(ns.PodIP, l.Port)
-	e.check(target, success, viaEBPF)
-	l.Close()
-	if err := ns.Close(); err != nil {
-		t.Fatal(err)
-	}
-	e.check(target, failure, viaDial)
+	eachFeatureSet(t, func(t *testing.T, fs ebpf.Option) {
+		ns := newNetNS(t, 6)
+		e := newEnv(t, ns, fs)
+		l, err := ns.Listen(ebpftest.ListenConfig{Addr: any4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := e.target(ns.PodIP, l.Port)
+		e.check(target, success, viaEBPF)
+		l.Close()
+		if err := ns.Close(); err != nil {
+			t.Fatal(err)
+		}
+		e.check(target, failure, viaDial)
+	})
 }
 
 func TestTargetsOutsideThePodDial(t *testing.T) {

@@ -89,11 +89,17 @@ func unprivilegedChild(t *testing.T) {
 		t.Fatal("child runs as root")
 	}
 	ctx := context.Background()
-	_, err := ebpf.NewTCPProber(ctx, ebpf.ModeEBPF)
+	failed, err := ebpf.NewTCPProber(ctx, ebpf.ModeEBPF)
 	if err == nil || !(errors.Is(err, unix.EPERM) || errors.Is(err, cebpf.ErrNotSupported)) {
 		t.Fatalf("NewTCPProber(ebpf) as nobody = %v, want EPERM or ErrNotSupported", err)
 	}
 	t.Logf("ModeEBPF refused: %v", err)
+	// The agent keeps the result in an interface and closes it when
+	// start-up fails: a nil *TCPProber there must close, not panic.
+	var c io.Closer = failed
+	if err := c.Close(); err != nil {
+		t.Errorf("Close of the failed prober: %v", err)
+	}
 	core, logs := observer.New(zap.InfoLevel)
 	p, err := ebpf.NewTCPProber(ctx, ebpf.ModeAuto, ebpf.WithLogger(zap.New(core)))
 	if err != nil {

@@ -38,7 +38,10 @@ func (t *Table) Remove(sk, cookie uint64) (PortKey, bool) {
 	if cur == nil {
 		return PortKey{}, false
 	}
-	if cur.Cookie != 0 {
+	// The event's cookie is the socket's own. The table's may have been
+	// adopted from a dump and belong to another listener of the same
+	// address and port (see adoptable): bury it only without a better one.
+	if cur.Cookie != 0 && (cookie == 0 || cookie == cur.Cookie) {
 		t.graves.add(cur.Cookie, t.seq)
 	}
 	t.unlink(cur)

@@ -2,6 +2,7 @@ package tracker
 
 import (
 	"errors"
+	"fmt"
 
 	"go.uber.org/zap"
 )
@@ -26,6 +27,20 @@ func WithLogger(l *zap.Logger) Option {
 func WithoutListenExitHook() Option {
 	return func(t *Tracker) error {
 		t.noListenExit = true
+		return nil
+	}
+}
+
+// WithFeatures limits the optional kernel capabilities the tracker may use
+// to f (default AllFeatures; each is still used only where the kernel has
+// it). NoFeatures takes the paths of the oldest supported kernels, which
+// tests use to cover them on any kernel.
+func WithFeatures(f Features) Option {
+	return func(t *Tracker) error {
+		if f&^AllFeatures != 0 {
+			return fmt.Errorf("tracker: unknown features %#x", uint8(f&^AllFeatures))
+		}
+		t.allowed = f
 		return nil
 	}
 }

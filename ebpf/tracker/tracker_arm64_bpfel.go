@@ -45,16 +45,18 @@ type trackerPortVal struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	trackerMapCounters      = "counters"
-	trackerMapEvents        = "events"
-	trackerMapLive          = "live"
-	trackerMapPending       = "pending"
-	trackerMapPorts         = "ports"
-	trackerProgMarker       = "marker"
-	trackerProgOnListenExit = "on_listen_exit"
-	trackerProgOnState      = "on_state"
-	trackerProgSnapshot     = "snapshot"
-	trackerVarUnusedEvent   = "unused_event"
+	trackerMapCounters          = "counters"
+	trackerMapEvents            = "events"
+	trackerMapLive              = "live"
+	trackerMapPending           = "pending"
+	trackerMapPorts             = "ports"
+	trackerProgMarker           = "marker"
+	trackerProgOnListenExit     = "on_listen_exit"
+	trackerProgOnState          = "on_state"
+	trackerProgSnapshot         = "snapshot"
+	trackerVarHaveSockFromFile  = "have_sock_from_file"
+	trackerVarHaveTracingCookie = "have_tracing_cookie"
+	trackerVarUnusedEvent       = "unused_event"
 )
 
 // loadTracker returns the embedded CollectionSpec for tracker.
@@ -120,7 +122,9 @@ type trackerMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type trackerVariableSpecs struct {
-	UnusedEvent *ebpf.VariableSpec `ebpf:"unused_event"`
+	HaveSockFromFile  *ebpf.VariableSpec `ebpf:"have_sock_from_file"`
+	HaveTracingCookie *ebpf.VariableSpec `ebpf:"have_tracing_cookie"`
+	UnusedEvent       *ebpf.VariableSpec `ebpf:"unused_event"`
 }
 
 // trackerObjects contains all objects after they have been loaded into the kernel.
@@ -164,7 +168,9 @@ func (m *trackerMaps) Close() error {
 //
 // It can be passed to loadTrackerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type trackerVariables struct {
-	UnusedEvent *ebpf.Variable `ebpf:"unused_event"`
+	HaveSockFromFile  *ebpf.Variable `ebpf:"have_sock_from_file"`
+	HaveTracingCookie *ebpf.Variable `ebpf:"have_tracing_cookie"`
+	UnusedEvent       *ebpf.Variable `ebpf:"unused_event"`
 }
 
 // trackerPrograms contains all programs after they have been loaded into the kernel.

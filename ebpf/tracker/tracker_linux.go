@@ -20,7 +20,10 @@ import (
 type Tracker struct {
 	log          *zap.Logger
 	noListenExit bool
-	listenExit   bool // sys_exit_listen is attached
+	listenExit   bool                    // sys_exit_listen is attached
+	allowed      Features                // optional capabilities that may be used
+	features     Features                // optional capabilities in use
+	fault        func(step string) error // tests: fail a start-up step
 	closeOnce    sync.Once
 	closeErr     error
 
@@ -44,7 +47,10 @@ type Tracker struct {
 // Without CAP_BPF and CAP_PERFMON (or BTF) it fails; errors.Is the result
 // with ebpf.ErrNotSupported or unix.EPERM to tell why.
 func New(ctx context.Context, opts ...Option) (*Tracker, error) {
-	t := &Tracker{log: zap.NewNop(), table: listeners.NewTable(), done: make(chan struct{})}
+	t := &Tracker{
+		log: zap.NewNop(), allowed: AllFeatures, fault: func(string) error { return nil },
+		table: listeners.NewTable(), done: make(chan struct{}),
+	}
 	for _, o := range opts {
 		if err := o(t); err != nil {
 			return nil, err
@@ -57,28 +63,80 @@ func New(ctx context.Context, opts ...Option) (*Tracker, error) {
 	return t, nil
 }
 
-// start runs the fixed order: memlock, load, attach the live hooks, open the
-// ring buffer, then snapshot what existed before the hooks.
+// step is one stage of start-up.
+type step struct {
+	name string
+	run  func() error
+}
+
+// steps is the fixed start-up order: memlock, load, attach the live hooks,
+// open the ring buffer, then snapshot what existed before the hooks and
+// wait until it is in the table.
+func (t *Tracker) steps(ctx context.Context) []step {
+	return []step{
+		{"memlock", removeMemlock},
+		{"load", t.load},
+		{"attach", t.attach},
+		{"ringbuf", t.openReader},
+		{"snapshot", t.snapshot},
+		{"sync", func() error { return t.Sync(ctx) }},
+	}
+}
+
 func (t *Tracker) start(ctx context.Context) error {
+	for _, s := range t.steps(ctx) {
+		if err := t.fault(s.name); err != nil {
+			return err
+		}
+		if err := s.run(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func removeMemlock() error {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return fmt.Errorf("tracker: remove memlock limit: %w", err)
 	}
-	if err := loadTrackerObjects(&t.objs, nil); err != nil {
+	return nil
+}
+
+// load probes the kernel's optional capabilities, sets tracker.c's have_*
+// constants from them and loads the objects.
+func (t *Tracker) load() error {
+	spec, err := loadTracker()
+	if err != nil {
+		return fmt.Errorf("tracker: read eBPF objects: %w", err)
+	}
+	probed, err := kernelFeatures()
+	if err != nil {
+		t.log.Debug("kernel feature probe inconclusive; using the fallback path", zap.Error(err))
+	}
+	t.features = probed & t.allowed
+	for name, f := range map[string]Features{
+		trackerVarHaveSockFromFile:  SockFromFile,
+		trackerVarHaveTracingCookie: TracingCookie,
+	} {
+		if err := spec.Variables[name].Set(t.features.Has(f)); err != nil {
+			return fmt.Errorf("tracker: set %s: %w", name, err)
+		}
+	}
+	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		return loadError(err)
 	}
-	if err := t.attach(); err != nil {
-		return err
-	}
+	t.log.Info("Listener tracker loaded", zap.Stringer("kernelFeatures", t.features))
+	return nil
+}
+
+func (t *Tracker) openReader() error {
 	rd, err := ringbuf.NewReader(t.objs.Events)
 	if err != nil {
 		return fmt.Errorf("tracker: open ring buffer: %w", err)
 	}
 	t.reader = rd
 	go t.readLoop()
-	if err := t.snapshot(); err != nil {
-		return err
-	}
-	return t.Sync(ctx)
+	return nil
 }
 
 func loadError(err error) error {
@@ -125,6 +183,9 @@ func (t *Tracker) Reconcile(netns uint32, observed []listeners.Listener, since u
 // Stale reports whether the table stopped following the kernel (the ring
 // buffer could not be read); answers must not come from it any more.
 func (t *Tracker) Stale() bool { return t.stopped.Load() }
+
+// Features reports the optional kernel capabilities in use.
+func (t *Tracker) Features() Features { return t.features }
 
 // ListenExitHooked reports whether sys_exit_listen completes listen()
 // without bind() in the kernel.

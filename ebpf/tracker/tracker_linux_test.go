@@ -39,6 +39,24 @@ func start(t *testing.T, opts ...tracker.Option) (*tracker.Tracker, uint32) {
 	return tr, ino
 }
 
+// featureSets are the paths every kernel test covers: the optional
+// capabilities the running kernel offers, and the fallbacks the oldest
+// supported kernels take.
+var featureSets = []struct {
+	name string
+	f    tracker.Features
+}{
+	{"kernel", tracker.AllFeatures},
+	{"fallbacks", tracker.NoFeatures},
+}
+
+// eachFeatureSet runs test once per feature set, as subtests.
+func eachFeatureSet(t *testing.T, test func(t *testing.T, fs tracker.Option)) {
+	for _, s := range featureSets {
+		t.Run(s.name, func(t *testing.T) { test(t, tracker.WithFeatures(s.f)) })
+	}
+}
+
 func listen(t *testing.T, c ebpftest.ListenConfig) *ebpftest.Listener {
 	t.Helper()
 	l, err := ebpftest.Listen("", c)
@@ -66,86 +84,98 @@ func expect(t *testing.T, tr *tracker.Tracker, ino uint32, port int, want listen
 }
 
 func TestFollowsListenAndClose(t *testing.T) {
-	tr, ino := start(t)
-	l := listen(t, ebpftest.ListenConfig{Addr: loopback})
-	sync(t, tr)
-	expect(t, tr, ino, l.Port, listeners.Reachable)
-	l.Close()
-	sync(t, tr)
-	expect(t, tr, ino, l.Port, listeners.Refused)
+	eachFeatureSet(t, func(t *testing.T, fs tracker.Option) {
+		tr, ino := start(t, fs)
+		l := listen(t, ebpftest.ListenConfig{Addr: loopback})
+		sync(t, tr)
+		expect(t, tr, ino, l.Port, listeners.Reachable)
+		l.Close()
+		sync(t, tr)
+		expect(t, tr, ino, l.Port, listeners.Refused)
+	})
 }
 
 func TestFollowsShutdown(t *testing.T) {
-	tr, ino := start(t)
-	l := listen(t, ebpftest.ListenConfig{Addr: loopback})
-	sync(t, tr)
-	expect(t, tr, ino, l.Port, listeners.Reachable)
-	if err := l.Shutdown(); err != nil {
-		t.Fatal(err)
-	}
-	sync(t, tr)
-	expect(t, tr, ino, l.Port, listeners.Refused)
+	eachFeatureSet(t, func(t *testing.T, fs tracker.Option) {
+		tr, ino := start(t, fs)
+		l := listen(t, ebpftest.ListenConfig{Addr: loopback})
+		sync(t, tr)
+		expect(t, tr, ino, l.Port, listeners.Reachable)
+		if err := l.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+		sync(t, tr)
+		expect(t, tr, ino, l.Port, listeners.Refused)
+	})
 }
 
 func TestSnapshotFindsListenersFromBeforeLoad(t *testing.T) {
-	ebpftest.RequireRoot(t)
-	plain := listen(t, ebpftest.ListenConfig{Addr: loopback})
-	// Go listens with MPTCP where the kernel has it; the snapshot must
-	// look through to the TCP subflow.
-	goLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer goLn.Close()
-	tr, ino := start(t)
-	expect(t, tr, ino, plain.Port, listeners.Reachable)
-	expect(t, tr, ino, goLn.Addr().(*net.TCPAddr).Port, listeners.Reachable)
-}
-
-func TestReusePortPairIsCounted(t *testing.T) {
-	tr, ino := start(t)
-	a := listen(t, ebpftest.ListenConfig{Addr: loopback, ReusePort: true})
-	b := listen(t, ebpftest.ListenConfig{Addr: loopback, Port: a.Port, ReusePort: true})
-	sync(t, tr)
-	key := listeners.PortKey{NetNS: ino, Port: uint16(a.Port)}
-	if got := len(tr.Table().PortSKs(key)); got != 2 {
-		t.Fatalf("%d listeners on the port, want 2", got)
-	}
-	a.Close()
-	sync(t, tr)
-	expect(t, tr, ino, a.Port, listeners.Reachable)
-	b.Close()
-	sync(t, tr)
-	expect(t, tr, ino, a.Port, listeners.Refused)
-}
-
-func TestListenWithoutBindWithoutExitHook(t *testing.T) {
-	tr, ino := start(t, tracker.WithoutListenExitHook())
-	l := listen(t, ebpftest.ListenConfig{NoBind: true})
-	sync(t, tr)
-	if got := tr.Table().Unresolved(); !slices.Contains(got, ino) {
-		t.Fatalf("Unresolved = %v, want it to hold %d: the port is learned later", got, ino)
-	}
-	expect(t, tr, ino, l.Port, listeners.Undecided)
-}
-
-func TestFullAcceptQueueIsFlagged(t *testing.T) {
-	tr, ino := start(t)
-	l := listen(t, ebpftest.ListenConfig{Addr: loopback, Backlog: 1})
-	sync(t, tr)
-	// Backlog 1 holds two connections; the kernel then drops SYNs.
-	for range 2 {
-		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Port)), time.Second)
+	eachFeatureSet(t, func(t *testing.T, fs tracker.Option) {
+		ebpftest.RequireRoot(t)
+		plain := listen(t, ebpftest.ListenConfig{Addr: loopback})
+		// Go listens with MPTCP where the kernel has it; the snapshot must
+		// look through to the TCP subflow.
+		goLn, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-	}
-	sync(t, tr)
-	expect(t, tr, ino, l.Port, listeners.CheckQueue)
-	if got := tr.Table().LookupFresh(ino, loopback, uint16(l.Port)); got != listeners.QueueFull {
-		t.Fatalf("LookupFresh = %s, want queue-full", got)
-	}
+		defer goLn.Close()
+		tr, ino := start(t, fs)
+		expect(t, tr, ino, plain.Port, listeners.Reachable)
+		expect(t, tr, ino, goLn.Addr().(*net.TCPAddr).Port, listeners.Reachable)
+	})
+}
+
+func TestReusePortPairIsCounted(t *testing.T) {
+	eachFeatureSet(t, func(t *testing.T, fs tracker.Option) {
+		tr, ino := start(t, fs)
+		a := listen(t, ebpftest.ListenConfig{Addr: loopback, ReusePort: true})
+		b := listen(t, ebpftest.ListenConfig{Addr: loopback, Port: a.Port, ReusePort: true})
+		sync(t, tr)
+		key := listeners.PortKey{NetNS: ino, Port: uint16(a.Port)}
+		if got := len(tr.Table().PortSKs(key)); got != 2 {
+			t.Fatalf("%d listeners on the port, want 2", got)
+		}
+		a.Close()
+		sync(t, tr)
+		expect(t, tr, ino, a.Port, listeners.Reachable)
+		b.Close()
+		sync(t, tr)
+		expect(t, tr, ino, a.Port, listeners.Refused)
+	})
+}
+
+func TestListenWithoutBindWithoutExitHook(t *testing.T) {
+	eachFeatureSet(t, func(t *testing.T, fs tracker.Option) {
+		tr, ino := start(t, fs, tracker.WithoutListenExitHook())
+		l := listen(t, ebpftest.ListenConfig{NoBind: true})
+		sync(t, tr)
+		if got := tr.Table().Unresolved(); !slices.Contains(got, ino) {
+			t.Fatalf("Unresolved = %v, want it to hold %d: the port is learned later", got, ino)
+		}
+		expect(t, tr, ino, l.Port, listeners.Undecided)
+	})
+}
+
+func TestFullAcceptQueueIsFlagged(t *testing.T) {
+	eachFeatureSet(t, func(t *testing.T, fs tracker.Option) {
+		tr, ino := start(t, fs)
+		l := listen(t, ebpftest.ListenConfig{Addr: loopback, Backlog: 1})
+		sync(t, tr)
+		// Backlog 1 holds two connections; the kernel then drops SYNs.
+		for range 2 {
+			c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Port)), time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+		}
+		sync(t, tr)
+		expect(t, tr, ino, l.Port, listeners.CheckQueue)
+		if got := tr.Table().LookupFresh(ino, loopback, uint16(l.Port)); got != listeners.QueueFull {
+			t.Fatalf("LookupFresh = %s, want queue-full", got)
+		}
+	})
 }
 
 func TestCloseEndsSync(t *testing.T) {

@@ -5,6 +5,14 @@
 // node: it reports sockets entering and leaving LISTEN, finishes entries for
 // listen() without bind() once the port is known, snapshots listeners that
 // existed before loading, and flags listeners whose accept queue overflows.
+//
+// It loads on Linux 5.10 and later with BTF: every kernel field is read with
+// CO-RE. Where a newer kernel offers something better, user space probes for
+// it and sets one of the have_* constants below before loading; the verifier
+// then drops the branch the running kernel cannot take (a frozen read-only
+// map is a known constant to it), so each capability has one switch and a
+// kernel runs only its own path. kernels_test.go checks every helper,
+// map type and program type here against the first kernel that has it.
 
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -12,8 +20,6 @@
 #include <bpf/bpf_tracing.h>
 
 char __license[] SEC("license") = "Dual BSD/GPL";
-
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -23,6 +29,15 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 #define TCP_SYN_RECV 3
 #define TCP_CLOSE 7
 #define TCP_LISTEN 10
+#define SOCKFS_MAGIC 0x534F434B
+
+// have_sock_from_file: bpf_sock_from_file is callable (Linux 5.11). Without
+// it the snapshot reads sockfs files' private data.
+const volatile bool have_sock_from_file = false;
+// have_tracing_cookie: tracing programs may call bpf_get_socket_cookie
+// (Linux 5.12). Without it a listener's cookie is read where something
+// already generated it, and user space learns it from sock_diag otherwise.
+const volatile bool have_tracing_cookie = false;
 
 // MAX_PORT_LISTENERS bounds an SO_REUSEPORT group checked for a full queue.
 #define MAX_PORT_LISTENERS 8
@@ -221,7 +236,8 @@ int BPF_PROG(on_state, const struct sock *sk, int oldstate, int newstate)
 	// SYN_RECV: only LISTEN -> CLOSE is a listener going away.
 	if (newstate == TCP_LISTEN) {
 		// Give the socket its cookie now: the ID sock_diag reports too.
-		bpf_get_socket_cookie((void *)sk);
+		if (have_tracing_cookie)
+			bpf_get_socket_cookie((void *)sk);
 		on_listen(sk);
 	}
 	else if (oldstate == TCP_LISTEN && newstate == TCP_CLOSE)
@@ -262,6 +278,45 @@ static __always_inline bool snapshot_one(const struct sock *sk)
 	return bpf_map_update_elem(&live, &key, &one, BPF_NOEXIST) == 0;
 }
 
+// snapshot_sk reports sk if it listens and was not reported yet. trusted
+// says sk is a pointer the verifier knows (from bpf_sock_from_file), which
+// bpf_get_socket_cookie needs; on the sockfs path it is a plain number.
+static __always_inline void snapshot_sk(struct sock *sk, bool trusted)
+{
+	if (!sk)
+		return;
+	if (BPF_CORE_READ(sk, sk_protocol) == IPPROTO_MPTCP) {
+		// Go listens with MPTCP by default: TCP listens on the first
+		// subflow. Its cookie cannot be generated from here; user space
+		// learns it from sock_diag.
+		if (!bpf_core_field_exists(struct mptcp_sock, first))
+			return;
+		sk = BPF_CORE_READ((struct mptcp_sock *)sk, first);
+		if (snapshot_one(sk))
+			emit_listener(sk, EVENT_ADD);
+		return;
+	}
+	if (snapshot_one(sk)) {
+		if (trusted && have_tracing_cookie)
+			bpf_get_socket_cookie(sk);
+		emit_listener(sk, EVENT_ADD);
+	}
+}
+
+// sockfs_sk returns the socket of a file the way sock_from_file() does
+// before bpf_sock_from_file exists: a socket's file lives on sockfs and
+// holds its struct socket in private_data (sock_alloc_file()). An O_PATH
+// file of a socket has no private data.
+static __always_inline struct sock *sockfs_sk(struct file *file)
+{
+	if (BPF_CORE_READ(file, f_inode, i_sb, s_magic) != SOCKFS_MAGIC)
+		return NULL;
+	struct socket *sock = BPF_CORE_READ(file, private_data);
+	if (!sock)
+		return NULL;
+	return BPF_CORE_READ(sock, sk);
+}
+
 // snapshot visits every open file of every task once; run after on_state is
 // attached, it reports listeners that existed before loading.
 SEC("iter/task_file")
@@ -270,25 +325,12 @@ int snapshot(struct bpf_iter__task_file *ctx)
 	struct file *file = ctx->file;
 	if (!file)
 		return 0;
-	struct socket *sock = bpf_sock_from_file(file);
-	if (!sock)
-		return 0;
-	struct sock *sk = sock->sk;
-	if (!sk)
-		return 0;
-	if (sk->sk_protocol == IPPROTO_MPTCP) {
-		// Go listens with MPTCP by default: TCP listens on the first
-		// subflow. Its cookie cannot be generated from here; user space
-		// learns it from sock_diag.
-		struct mptcp_sock *msk = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct mptcp_sock));
-		sk = msk->first;
-		if (snapshot_one(sk))
-			emit_listener(sk, EVENT_ADD);
-		return 0;
-	}
-	if (snapshot_one(sk)) {
-		bpf_get_socket_cookie(sk);
-		emit_listener(sk, EVENT_ADD);
+	if (have_sock_from_file) {
+		struct socket *sock = bpf_sock_from_file(file);
+		if (sock)
+			snapshot_sk(sock->sk, true);
+	} else {
+		snapshot_sk(sockfs_sk(file), false);
 	}
 	return 0;
 }

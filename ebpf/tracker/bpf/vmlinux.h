@@ -115,7 +115,19 @@ struct mptcp_sock {
 	struct sock *first;
 };
 
-struct file;
+struct super_block {
+	long unsigned int s_magic;
+};
+
+struct inode {
+	struct super_block *i_sb;
+};
+
+struct file {
+	struct inode *f_inode;
+	void *private_data;
+};
+
 struct task_struct;
 struct seq_file;
 
