@@ -28,10 +28,11 @@ build:
 ## the e2e suite on a real containerd test bed
 test: lint testbed unit vm fuzz e2e
 
-## testbed: build the containerd test bed's binaries and images into the cache
+## testbed: build the containerd test bed's binaries and images, and the
+## control plane and kubelet (hack/cluster, ~10-13 min cold), into the cache
 ## (root only; the unit tests that drive the real crictl and containerd use it)
 testbed:
-	@if [ "$$(id -u)" -eq 0 ]; then hack/testbed/build.sh >/dev/null && hack/testbed/images.sh >/dev/null; \
+	@if [ "$$(id -u)" -eq 0 ]; then hack/testbed/build.sh >/dev/null && hack/testbed/images.sh >/dev/null && hack/cluster/build.sh >/dev/null; \
 	elif [ -n "$$CI" ]; then echo "testbed: CI needs root to build the containerd test bed" >&2; exit 1; \
 	else echo "testbed: not root, skipping the test bed build (tests that need it skip too)"; fi
 

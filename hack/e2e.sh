@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# e2e.sh: runs the end-to-end suite (e2e/) and the test bed's own tests on a
-# real containerd test bed (hack/testbed), then vets the e2e-tagged code.
+# e2e.sh: runs the end-to-end suite (e2e/), the test bed's own tests on a
+# real containerd test bed (hack/testbed) and the cluster's (a control plane
+# and kubelets, hack/cluster), then vets the e2e-tagged code.
 # `make e2e` runs it. The bed needs root: without it the suite is skipped
 # with a message, unless CI is set, where that is a failure.
 #
@@ -36,7 +37,7 @@ fi
 
 start=$(date +%s%N)
 status=0
-"$GO" test "${args[@]}" ./e2e/ ./internal/testbed/ || status=$?
+"$GO" test "${args[@]}" ./e2e/ ./internal/testbed/ ./internal/cluster/ || status=$?
 ms=$((($(date +%s%N) - start) / 1000000))
 "$GO" vet -tags e2e ./... || status=$?
 verdict=passed

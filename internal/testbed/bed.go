@@ -50,12 +50,7 @@ type Bed struct {
 // failure: the test is failed (or, without root outside CI, skipped).
 func Start(t testing.TB, opts ...Option) *Bed {
 	t.Helper()
-	switch decide(os.Geteuid() == 0, os.Getenv) {
-	case verdictSkip:
-		t.Skip("testbed: the containerd test bed needs root; skipping (set PROBELET_E2E=1 to make this a failure)")
-	case verdictFail:
-		t.Fatal("testbed: the containerd test bed needs root, and CI or PROBELET_E2E=1 requires the end-to-end tests to run")
-	}
+	RequireRoot(t, "testbed: the containerd test bed")
 	b, err := newBed(t, opts)
 	if err != nil {
 		t.Fatalf("testbed: %v", err)

@@ -86,8 +86,12 @@ func waitGone(pid int, limit time.Duration) bool {
 	return false
 }
 
-// alive reports whether pid runs; a zombie has exited already (the PID 1 of
-// some machines reaps orphans late).
+// Alive reports whether pid runs with the bed's notion of a running
+// process: a zombie has exited already (the PID 1 of some machines reaps
+// orphans late). Tests use it to check for leftover processes, and
+// internal/cluster for its components.
+func Alive(pid int) bool { return alive(pid) }
+
 func alive(pid int) bool {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {

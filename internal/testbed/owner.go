@@ -18,13 +18,18 @@ const (
 )
 
 // markBed writes the marker and the owner file into a new bed directory.
-func markBed(dir string) error {
+func markBed(dir string) error { return MarkOwned(dir, bedMarker) }
+
+// MarkOwned writes the empty file marker and the owner file ("PID
+// STARTTIME" of this process) into dir, so a gc script can tell a directory
+// whose test process is gone; internal/cluster marks its directories so.
+func MarkOwned(dir, marker string) error {
 	pid := os.Getpid()
 	start, err := processStart(pid)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, bedMarker), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, marker), nil, 0o644); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, ownerFile), fmt.Appendf(nil, "%d %s\n", pid, start), 0o644)

@@ -1,6 +1,10 @@
 package testbed
 
-import "strings"
+import (
+	"os"
+	"strings"
+	"testing"
+)
 
 // verdict is what Start does when the bed cannot run.
 type verdict int
@@ -28,5 +32,19 @@ func decide(root bool, getenv func(string) string) verdict {
 		return verdictFail
 	default:
 		return verdictSkip
+	}
+}
+
+// RequireRoot applies the policy for anything that needs root (Start, and
+// internal/cluster's control plane and kubelet): it returns as root;
+// otherwise it skips the test, or fails it where CI or PROBELET_E2E=1
+// demand the end-to-end tests. what names the thing that needs root.
+func RequireRoot(t testing.TB, what string) {
+	t.Helper()
+	switch decide(os.Geteuid() == 0, os.Getenv) {
+	case verdictSkip:
+		t.Skipf("%s needs root; skipping (set PROBELET_E2E=1 to make this a failure)", what)
+	case verdictFail:
+		t.Fatalf("%s needs root, and CI or PROBELET_E2E=1 requires the end-to-end tests to run", what)
 	}
 }
