@@ -18,5 +18,10 @@ func defaultTCPProber(ctx context.Context, mode string, verify bool, log *zap.Lo
 	if err != nil {
 		return nil, err
 	}
-	return ebpf.NewTCPProber(ctx, m, ebpf.WithVerify(verify), ebpf.WithLogger(log), ebpf.WithRegisterer(reg))
+	p, err := ebpf.NewTCPProber(ctx, m, ebpf.WithVerify(verify), ebpf.WithLogger(log), ebpf.WithRegisterer(reg))
+	if err != nil {
+		// A typed nil *TCPProber in the interface would not compare nil.
+		return nil, err
+	}
+	return p, nil
 }
