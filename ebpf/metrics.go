@@ -1,8 +1,6 @@
 package ebpf
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -42,18 +40,4 @@ func newMetrics() *metrics {
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.mismatch, m.answered, m.fallback, m.drift, m.mode}
-}
-
-// register registers cs with r, undoing the ones already registered when
-// one fails.
-func register(r prometheus.Registerer, cs ...prometheus.Collector) error {
-	for i, c := range cs {
-		if err := r.Register(c); err != nil {
-			for _, done := range cs[:i] {
-				r.Unregister(done)
-			}
-			return errors.New("ebpf: register metrics: " + err.Error())
-		}
-	}
-	return nil
 }

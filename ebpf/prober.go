@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/probelet/probelet/ebpf/tracker"
+	"github.com/probelet/probelet/internal/promutil"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/tcpprobe"
 )
@@ -115,7 +116,7 @@ func (p *TCPProber) registerMetrics() error {
 	if p.sc != nil {
 		cs = append(cs, p.sc.collectors()...)
 	}
-	if err := register(p.reg, cs...); err != nil {
+	if err := promutil.Register(p.reg, cs...); err != nil {
 		return err
 	}
 	p.owned = cs
