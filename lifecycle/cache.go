@@ -32,6 +32,7 @@ type Cache struct {
 	pods  map[string]*podEntry            // by sandbox ID
 	byKey map[string]map[string]*podEntry // pod key (UID) → sandbox ID → entry
 	ctrs  map[string]*ctrEntry            // by container ID
+	api   map[string]*node.APIPod         // by pod UID: what the API server adds
 	seq   uint64
 
 	// removed remembers recently removed pod and container IDs so a
@@ -118,6 +119,7 @@ func New(sink Sink, opts ...Option) (*Cache, error) {
 		pods:  map[string]*podEntry{},
 		byKey: map[string]map[string]*podEntry{},
 		ctrs:  map[string]*ctrEntry{},
+		api:   map[string]*node.APIPod{},
 
 		undated: make(chan struct{}, 1),
 	}

@@ -106,9 +106,10 @@ func killEvent(k Kill, at time.Time) Event {
 	}
 }
 
-// gracePeriod is the kubelet's choice for a probe-failure kill: the
-// probe's terminationGracePeriodSeconds, else the pod's (spec.PodGrace),
-// else 30 s; never below 2 s. An unreadable annotation falls back to 30 s
+// gracePeriod is the kubelet's choice for a probe-failure kill: a
+// requested deletion's grace, else the probe's
+// terminationGracePeriodSeconds, else the pod's (spec.PodGrace), else
+// 30 s; never below 2 s. An unreadable annotation falls back to 30 s
 // and is returned as err.
 func gracePeriod(p *corev1.Probe, pod *node.Pod) (time.Duration, error) {
 	secs, err := graceSeconds(p, pod)
@@ -121,7 +122,12 @@ func gracePeriod(p *corev1.Probe, pod *node.Pod) (time.Duration, error) {
 
 // graceSeconds returns the configured grace in seconds, -1 when none is.
 func graceSeconds(p *corev1.Probe, pod *node.Pod) (int64, error) {
-	if p.TerminationGracePeriodSeconds != nil {
+	switch {
+	case pod.API != nil && pod.API.DeletionGracePeriodSeconds != nil:
+		// The kubelet's setTerminationGracePeriod: a requested deletion's
+		// grace wins over everything.
+		return *pod.API.DeletionGracePeriodSeconds, nil
+	case p.TerminationGracePeriodSeconds != nil:
 		return *p.TerminationGracePeriodSeconds, nil
 	}
 	v, err := spec.PodGrace(pod)
