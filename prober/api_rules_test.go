@@ -55,19 +55,21 @@ func TestExitedContainerThatWillNotRestartStopsItsWorkers(t *testing.T) {
 			h.update(pod)
 			h.wantResult("c1", probe.Readiness, results.Success)
 			h.update(exitedWith(pod, tc.exitCode))
-			h.update(exitedWith(pod, tc.exitCode)) // a later update must not bring a stopped worker back
 			st, listed := h.m.Container("c1")
 			if got := listed && len(st.Probes) > 0; got != tc.wantWorker {
 				t.Fatalf("worker kept = %v, want %v (%+v)", got, tc.wantWorker, st)
 			}
-			if !tc.wantWorker {
-				var last results.Result
-				for _, c := range h.drainChanges() {
-					last = c.Result
-				}
-				if last != results.Failure {
-					t.Fatalf("last published readiness = %v, want Failure before the worker stopped", last)
-				}
+			var last results.Result
+			for _, c := range h.drainChanges() {
+				last = c.Result
+			}
+			if last != results.Failure {
+				t.Fatalf("last published readiness = %v, want Failure", last)
+			}
+			// A later update of the pod must not bring a stopped worker back.
+			h.update(exitedWith(pod, tc.exitCode))
+			if ch := h.drainChanges(); len(ch) != 0 {
+				t.Fatalf("changes after a later update: %+v", ch)
 			}
 		})
 	}
