@@ -31,6 +31,23 @@ func (m *Manager) Containers() []ContainerStatus {
 	return out
 }
 
+// Pod implements StatusSource.
+func (m *Manager) Pod(uid string) []ContainerStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pe, ok := m.pods[uid]
+	if !ok {
+		return nil
+	}
+	var out []ContainerStatus
+	for i := range pe.pod.Containers { // sorted by name (node.Pod)
+		if st, ok := m.status(pe, &pe.pod.Containers[i]); ok {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
 // Container implements StatusSource.
 func (m *Manager) Container(id string) (ContainerStatus, bool) {
 	m.mu.Lock()
@@ -97,6 +114,8 @@ func (m *Manager) probeStatus(w *worker, c *node.Container) ProbeStatus {
 	}
 	if r, ok := m.cache.Get(results.Key{ContainerID: c.ID, Type: w.typ}); ok {
 		ps.Result = r
+	} else {
+		ps.Unpublished = true
 	}
 	return ps
 }

@@ -79,6 +79,10 @@ type ProbeStatus struct {
 	Type probe.Type
 	// Result is the published result (what readiness/liveness act on).
 	Result results.Result
+	// Unpublished is set while nothing was published for this container
+	// instance: a container that ran before probelet (re)started keeps
+	// its state until its first probe, like under a restarted kubelet.
+	Unpublished bool
 	// Consecutive is the current run of identical results.
 	Consecutive int
 	// SuccessThreshold and FailureThreshold are from the defaulted spec.
@@ -139,6 +143,9 @@ type StatusSource interface {
 	Containers() []ContainerStatus
 	// Container returns one container's state by its current container ID.
 	Container(id string) (ContainerStatus, bool)
+	// Pod lists the containers of the pod with uid that have probe state
+	// or a spec error, ordered by container name.
+	Pod(uid string) []ContainerStatus
 	// SubscribeResults delivers result changes. The channel is buffered;
 	// when a subscriber falls behind, changes for it are dropped (and
 	// counted), never blocking probing. cancel closes the channel.
