@@ -100,8 +100,11 @@ func checkAgentPod(ds *appsv1.DaemonSet) []error {
 	if !toleratesAll(pod.Tolerations) {
 		fail("tolerations %v do not tolerate every taint", pod.Tolerations)
 	}
-	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
-		fail("automountServiceAccountToken must be false: probelet never calls the API server")
+	if pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken {
+		fail("automountServiceAccountToken must be true: the pod-bound token names the node (admission-policy.yaml)")
+	}
+	if len(pod.Containers) > 0 && !hasNodeNameEnv(&pod.Containers[0]) {
+		fail("env NODE_NAME must come from the downward API's spec.nodeName (--node-name)")
 	}
 	if pod.NodeSelector["kubernetes.io/os"] != "linux" {
 		fail("nodeSelector must pin kubernetes.io/os=linux")
@@ -321,4 +324,11 @@ func ptrString[T ~string](p *T) string {
 		return ""
 	}
 	return string(*p)
+}
+
+// hasNodeNameEnv reports whether c gets NODE_NAME from spec.nodeName.
+func hasNodeNameEnv(c *corev1.Container) bool {
+	return slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
+	})
 }

@@ -21,6 +21,8 @@ var daemonFlags = map[string]func(string) error{
 	"--tcp-mode":             oneOf("auto", "ebpf", "dial"),
 	"--liveness-action":      oneOf("restart", "report"),
 	"--tcp-verify":           oneOf("true", "false"),
+	"--node-name":            oneOf("$(NODE_NAME)"), // the downward API's node name, nothing else
+	"--kubeconfig":           absPath,
 }
 
 // parseFlags reads "--name=value" arguments: every flag known, set once and

@@ -52,9 +52,11 @@ func TestFlagsOverrideConfigFileOverrideDefaults(t *testing.T) {
 		{"defaults", nil, agent.Default()},
 		{"flags", []string{"--tcp-mode=ebpf", "--tcp-verify", "--liveness-action", "report", "--plugin-index=05",
 			"--nri-socket=/run/nri.sock", "--runtime-endpoint=unix:///c.sock", "--listen=unix:///p.sock",
-			"--metrics-bind-address=:9", "--reconcile-interval=0", "--log-format=json", "--log-level=warn"},
+			"--metrics-bind-address=:9", "--reconcile-interval=0", "--log-format=json", "--log-level=warn",
+			"--kubeconfig=/etc/kubeconfig", "--node-name=node-7"},
 			agent.Config{NRISocket: "/run/nri.sock", PluginIndex: "05", RuntimeEndpoint: "unix:///c.sock", Listen: "unix:///p.sock",
-				MetricsBindAddress: ":9", TCPMode: "ebpf", TCPVerify: true, LivenessAction: "report", LogFormat: "json", LogLevel: "warn"}},
+				MetricsBindAddress: ":9", TCPMode: "ebpf", TCPVerify: true, LivenessAction: "report", LogFormat: "json", LogLevel: "warn",
+				Kubeconfig: "/etc/kubeconfig", NodeName: "node-7"}},
 		{"config file", []string{"--config", file}, want(func(c *agent.Config) {
 			c.TCPMode, c.LogLevel, c.ReconcileInterval = "dial", "debug", agent.Duration{Duration: time.Minute}
 		})},

@@ -66,6 +66,7 @@ type parts struct {
 	recon   *lifecycle.Reconciler
 	metrics net.Listener
 	socket  SocketServer
+	kube    *kubeParts // nil: node-only
 }
 
 // Option configures an Agent.

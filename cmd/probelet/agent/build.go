@@ -45,6 +45,9 @@ func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 	if err = a.buildLifecycle(p); err != nil {
 		return nil, err
 	}
+	if p.kube, err = a.buildKube(p); err != nil {
+		return nil, fmt.Errorf("API server: %w", err)
+	}
 	if a.cfg.MetricsBindAddress != "" {
 		if p.metrics, err = net.Listen("tcp", a.cfg.MetricsBindAddress); err != nil {
 			return nil, fmt.Errorf("--metrics-bind-address: %w", err)

@@ -44,6 +44,14 @@ type Config struct {
 	// ReconcileInterval paces the CRI safety reconcile; 0 turns it off
 	// (--reconcile-interval).
 	ReconcileInterval Duration `json:"reconcileInterval,omitempty"`
+	// Kubeconfig connects probelet to the API server (--kubeconfig); empty
+	// uses the in-cluster configuration when there is one, else probelet
+	// runs node-only.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// NodeName is this node's name in the API server (--node-name; the
+	// DaemonSet passes NODE_NAME from the downward API). Default: the
+	// hostname, lower-cased, like the kubelet's.
+	NodeName string `json:"nodeName,omitempty"`
 	// LogFormat is console or json (--log-format).
 	LogFormat string `json:"logFormat,omitempty"`
 	// LogLevel is debug, info, warn or error (--log-level).
@@ -61,6 +69,7 @@ func Default() Config {
 		TCPMode:            "auto",
 		LivenessAction:     "restart",
 		ReconcileInterval:  Duration{5 * time.Minute},
+		NodeName:           defaultNodeName(),
 		LogFormat:          "console",
 		LogLevel:           "info",
 	}
@@ -106,6 +115,9 @@ func (c Config) Validate() error {
 	check("liveness-action", oneOf(c.LivenessAction, "restart", "report"))
 	check("log-format", oneOf(c.LogFormat, "console", "json"))
 	check("log-level", oneOf(c.LogLevel, "debug", "info", "warn", "error"))
+	if c.NodeName == "" {
+		check("node-name", errors.New("is empty and the hostname is unknown"))
+	}
 	if c.ReconcileInterval.Duration < 0 {
 		check("reconcile-interval", fmt.Errorf("%s is negative (0 turns the reconcile off)", c.ReconcileInterval.Duration))
 	}
@@ -144,4 +156,13 @@ func oneOf(v string, allowed ...string) error {
 		}
 	}
 	return fmt.Errorf("%q is not one of %s", v, strings.Join(allowed, ", "))
+}
+
+// defaultNodeName is the kubelet's default: the hostname, lower-cased.
+func defaultNodeName() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(strings.TrimSpace(h))
 }

@@ -33,6 +33,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.mu.Unlock()
 
 	recon := a.goRun(base, func(ctx context.Context) error { p.recon.Run(ctx); return nil }, nil)
+	api := a.goRun(base, p.kube.run, nil)
 	sock := a.goRun(base, a.serveSocket(p), failed)
 	web := a.goRun(base, a.serveMetrics(p), failed)
 	a.log.Info("probelet started", zap.Any("config", a.cfg))
@@ -48,6 +49,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	recon.stop()
 	sock.stop()
 	engine.stop()
+	api.stop() // after the engine: the last results and events are written
 	web.stop()
 	a.log.Info("probelet stopped")
 	return err
