@@ -7,12 +7,14 @@ BIN         := bin
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -X github.com/probelet/probelet/internal/version.Version=$(VERSION)
 FUZZTIME    ?= 10s
-# DEMO_DIR is where `make demo` keeps its containerd test bed.
+# DEMO_DIR is where `make demo` keeps its containerd test bed,
+# DEMO_CLUSTER_DIR where `make demo-cluster` keeps its control plane, bed and kubelet.
 DEMO_DIR    ?= /tmp/probelet-demo
+DEMO_CLUSTER_DIR ?= /tmp/pdc
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build test testbed unit vm fuzz e2e lint bench generate demo demo-down clean
+.PHONY: all build test testbed unit vm fuzz e2e lint bench generate demo demo-down demo-cluster demo-cluster-down clean
 
 all: build
 
@@ -59,7 +61,8 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./...
-	@sc=$$(hack/tools.sh staticcheck) && $$sc ./... && $$sc -tags e2e ./...
+	$(GO) vet -tags 'e2e bench' ./e2e/
+	@sc=$$(hack/tools.sh staticcheck) && $$sc ./... && $$sc -tags e2e ./... && $$sc -tags 'e2e bench' ./e2e/
 
 ## bench: engine, eBPF and CRI benchmarks, side by side
 bench:
@@ -77,6 +80,15 @@ demo: build
 ## demo-down: stop the demo's probelet and test bed
 demo-down:
 	hack/demo.sh down $(DEMO_DIR)
+
+## demo-cluster: a one-node cluster (control plane, kubelet, containerd)
+## with probelet writing the readiness gate and Events of a Deployment
+demo-cluster: build
+	hack/demo-cluster.sh up $(DEMO_CLUSTER_DIR)
+
+## demo-cluster-down: tear the demo cluster down
+demo-cluster-down:
+	hack/demo-cluster.sh down $(DEMO_CLUSTER_DIR)
 
 clean:
 	rm -rf $(BIN)
