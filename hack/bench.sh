@@ -13,11 +13,16 @@
 #      real containerd, probelet vs a 1 s relist loop;
 #   5. (root) the readiness gate on a real control plane and kubelet:
 #      result change → condition seen by a watch, API writes per minute
-#      with BENCH_READINESS_PODS pods flapping.
+#      with BENCH_READINESS_PODS pods flapping;
+#   6. (root) hack/bench/node: the whole agent on a real node, probelet
+#      beside the real kubelet on the same pods: CPU per probe (TCP
+#      short-circuit and dial, HTTP, gRPC, exec), RSS and syscalls per
+#      probe, for BENCH_NODE_PODS pods (≈ 20 minutes per pod count).
 #
 # Env: GO (default go), BENCH_NET_ITERATIONS (2000), BENCH_TCP_WINDOW (15s),
 # BENCH_CONTAINERS (40), BENCH_READINESS_PODS (100), BENCH_READINESS_WINDOW
-# (2m), BENCH_ONLY (a section number to run alone).
+# (2m), BENCH_NODE_PODS (20,100), BENCH_NODE_WINDOW (60s), BENCH_ONLY (a
+# section number to run alone).
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
@@ -80,6 +85,9 @@ summary() {
 	if [ -s "$OUT/5" ]; then
 		grep -E 'readiness gate,|result change →|result changes' "$OUT/5" | sed 's/^ *readiness_bench_e2e_test.go:[0-9]*: */  /'
 	fi
+	if [ -s "$OUT/6" ]; then
+		sed -n '/^Summary/,$p' "$OUT/6" | sed 's/^/  /'
+	fi
 }
 
 main() {
@@ -92,6 +100,8 @@ main() {
 		"$GO" run ./hack/bench/startlatency -containers "${BENCH_CONTAINERS:-40}"
 	root 5 "Readiness gate on a real cluster (e2e/readiness_bench_e2e_test.go)" \
 		env PROBELET_E2E=1 "$GO" test -tags 'e2e bench' -count=1 -timeout 30m -run '^TestBenchReadinessCondition$' -v ./e2e/
+	root 6 "The whole agent on a real node, beside the kubelet (hack/bench/node)" \
+		"$GO" run ./hack/bench/node -pods "${BENCH_NODE_PODS:-20,100}" -window "${BENCH_NODE_WINDOW:-60s}"
 	summary
 	if [ ${#failed[@]} -gt 0 ]; then
 		printf '\nbench: FAILED: %s\n' "${failed[*]}" >&2
