@@ -58,7 +58,6 @@ type Manager struct {
 	// so they cannot take Run's context as a parameter.)
 	ctx    context.Context
 	cancel context.CancelFunc
-	wakeCh chan struct{}
 	// runStarted is closed when Run starts, done when it has shut
 	// everything down.
 	runStarted chan struct{}
@@ -73,11 +72,13 @@ type Manager struct {
 	killing  int
 	running  bool
 	stopped  bool
-	// gen counts changes of the earliest due time; parked is set while the
-	// scheduler sleeps with its timer set for that time.
-	gen    uint64
-	parked bool
-	idleCh chan struct{}
+	// alarm is what the scheduler sleeps on; Run makes it. parked is set
+	// while the scheduler sleeps with its alarm set for the earliest due
+	// time; dispatching while it ticks due workers.
+	alarm       alarm
+	parked      bool
+	dispatching bool
+	idleCh      chan struct{}
 }
 
 // NewManager returns a Manager; call Start to begin probing.
@@ -92,7 +93,6 @@ func NewManager(opts ...Option) (*Manager, error) {
 		historyLen:  defaultHistory,
 		cache:       results.NewCache(),
 		specs:       spec.NewMemo(specMemoSize),
-		wakeCh:      make(chan struct{}, 1),
 		runStarted:  make(chan struct{}),
 		done:        make(chan struct{}),
 		pods:        make(map[string]*podEntry),
@@ -133,6 +133,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		return errors.New("prober: manager already running")
 	}
 	m.running = true
+	m.alarm = newAlarm(m.clock)
 	close(m.runStarted)
 	m.mu.Unlock()
 	m.loop(ctx)
@@ -151,6 +152,7 @@ func (m *Manager) shutdown() {
 	m.cancel()
 	m.pool.close()
 	m.kills.Wait()
+	m.alarm.close()
 	m.changes.Close()
 	m.events.Close()
 	close(m.done)

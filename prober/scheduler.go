@@ -3,78 +3,72 @@ package prober
 import (
 	"context"
 	"time"
-
-	"k8s.io/utils/clock"
 )
 
-// loop is the single scheduler goroutine: it sleeps on one timer set to
+// loop is the single scheduler goroutine: it sleeps on the alarm, set to
 // the earliest due worker, runs every due worker's tick and goes back to
-// sleep. UpdatePod and finished probes nudge it through wakeCh.
+// sleep. UpdatePod and finished probes fire the alarm when the earliest
+// due time moves earlier; the end of ctx fires it too.
 func (m *Manager) loop(ctx context.Context) {
-	timer := m.clock.NewTimer(time.Hour)
-	defer timer.Stop()
+	stop := context.AfterFunc(ctx, m.wakeToStop)
+	defer stop()
 	for {
-		next, ok, gen := m.dispatchDue()
-		m.arm(timer, next, ok)
-		m.park(gen)
-		select {
-		case <-ctx.Done():
+		m.dispatchDue()
+		// A fire from ctx's end that dispatchDue's set cleared came after
+		// ctx was done, so checking here cannot miss it.
+		if ctx.Err() != nil {
 			return
-		case <-m.wakeCh:
-		case <-timer.C():
 		}
+		m.alarm.wait()
 	}
 }
 
-// arm points timer at next, or leaves it stopped when nothing is scheduled.
-// The channel is drained first so a fake clock never blocks sending a
-// second tick.
-func (m *Manager) arm(timer clock.Timer, next time.Time, ok bool) {
-	if !timer.Stop() {
-		select {
-		case <-timer.C():
-		default:
-		}
-	}
-	if !ok {
-		return
-	}
-	d := next.Sub(m.clock.Now())
-	if d <= 0 {
-		// The clock moved past next meanwhile; a fake timer would only
-		// fire at the next step, so go round again now.
-		m.signal()
-		return
-	}
-	timer.Reset(d)
-}
-
-// park records that the scheduler sleeps with its timer set for the
-// earliest due worker, unless the queue changed since dispatchDue (then
-// wakeCh is already signalled). Only a parked scheduler counts as idle.
-func (m *Manager) park(gen uint64) {
+// wakeToStop fires the alarm for the end of Run's context, unless the
+// engine already stopped (shutdown closes the alarm).
+func (m *Manager) wakeToStop() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if gen == m.gen {
-		m.parked = true
-		m.notifyIdle()
+	if !m.stopped {
+		m.alarm.fire()
 	}
 }
 
-// dispatchDue ticks every worker due by now and returns the next due time
-// and the queue generation it saw.
-func (m *Manager) dispatchDue() (next time.Time, ok bool, gen uint64) {
+// dispatchDue ticks every worker due by now, then sets the alarm for the
+// next one and parks: one critical section, so a nudge either happened
+// before (and its worker ticked, or is the next) or fires the alarm after.
+func (m *Manager) dispatchDue() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.parked = false
+	m.dispatching = true
 	now := m.clock.Now()
 	for {
 		_, due, ok := m.queue.next()
 		if !ok || due.After(now) {
-			return due, ok, m.gen
+			break
 		}
 		m.tick(m.queue.take(), now)
 	}
+	m.dispatching = false
+	m.sleep()
+}
+
+// sleep sets the alarm for the earliest due worker and parks: only a
+// parked scheduler counts as idle. Called under the lock.
+func (m *Manager) sleep() {
+	_, next, ok := m.queue.next()
+	if !ok {
+		m.alarm.disarm()
+	} else if d := next.Sub(m.clock.Now()); d > 0 {
+		m.alarm.set(d)
+	} else {
+		// The clock moved past next meanwhile; a fake timer would only
+		// fire at the next step, so go round again now.
+		m.alarm.fire()
+		return
+	}
+	m.parked = true
+	m.notifyIdle()
 }
 
 // tick is one turn of a worker: decide, then probe, wait or stop.
@@ -150,19 +144,14 @@ func (m *Manager) reschedule(w *worker) {
 }
 
 // nudge wakes the scheduler when the earliest due time moved earlier: its
-// timer may now be set too late.
+// alarm may now be set too late. Before Run, and while the scheduler
+// dispatches, it sets its alarm afterwards anyway.
 func (m *Manager) nudge() {
-	m.gen++
-	m.parked = false
-	m.signal()
-}
-
-// signal wakes the scheduler loop without blocking.
-func (m *Manager) signal() {
-	select {
-	case m.wakeCh <- struct{}{}:
-	default:
+	if m.alarm == nil || m.dispatching {
+		return
 	}
+	m.parked = false
+	m.alarm.fire()
 }
 
 // nextTick returns the worker's next due time on its period grid. A worker
