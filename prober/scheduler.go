@@ -5,6 +5,16 @@ import (
 	"time"
 )
 
+// coalesceWindow is how much earlier than its due time a worker may tick
+// when the scheduler is awake anyway: every worker due within the window
+// ticks in the same wake-up. A wake-up costs the process far more CPU than
+// an in-memory probe, so probes a few milliseconds apart share one; the
+// window stays under the bound probelet keeps to the kubelet's period grid
+// (10 ms, or 1% of the period when that is more), and a worker ticking
+// early keeps its place on its grid. Nothing ticks late because of it: the
+// scheduler still wakes at the earliest due time.
+const coalesceWindow = 10 * time.Millisecond
+
 // loop is the single scheduler goroutine: it sleeps on the alarm, set to
 // the earliest due worker, runs every due worker's tick and goes back to
 // sleep. UpdatePod and finished probes fire the alarm when the earliest
@@ -33,21 +43,25 @@ func (m *Manager) wakeToStop() {
 	}
 }
 
-// dispatchDue ticks every worker due by now, then sets the alarm for the
-// next one and parks: one critical section, so a nudge either happened
-// before (and its worker ticked, or is the next) or fires the alarm after.
+// dispatchDue ticks every worker due by now (or within coalesceWindow),
+// then sets the alarm for the next one and parks: one critical section, so
+// a nudge either happened before (and its worker ticked, or is the next)
+// or fires the alarm after.
 func (m *Manager) dispatchDue() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.parked = false
 	m.dispatching = true
 	now := m.clock.Now()
+	horizon := now.Add(coalesceWindow)
 	for {
 		_, due, ok := m.queue.next()
-		if !ok || due.After(now) {
+		if !ok || due.After(horizon) {
 			break
 		}
-		m.tick(m.queue.take(), now)
+		// A worker ticking early ticks as of its due time, so the rules
+		// that count time (initial delay) see its place on the grid.
+		m.tick(m.queue.take(), later(now, due))
 	}
 	m.dispatching = false
 	m.sleep()
@@ -69,6 +83,13 @@ func (m *Manager) sleep() {
 	}
 	m.parked = true
 	m.notifyIdle()
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // tick is one turn of a worker: decide, then probe, wait or stop.
