@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/probelet/probelet/internal/fanout"
+	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
 	"github.com/probelet/probelet/prober/spec"
 )
@@ -35,10 +36,12 @@ var _ StatusSource = (*Manager)(nil)
 // RemovePod and SyncPods feed it; Containers, Container and the
 // subscriptions read it. All methods are safe for concurrent use.
 type Manager struct {
-	clock       clock.Clock
-	log         *zap.Logger
-	registerer  prometheus.Registerer
-	handlers    handlers
+	clock      clock.Clock
+	log        *zap.Logger
+	registerer prometheus.Registerer
+	handlers   handlers
+	// instantTCP is handlers.tcp when it can answer from memory.
+	instantTCP  probe.InstantTCPProber
 	killer      ContainerKiller
 	jitter      func() float64
 	concurrency int
@@ -103,6 +106,7 @@ func NewManager(opts ...Option) (*Manager, error) {
 			return nil, err
 		}
 	}
+	m.instantTCP, _ = m.handlers.tcp.(probe.InstantTCPProber)
 	m.queue.base = m.clock.Now()
 	if m.agentStart.IsZero() {
 		m.agentStart = m.queue.base
