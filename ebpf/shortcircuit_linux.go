@@ -21,7 +21,9 @@ type linuxSC struct {
 	table *listeners.Table
 	paths *pathCache
 
-	diagMu   sync.Mutex  // one sock_diag query at a time
+	diagMu   sync.Mutex  // one sock_diag query at a time; guards dumps
+	dumps    uint64      // sock_diag dumps tried (tests read it)
+	passes   uint64      // reconcile passes, for the loop only
 	diagOff  atomic.Bool // sock_diag unusable (no CAP_SYS_ADMIN): trust the snapshot
 	diagOnce sync.Once
 	lastLost uint64
