@@ -116,6 +116,7 @@ func (e *env) startProbelet(ctx context.Context, tcpMode string) (*probelet, err
 		"--listen", "unix://"+filepath.Join(e.bed, "pl.sock"), "--metrics-bind-address", "127.0.0.1:0",
 		"--tcp-mode", tcpMode)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	p.cmd.Env = append(os.Environ(), e.c.env...)
 	if err := p.cmd.Start(); err != nil {
 		return nil, err
 	}

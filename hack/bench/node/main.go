@@ -41,9 +41,12 @@ type config struct {
 	pods      []int
 	kinds     []kind
 	window    time.Duration
+	parts     int
 	settle    time.Duration
+	kSettle   time.Duration
 	sysWindow time.Duration
 	probelet  string
+	env       []string // extra environment of the probelet process
 	keep      bool
 	verbose   bool
 }
@@ -75,9 +78,18 @@ func parseFlags(args []string) (config, error) {
 	pods := fs.String("pods", "20,100", "pod counts to measure, comma-separated")
 	kinds := fs.String("kinds", "tcp,http,grpc,exec", "probe kinds, comma-separated (tcp measures probelet twice: eBPF short-circuit and --tcp-mode dial)")
 	fs.DurationVar(&c.window, "window", 60*time.Second, "CPU measurement window per agent and kind")
-	fs.DurationVar(&c.settle, "settle", 10*time.Second, "wait after an agent starts probing every pod, before a window")
+	fs.IntVar(&c.parts, "parts", 3, "parts of each window: the tables show the median per probe and the range over the parts")
+	fs.DurationVar(&c.settle, "settle", 10*time.Second, "wait after probelet starts probing every pod, before a window")
+	fs.DurationVar(&c.kSettle, "kubelet-settle", 30*time.Second, "wait after the kubelet (re)started its pods, before a window (it does extra work for a while after a restart)")
 	fs.DurationVar(&c.sysWindow, "syscall-window", 10*time.Second, "syscall counting window after each CPU window (0: none)")
 	fs.StringVar(&c.probelet, "probelet", "", "probelet binary (default: built from this checkout)")
+	fs.Func("probelet-env", "add `KEY=VALUE` to probelet's environment (repeatable), e.g. GOMAXPROCS=1", func(s string) error {
+		if !strings.Contains(s, "=") {
+			return fmt.Errorf("want KEY=VALUE, got %q", s)
+		}
+		c.env = append(c.env, s)
+		return nil
+	})
 	fs.BoolVar(&c.keep, "keep", false, "keep the test bed and kubelet afterwards")
 	fs.BoolVar(&c.verbose, "v", false, "log each step to stderr")
 	if err := fs.Parse(args); err != nil {
@@ -100,8 +112,10 @@ func parseFlags(args []string) (config, error) {
 	switch {
 	case c.window < time.Second:
 		return c, fmt.Errorf("-window %v: want at least 1s", c.window)
-	case c.settle < 0 || c.sysWindow < 0:
-		return c, fmt.Errorf("-settle and -syscall-window must not be negative")
+	case c.parts < 1 || c.window/time.Duration(c.parts) < time.Second:
+		return c, fmt.Errorf("-parts %d: want at least one part, each at least 1s long", c.parts)
+	case c.settle < 0 || c.kSettle < 0 || c.sysWindow < 0:
+		return c, fmt.Errorf("-settle, -kubelet-settle and -syscall-window must not be negative")
 	}
 	return c, nil
 }

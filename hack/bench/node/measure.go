@@ -110,13 +110,12 @@ func havePerf() bool {
 	return err == nil
 }
 
-// window is what one agent did over one measurement window.
+// window is what one agent did over one measurement window, measured in
+// parts (its median and range say how steady the agent was).
 type window struct {
-	elapsed time.Duration
-	cpu     time.Duration
-	probes  float64 // runs the agent counted (prober_probe_total)
-	bad     float64 // runs that did not succeed
-	rss     int64
+	parts []part
+	bad   float64 // runs that did not succeed
+	rss   int64
 	// sys are the syscalls over the syscall window, sysProbes the runs in it.
 	sys       syscalls
 	sysTime   time.Duration
@@ -124,11 +123,34 @@ type window struct {
 	hasSys    bool
 }
 
+// part is one stretch of a window.
+type part struct {
+	elapsed time.Duration
+	cpu     time.Duration
+	probes  float64 // runs the agent counted (prober_probe_total)
+}
+
+func (w window) total() part {
+	var t part
+	for _, p := range w.parts {
+		t.elapsed += p.elapsed
+		t.cpu += p.cpu
+		t.probes += p.probes
+	}
+	return t
+}
+
 // cpuRate is CPU seconds per second.
-func (w window) cpuRate() float64 { return w.cpu.Seconds() / w.elapsed.Seconds() }
+func (w window) cpuRate() float64 {
+	t := w.total()
+	return t.cpu.Seconds() / t.elapsed.Seconds()
+}
 
 // probeRate is runs per second.
-func (w window) probeRate() float64 { return w.probes / w.elapsed.Seconds() }
+func (w window) probeRate() float64 {
+	t := w.total()
+	return t.probes / t.elapsed.Seconds()
+}
 
 // agent is a process whose probing is measured.
 type agent interface {
@@ -138,9 +160,10 @@ type agent interface {
 	probeCounts(ctx context.Context) (runs, bad float64, err error)
 }
 
-// measure runs one CPU window, then (with perf) one syscall window, on a.
-// The agent's metrics are read before and after each window, outside it,
-// so scraping them costs the window nothing.
+// measure runs one CPU window in e.c.parts parts, then (with perf) one
+// syscall window, on a. The agent's metrics are read between the parts,
+// outside the CPU clock's readings, so scraping them costs the window
+// nothing.
 func (e *env) measure(ctx context.Context, a agent) (window, error) {
 	pid, err := a.pid()
 	if err != nil {
@@ -151,24 +174,29 @@ func (e *env) measure(ctx context.Context, a agent) (window, error) {
 	if err != nil {
 		return w, err
 	}
-	c0, err := cpuTime(pid)
-	if err != nil {
-		return w, err
+	runs, bad := p0, b0
+	for range e.c.parts {
+		c0, err := cpuTime(pid)
+		if err != nil {
+			return w, err
+		}
+		t0 := time.Now()
+		if err := sleep(ctx, e.c.window/time.Duration(e.c.parts)); err != nil {
+			return w, err
+		}
+		c1, err := cpuTime(pid)
+		if err != nil {
+			return w, err
+		}
+		elapsed := time.Since(t0)
+		r, b, err := a.probeCounts(ctx)
+		if err != nil {
+			return w, err
+		}
+		w.parts = append(w.parts, part{elapsed: elapsed, cpu: c1 - c0, probes: r - runs})
+		runs, bad = r, b
 	}
-	t0 := time.Now()
-	if err := sleep(ctx, e.c.window); err != nil {
-		return w, err
-	}
-	c1, err := cpuTime(pid)
-	if err != nil {
-		return w, err
-	}
-	w.elapsed, w.cpu = time.Since(t0), c1-c0
-	p1, b1, err := a.probeCounts(ctx)
-	if err != nil {
-		return w, err
-	}
-	w.probes, w.bad = p1-p0, b1-b0
+	w.bad = bad - b0
 	if w.rss, err = rssBytes(pid); err != nil {
 		return w, err
 	}
@@ -179,14 +207,15 @@ func (e *env) measure(ctx context.Context, a agent) (window, error) {
 			return w, err
 		}
 		w.sysTime = time.Since(t)
-		p2, _, err := a.probeCounts(ctx)
+		r, _, err := a.probeCounts(ctx)
 		if err != nil {
 			return w, err
 		}
-		w.sys, w.sysProbes, w.hasSys = s, p2-p1, true
+		w.sys, w.sysProbes, w.hasSys = s, r-runs, true
 	}
-	e.logf("%s: %.0f runs (%.0f not successful) in %v, CPU %v, RSS %.1f MiB", a.name(), w.probes, w.bad,
-		w.elapsed.Round(time.Millisecond), w.cpu.Round(time.Microsecond), float64(w.rss)/(1<<20))
+	t := w.total()
+	e.logf("%s: %.0f runs (%.0f not successful) in %v, CPU %v, RSS %.1f MiB", a.name(), t.probes, w.bad,
+		t.elapsed.Round(time.Millisecond), t.cpu.Round(time.Microsecond), float64(w.rss)/(1<<20))
 	return w, nil
 }
 

@@ -241,7 +241,7 @@ func (e *env) kubeletReady(ctx context.Context) (int, error) {
 
 // measureKubelet measures the running kubelet once its pods settled.
 func (e *env) measureKubelet(ctx context.Context) (window, error) {
-	if err := sleep(ctx, e.c.settle); err != nil {
+	if err := sleep(ctx, e.c.kSettle); err != nil {
 		return window{}, err
 	}
 	return e.measure(ctx, e.kubelet)

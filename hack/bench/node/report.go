@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -20,13 +21,37 @@ const (
 	targetRSS     = 40 << 20
 )
 
-// perProbe is the agent's CPU per run in µs: its CPU over the window minus
-// what it used over the same time without probes.
-func perProbe(w, base window) float64 {
-	if w.probes == 0 {
-		return math.NaN()
+// cost is CPU per probe in µs: the median over a window's parts and their
+// range.
+type cost struct{ median, lo, hi float64 }
+
+// perProbe is the agent's CPU per run in µs, per part of its window: the
+// part's CPU minus what the agent used over the same time without probes
+// (the rate over its whole baseline window), over the part's runs.
+func perProbe(w, base window) cost {
+	var per []float64
+	for _, p := range w.parts {
+		if p.probes > 0 {
+			per = append(per, (p.cpu.Seconds()-base.cpuRate()*p.elapsed.Seconds())/p.probes*1e6)
+		}
 	}
-	return (w.cpu.Seconds() - base.cpuRate()*w.elapsed.Seconds()) / w.probes * 1e6
+	if len(per) == 0 {
+		return cost{math.NaN(), math.NaN(), math.NaN()}
+	}
+	slices.Sort(per)
+	median := per[len(per)/2]
+	if len(per)%2 == 0 {
+		median = (per[len(per)/2-1] + per[len(per)/2]) / 2
+	}
+	return cost{median, per[0], per[len(per)-1]}
+}
+
+// String shows the median and, for several parts, the range.
+func (c cost) String() string {
+	if math.IsNaN(c.median) || c.lo == c.hi {
+		return us(c.median)
+	}
+	return fmt.Sprintf("%s (%s–%s)", us(c.median), us(c.lo), us(c.hi))
 }
 
 // sysPerProbe is the agent's syscalls per run, minus its no-probe rate.
@@ -47,17 +72,17 @@ func (r report) probeletBaseFor(x row) window {
 
 func printReport(w io.Writer, c config, r report) {
 	fmt.Fprintf(w, "\nNode: %d pods, one readiness probe each at period 1 s, the kubelet (standalone) and probelet in turn on the same pods\n", r.n)
-	fmt.Fprintf(w, "CPU per probe = (agent CPU over %v − its CPU over %v with the same pods and no probes) / its probe runs in the window\n", c.window, c.window)
+	fmt.Fprintf(w, "CPU per probe = (agent CPU − its CPU rate with the same pods and no probes × time) / its probe runs, over %v in %d parts: median (range)\n", c.window, c.parts)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "probe\tkubelet µs/probe\tprobelet µs/probe\tprobelet/kubelet\tsyscalls/probe k|p\tRSS MiB k|p\truns/s k|p\t\n")
 	for _, x := range r.rows {
 		k, p := perProbe(x.kubelet, r.kubeletBase), perProbe(x.probelet, r.probeletBaseFor(x))
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s|%s\t%.1f|%.1f\t%.1f|%.1f\t\n", x.label, us(k), us(p), ratio(p, k),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s|%s\t%.1f|%.1f\t%.1f|%.1f\t\n", x.label, k, p, ratio(p.median, k.median),
 			sysTotal(x.kubelet, r.kubeletBase), sysTotal(x.probelet, r.probeletBaseFor(x)),
 			mib(x.kubelet.rss), mib(x.probelet.rss), x.kubelet.probeRate(), x.probelet.probeRate())
 	}
-	fmt.Fprintf(tw, "no probes (baseline): CPU ms/s\t%.2f\t%.2f\t\t\t%.1f|%.1f\t\t\n",
-		r.kubeletBase.cpuRate()*1e3, r.probeletBase.cpuRate()*1e3, mib(r.kubeletBase.rss), mib(r.probeletBase.rss))
+	fmt.Fprintf(tw, "no probes (baseline): CPU ms/s\t%s\t%s\t\t\t%.1f|%.1f\t\t\n",
+		rates(r.kubeletBase), rates(r.probeletBase), mib(r.kubeletBase.rss), mib(r.probeletBase.rss))
 	tw.Flush()
 	printDetail(w, r)
 }
@@ -84,7 +109,7 @@ func printDetail(w io.Writer, r report) {
 
 // printSummary checks the targets over every pod count.
 func printSummary(w io.Writer, reports []report) {
-	fmt.Fprintf(w, "\nSummary (probelet µs per probe / the kubelet's)\n")
+	fmt.Fprintf(w, "\nSummary (probelet µs per probe / the kubelet's, medians)\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"probe"}
 	for _, r := range reports {
@@ -106,10 +131,10 @@ func printSummary(w io.Writer, reports []report) {
 			y := r.rows[i]
 			k, p := perProbe(y.kubelet, r.kubeletBase), perProbe(y.probelet, r.probeletBaseFor(y))
 			verdict := "ok"
-			if !(p <= k*limit) {
+			if !(p.median <= k.median*limit) {
 				verdict, missed = "MISSED", missed+1
 			}
-			cells = append(cells, fmt.Sprintf("%s / %s %s", us(p), us(k), verdict))
+			cells = append(cells, fmt.Sprintf("%s / %s %s", us(p.median), us(k.median), verdict))
 		}
 		cells = append(cells, "≤ "+ratioString(limit)+" of the kubelet")
 		fmt.Fprintf(tw, "%s\t\n", strings.Join(cells, "\t"))
@@ -134,6 +159,17 @@ func printSummary(w io.Writer, reports []report) {
 	} else {
 		fmt.Fprintln(w, "every target met")
 	}
+}
+
+// rates is a baseline's CPU in ms/s: the whole window and the range over
+// its parts.
+func rates(w window) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, p := range w.parts {
+		r := p.cpu.Seconds() / p.elapsed.Seconds() * 1e3
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", w.cpuRate()*1e3, lo, hi)
 }
 
 func us(v float64) string {
