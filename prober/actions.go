@@ -3,6 +3,7 @@ package prober
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -72,6 +73,7 @@ func (m *Manager) kill(pe *podEntry, k Kill) {
 		}
 		r := Restart{Time: m.clock.Now(), ContainerID: k.ContainerID, ProbeType: k.ProbeType, GracePeriod: k.GracePeriod, Message: k.Reason}
 		pe.restarts[k.ContainerName] = appendCapped(pe.restarts[k.ContainerName], r, max(m.historyLen, 1))
+		m.saveRestarts(k.PodUID, pe)
 		m.emit(killEvent(k, r.Time), zap.Duration("gracePeriod", k.GracePeriod))
 	}
 	m.killing++
@@ -90,6 +92,7 @@ func (m *Manager) kill(pe *podEntry, k Kill) {
 			m.log.Error("Failed to kill container", zap.String("containerID", k.ContainerID), zap.Error(err))
 			if issued {
 				setRestartErr(pe.restarts[k.ContainerName], k.ContainerID, err)
+				m.saveRestarts(k.PodUID, pe)
 			}
 		}
 		m.killing--
@@ -155,4 +158,17 @@ func setRestartErr(list []Restart, containerID string, err error) {
 			return
 		}
 	}
+}
+
+// saveRestarts hands a copy of the pod's restarts to the history, if any.
+// The caller holds m.mu.
+func (m *Manager) saveRestarts(podUID string, pe *podEntry) {
+	if m.history == nil {
+		return
+	}
+	cp := make(map[string][]Restart, len(pe.restarts))
+	for name, rs := range pe.restarts {
+		cp[name] = slices.Clone(rs)
+	}
+	m.history.Save(podUID, cp)
 }

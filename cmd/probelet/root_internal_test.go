@@ -53,10 +53,10 @@ func TestFlagsOverrideConfigFileOverrideDefaults(t *testing.T) {
 		{"flags", []string{"--tcp-mode=ebpf", "--tcp-verify", "--liveness-action", "report", "--plugin-index=05",
 			"--nri-socket=/run/nri.sock", "--runtime-endpoint=unix:///c.sock", "--listen=unix:///p.sock",
 			"--metrics-bind-address=:9", "--reconcile-interval=0", "--log-format=json", "--log-level=warn",
-			"--kubeconfig=/etc/kubeconfig", "--node-name=node-7"},
+			"--kubeconfig=/etc/kubeconfig", "--node-name=node-7", "--state-dir=/srv/probelet"},
 			agent.Config{NRISocket: "/run/nri.sock", PluginIndex: "05", RuntimeEndpoint: "unix:///c.sock", Listen: "unix:///p.sock",
 				MetricsBindAddress: ":9", TCPMode: "ebpf", TCPVerify: true, LivenessAction: "report", LogFormat: "json", LogLevel: "warn",
-				Kubeconfig: "/etc/kubeconfig", NodeName: "node-7"}},
+				Kubeconfig: "/etc/kubeconfig", NodeName: "node-7", StateDir: "/srv/probelet"}},
 		{"config file", []string{"--config", file}, want(func(c *agent.Config) {
 			c.TCPMode, c.LogLevel, c.ReconcileInterval = "dial", "debug", agent.Duration{Duration: time.Minute}
 		})},

@@ -105,6 +105,7 @@ func testConfig(dir string) agent.Config {
 	cfg.MetricsBindAddress = "127.0.0.1:0"
 	cfg.TCPMode = "dial"
 	cfg.ReconcileInterval = agent.Duration{}
+	cfg.StateDir = filepath.Join(dir, "state")
 	return cfg
 }
 

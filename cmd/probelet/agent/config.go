@@ -44,6 +44,9 @@ type Config struct {
 	// ReconcileInterval paces the CRI safety reconcile; 0 turns it off
 	// (--reconcile-interval).
 	ReconcileInterval Duration `json:"reconcileInterval,omitempty"`
+	// StateDir keeps what must survive a restart: probe events and the
+	// restarts probelet issued (--state-dir); empty keeps nothing.
+	StateDir string `json:"stateDir,omitempty"`
 	// Kubeconfig connects probelet to the API server (--kubeconfig); empty
 	// uses the in-cluster configuration when there is one, else probelet
 	// runs node-only.
@@ -69,6 +72,7 @@ func Default() Config {
 		TCPMode:            "auto",
 		LivenessAction:     "restart",
 		ReconcileInterval:  Duration{5 * time.Minute},
+		StateDir:           "/var/lib/probelet",
 		NodeName:           defaultNodeName(),
 		LogFormat:          "console",
 		LogLevel:           "info",
@@ -115,6 +119,9 @@ func (c Config) Validate() error {
 	check("liveness-action", oneOf(c.LivenessAction, "restart", "report"))
 	check("log-format", oneOf(c.LogFormat, "console", "json"))
 	check("log-level", oneOf(c.LogLevel, "debug", "info", "warn", "error"))
+	if c.StateDir != "" {
+		check("state-dir", absPath(c.StateDir))
+	}
 	if c.NodeName == "" {
 		check("node-name", errors.New("is empty and the hostname is unknown"))
 	}

@@ -29,6 +29,7 @@ var flagFields = map[string]func(dst *Config, src Config){
 	"tcp-verify":           func(d *Config, s Config) { d.TCPVerify = s.TCPVerify },
 	"liveness-action":      func(d *Config, s Config) { d.LivenessAction = s.LivenessAction },
 	"reconcile-interval":   func(d *Config, s Config) { d.ReconcileInterval = s.ReconcileInterval },
+	"state-dir":            func(d *Config, s Config) { d.StateDir = s.StateDir },
 	"kubeconfig":           func(d *Config, s Config) { d.Kubeconfig = s.Kubeconfig },
 	"node-name":            func(d *Config, s Config) { d.NodeName = s.NodeName },
 	"log-format":           func(d *Config, s Config) { d.LogFormat = s.LogFormat },
@@ -48,6 +49,7 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&v.TCPVerify, "tcp-verify", v.TCPVerify, "also dial to verify eBPF TCP answers")
 	fs.StringVar(&v.LivenessAction, "liveness-action", v.LivenessAction, "on liveness/startup failure: restart (like the kubelet) or report")
 	fs.DurationVar(&v.ReconcileInterval.Duration, "reconcile-interval", v.ReconcileInterval.Duration, "CRI safety reconcile period; 0 turns it off")
+	fs.StringVar(&v.StateDir, "state-dir", v.StateDir, "directory for what survives a restart (probe events, restarts issued); empty keeps nothing")
 	fs.StringVar(&v.Kubeconfig, "kubeconfig", v.Kubeconfig, "kubeconfig of the API server (pod conditions, Events, pod specs); empty: in-cluster config if any, else node-only")
 	fs.StringVar(&v.NodeName, "node-name", v.NodeName, "this node's name in the API server (default: the hostname)")
 	fs.StringVar(&v.LogFormat, "log-format", v.LogFormat, "console or json")

@@ -34,6 +34,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	recon := a.goRun(base, func(ctx context.Context) error { p.recon.Run(ctx); return nil }, nil)
 	api := a.goRun(base, p.kube.run, nil)
+	hist := a.goRun(base, p.runHistory, nil)
 	sock := a.goRun(base, a.serveSocket(p), failed)
 	web := a.goRun(base, a.serveMetrics(p), failed)
 	a.log.Info("probelet started", zap.Any("config", a.cfg))
@@ -49,7 +50,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	recon.stop()
 	sock.stop()
 	engine.stop()
-	api.stop() // after the engine: the last results and events are written
+	api.stop()  // after the engine: the last results and events are written
+	hist.stop() // likewise: the last events and restarts reach the file
 	web.stop()
 	a.log.Info("probelet stopped")
 	return err
@@ -133,4 +135,12 @@ func (a *Agent) serveMetrics(p *parts) func(context.Context) error {
 		}
 		return nil
 	}
+}
+
+// runHistory keeps the engine's events and restarts in the state directory.
+func (p *parts) runHistory(ctx context.Context) error {
+	if p.history == nil {
+		return nil
+	}
+	return p.history.Run(ctx, p.engine)
 }
