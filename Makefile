@@ -6,7 +6,7 @@ GOFLAGS     ?=
 BIN         := bin
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -X github.com/probelet/probelet/internal/version.Version=$(VERSION)
-FUZZTIME    ?= 10s
+FUZZTIME    ?= 5s
 # DEMO_DIR is where `make demo` keeps its containerd test bed,
 # DEMO_CLUSTER_DIR where `make demo-cluster` keeps its control plane, bed and kubelet.
 DEMO_DIR    ?= /tmp/probelet-demo
@@ -47,8 +47,14 @@ unit:
 vm:
 	hack/vm/run.sh
 
+## fuzz: a short run of every fuzz target at probelet's boundaries: the
+## probes annotation, NRI input through the plugin, requests to the socket,
+## the config file and plugin configuration (FUZZTIME each)
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./prober/spec
+	$(GO) test -run='^$$' -fuzz=FuzzNRIEvents -fuzztime=$(FUZZTIME) ./plugin
+	$(GO) test -run='^$$' -fuzz=FuzzSocketRequests -fuzztime=$(FUZZTIME) ./cri/server
+	$(GO) test -run='^$$' -fuzz=FuzzConfig -fuzztime=$(FUZZTIME) ./cmd/probelet/agent
 
 ## e2e: the suite on a real containerd built by hack/testbed (root only;
 ## in CI it fails loudly when it cannot run)
