@@ -14,7 +14,7 @@ DEMO_CLUSTER_DIR ?= /tmp/pdc
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build test testbed unit vm fuzz e2e lint bench generate demo demo-down demo-cluster demo-cluster-down clean
+.PHONY: all build test testbed unit vm fuzz e2e soak lint bench generate demo demo-down demo-cluster demo-cluster-down clean
 
 all: build
 
@@ -68,7 +68,21 @@ lint:
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./...
 	$(GO) vet -tags 'e2e bench' ./e2e/
-	@sc=$$(hack/tools.sh staticcheck) && $$sc ./... && $$sc -tags e2e ./... && $$sc -tags 'e2e bench' ./e2e/
+	$(GO) vet -tags 'e2e soak' ./e2e/
+	@sc=$$(hack/tools.sh staticcheck) && $$sc ./... && $$sc -tags e2e ./... && $$sc -tags 'e2e bench' ./e2e/ && $$sc -tags 'e2e soak' ./e2e/
+
+## soak: the node-scale soak and chaos run on a real containerd (root):
+## SOAK_PODS pods, SOAK_DURATION in all, SOAK_CHAOS containerd restarts and
+## probelet SIGKILLs; a report, and a failure on any breach
+SOAK_DURATION ?= 4m
+SOAK_PODS     ?= 110
+SOAK_CHAOS    ?= 20
+soak:
+	@if [ "$$(id -u)" -ne 0 ]; then \
+		if [ -n "$$CI" ]; then echo "soak: CI needs root for the containerd test bed" >&2; exit 1; fi; \
+		echo "soak: skipped: needs root (a private containerd test bed)"; exit 0; fi
+	PROBELET_E2E=1 SOAK_DURATION=$(SOAK_DURATION) SOAK_PODS=$(SOAK_PODS) SOAK_CHAOS=$(SOAK_CHAOS) \
+		$(GO) test -tags 'e2e soak' -count=1 -timeout 60m -run '^TestSoak$$' -v ./e2e/
 
 ## bench: engine, eBPF and CRI benchmarks, side by side
 bench:

@@ -7,10 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -185,18 +183,4 @@ func pct(sorted []time.Duration, p int) time.Duration {
 	}
 	i := (len(sorted)*p + 99) / 100
 	return sorted[min(max(i-1, 0), len(sorted)-1)].Round(time.Millisecond)
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, err := time.ParseDuration(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
 }

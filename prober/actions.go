@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -33,6 +34,9 @@ func (m *Manager) act(w *worker, output string) {
 		m.log.Info("Not killing: the container no longer runs", m.fields(w, zap.String("containerID", w.containerID))...)
 		return
 	}
+	if w.pending != nil {
+		return // the killer has this container's kill already (it waits)
+	}
 	grace, err := gracePeriod(w.spec, &w.pod.pod)
 	if err != nil {
 		m.log.Warn("Unreadable pod grace period, using the default", m.fields(w, zap.Error(err))...)
@@ -52,7 +56,7 @@ func (m *Manager) act(w *worker, output string) {
 	}
 	msg := fmt.Sprintf("Container %s failed %s probe, will be restarted", w.name, kind)
 	pod := &w.pod.pod
-	m.kill(w.pod, Kill{
+	m.kill(w, Kill{
 		PodUID: pod.UID, PodName: pod.Name, PodNamespace: pod.Namespace,
 		ContainerName: w.name, ContainerID: c.ID, Pid: c.Pid, SandboxPid: pod.Pid, ProbeType: w.typ,
 		Decided: m.clock.Now(), GracePeriod: grace, Reason: msg,
@@ -61,8 +65,15 @@ func (m *Manager) act(w *worker, output string) {
 
 // kill calls the killer on its own goroutine. The restart is recorded and
 // the Killing event emitted only when the killer issues the stop (Issuing):
-// a container found not running is not killed, and nothing says it was.
-func (m *Manager) kill(pe *podEntry, k Kill) {
+// a container found not running is not killed, and nothing says it was. A
+// killer that holds the kill back says so (Deferred): the worker then keeps
+// probing, and a recovery cancels the kill (recovered).
+func (m *Manager) kill(w *worker, k Kill) {
+	pe := w.pod
+	ctx, cancel := context.WithCancel(m.ctx)
+	pk := &pendingKill{containerID: k.ContainerID, cancel: cancel}
+	w.pending = pk
+	k.Deferred = func(reason string) { m.deferred(w, pk, k, reason) }
 	issued := false
 	k.Issuing = func() {
 		m.mu.Lock()
@@ -80,10 +91,21 @@ func (m *Manager) kill(pe *podEntry, k Kill) {
 	m.kills.Add(1)
 	go func() {
 		defer m.kills.Done()
-		err := m.killer.KillContainer(m.ctx, k)
+		err := m.killer.KillContainer(ctx, k)
+		cancel()
 		m.mu.Lock()
 		defer m.mu.Unlock()
+		if w.pending == pk {
+			w.pending = nil
+		}
+		if !pk.parked {
+			m.killing--
+		}
 		switch {
+		case !issued && errors.Is(err, context.Canceled) && m.ctx.Err() == nil:
+			m.log.Info("Kill cancelled: the probe recovered while the kill waited",
+				zap.String("pod", k.PodNamespace+"/"+k.PodName), zap.String("containerName", k.ContainerName),
+				zap.String("containerID", k.ContainerID), zap.String("probeType", k.ProbeType.String()))
 		case errors.Is(err, node.ErrNotRunning):
 			m.log.Info("Not killing: the container exited on its own meanwhile",
 				zap.String("pod", k.PodNamespace+"/"+k.PodName), zap.String("containerName", k.ContainerName),
@@ -95,7 +117,6 @@ func (m *Manager) kill(pe *podEntry, k Kill) {
 				m.saveRestarts(k.PodUID, pe)
 			}
 		}
-		m.killing--
 		m.notifyIdle()
 	}()
 }
@@ -171,4 +192,37 @@ func (m *Manager) saveRestarts(podUID string, pe *podEntry) {
 		cp[name] = slices.Clone(rs)
 	}
 	m.history.Save(podUID, cp)
+}
+
+// deferred records that the killer holds w's kill back, and lets the worker
+// probe on (lifting the hold) so a recovery can cancel it. The first
+// deferral is a KillDeferred event.
+func (m *Manager) deferred(w *worker, pk *pendingKill, k Kill, reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if w.pending != pk || w.stopped {
+		return
+	}
+	first := pk.deferred == ""
+	pk.deferred = reason
+	if !first {
+		return
+	}
+	pk.since, pk.parked = m.clock.Now(), true
+	m.killing--
+	defer m.notifyIdle()
+	ev := killEvent(k, pk.since)
+	ev.Type, ev.Reason, ev.Message = eventWarning, reasonKillDeferred, "Kill of container "+k.ContainerName+" deferred: "+reason
+	m.emit(ev)
+	if w.containerID == k.ContainerID && w.onHold {
+		w.onHold, w.resultRun = false, 0
+		m.wake(w)
+	}
+}
+
+// recovered cancels w's waiting kill after its probe succeeded again.
+func (m *Manager) recovered(w *worker) {
+	if w.pending != nil && w.pending.deferred != "" {
+		w.pending.cancel()
+	}
 }

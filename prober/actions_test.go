@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
@@ -222,5 +223,64 @@ func assertNoKillReported(t *testing.T, h *harness) {
 		if e.Reason == "Killing" {
 			t.Fatalf("Killing event for a container not killed: %+v", e)
 		}
+	}
+}
+
+// A killer that holds a kill back (the kill guard) gets it cancelled when
+// the probe recovers meanwhile: the worker keeps probing, and nothing is
+// stopped or reported as killed, only deferred.
+func TestDeferredKillIsCancelledWhenTheProbeRecovers(t *testing.T) {
+	h := newHarness(t)
+	h.killer.hold = make(chan struct{})
+	h.tcp.always(livePort, failure)
+	h.update(testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort, withThresholds(1, 3))}))
+	h.step(20 * time.Second) // three failures: the kill asked for, and held
+	st, _ := h.m.Container("c1")
+	ps := st.Probes[probe.Liveness]
+	if ps.KillDeferred != "node in FullDisruption" || ps.OnHold {
+		t.Fatalf("liveness while the kill waits = %+v, want it deferred and probing", ps)
+	}
+	h.tcp.always(livePort, success)
+	h.step(10 * time.Second) // the probe succeeds again
+	testutil.WaitFor(t, "the held kill to be cancelled", func() bool {
+		h.killer.mu.Lock()
+		defer h.killer.mu.Unlock()
+		return h.killer.cancelled == 1
+	})
+	if k := h.killer.calls(); len(k) != 0 {
+		t.Fatalf("stopped %+v; want nothing stopped", k)
+	}
+	var deferred, killing int
+	for _, e := range h.drainEvents() {
+		switch e.Reason {
+		case "KillDeferred":
+			deferred++
+		case "Killing":
+			killing++
+		}
+	}
+	if st, _ := h.m.Container("c1"); deferred != 1 || killing != 0 || len(st.Restarts) != 0 || st.Probes[probe.Liveness].KillDeferred != "" {
+		t.Fatalf("KillDeferred %d, Killing %d, restarts %+v, probe %+v", deferred, killing, st.Restarts, st.Probes[probe.Liveness])
+	}
+	h.wantResult("c1", probe.Liveness, results.Success)
+}
+
+// One that keeps failing is killed once the killer lets the kill through,
+// and asked for only once meanwhile.
+func TestDeferredKillOfAStillFailingContainerGoesThrough(t *testing.T) {
+	h := newHarness(t)
+	h.killer.hold = make(chan struct{})
+	h.update(testPod("c1", spec.ContainerProbes{Liveness: failingLiveness(h)}))
+	h.step(30 * time.Second) // failing on; the kill waits
+	if k := h.killer.calls(); len(k) != 0 {
+		t.Fatalf("stopped while held: %+v", k)
+	}
+	close(h.killer.hold)
+	testutil.WaitFor(t, "the released kill", func() bool { st, _ := h.m.Container("c1"); return len(st.Restarts) == 1 })
+	if k := h.killer.calls(); len(k) != 1 || k[0].id != "c1" {
+		t.Fatalf("kills after the release = %+v, want c1 once", k)
+	}
+	if st, _ := h.m.Container("c1"); len(st.Restarts) != 1 {
+		t.Fatalf("restarts = %+v", st.Restarts)
 	}
 }

@@ -112,6 +112,9 @@ func (m *Manager) probeStatus(w *worker, c *node.Container) ProbeStatus {
 		Method:           w.method,
 		History:          w.history.records(),
 	}
+	if w.pending != nil && w.pending.containerID == c.ID {
+		ps.KillDeferred, ps.KillDeferredSince = w.pending.deferred, w.pending.since
+	}
 	if r, ok := m.cache.Get(results.Key{ContainerID: c.ID, Type: w.typ}); ok {
 		ps.Result = r
 	} else {
