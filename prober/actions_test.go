@@ -284,3 +284,42 @@ func TestDeferredKillOfAStillFailingContainerGoesThrough(t *testing.T) {
 		t.Fatalf("restarts = %+v", st.Restarts)
 	}
 }
+
+// The liveness census counts running, started containers with a liveness
+// probe, and those failing it: a run of failures or a kill waiting. A
+// container still in its startup probe, or without a liveness probe, is
+// not counted.
+func TestLivenessCensus(t *testing.T) {
+	const failPort, startPort = 1101, 1102
+	h := newHarness(t)
+	h.killer.hold = make(chan struct{})
+	h.tcp.always(livePort, success)
+	h.tcp.always(failPort, failure)
+	h.tcp.always(startPort, failure)
+	named := func(uid, id string, probes spec.ContainerProbes) node.Pod {
+		p := testPod(id, probes)
+		p.UID, p.Name = uid, uid
+		return p
+	}
+	h.update(named("healthy", "c1", spec.ContainerProbes{Liveness: tcpProbe(livePort)}))
+	h.update(named("failing", "c2", spec.ContainerProbes{Liveness: tcpProbe(failPort, withThresholds(1, 3))}))
+	h.update(named("starting", "c3", spec.ContainerProbes{
+		Liveness: tcpProbe(livePort), Startup: tcpProbe(startPort, withThresholds(1, 100)),
+	}))
+	h.update(named("unprobed", "c4", spec.ContainerProbes{Readiness: tcpProbe(livePort)}))
+
+	h.step(0)
+	if probed, failing := h.m.LivenessCensus(); probed != 2 || failing != 1 {
+		t.Fatalf("census after the first probes = %d probed, %d failing; want 2, 1", probed, failing)
+	}
+	h.step(30 * time.Second) // c2's kill is asked for and held: still failing
+	if probed, failing := h.m.LivenessCensus(); probed != 2 || failing != 1 {
+		t.Fatalf("census with a kill held = %d probed, %d failing; want 2, 1", probed, failing)
+	}
+	h.tcp.always(failPort, success)
+	h.step(10 * time.Second)
+	testutil.WaitFor(t, "the census to show the recovery (the held kill cancelled)", func() bool {
+		probed, failing := h.m.LivenessCensus()
+		return probed == 2 && failing == 0
+	})
+}
