@@ -51,22 +51,40 @@ func Default() Config {
 	}
 }
 
+// Fault is one setting that cannot work. Setting is its name as the
+// --kill-guard-* flags spell it ("rate", "min-failing").
+type Fault struct {
+	Setting string
+	Err     error
+}
+
+func (f Fault) Error() string { return f.Setting + ": " + f.Err.Error() }
+
+// Check lists every setting of c that cannot work.
+func Check(c Config) []Fault {
+	var faults []Fault
+	check := func(setting string, ok bool, format string, a ...any) {
+		if !ok {
+			faults = append(faults, Fault{setting, fmt.Errorf(format, a...)})
+		}
+	}
+	check("rate", c.Rate > 0, "%v must be positive (kills per second)", c.Rate)
+	check("burst", c.Burst >= 1, "%d must be at least 1", c.Burst)
+	check("secondary-rate", c.SecondaryRate >= 0, "%v must not be negative (0 pauses kills in a partial disruption)", c.SecondaryRate)
+	check("partial-threshold", c.PartialThreshold > 0 && c.PartialThreshold <= 1, "%v must be in (0, 1]", c.PartialThreshold)
+	check("unhealthy-threshold", c.UnhealthyThreshold > 0 && c.UnhealthyThreshold <= 1, "%v must be in (0, 1]", c.UnhealthyThreshold)
+	check("partial-threshold", c.PartialThreshold <= c.UnhealthyThreshold, "%v must not exceed the unhealthy threshold %v",
+		c.PartialThreshold, c.UnhealthyThreshold)
+	check("min-failing", c.MinFailing >= 1, "%d must be at least 1", c.MinFailing)
+	check("ceiling", c.Ceiling > 0, "%v must be positive", c.Ceiling)
+	return faults
+}
+
 // Validate reports every setting that cannot work, naming it.
 func (c Config) Validate() error {
 	var errs []error
-	check := func(ok bool, format string, a ...any) {
-		if !ok {
-			errs = append(errs, fmt.Errorf(format, a...))
-		}
+	for _, f := range Check(c) {
+		errs = append(errs, f)
 	}
-	check(c.Rate > 0, "rate %v must be positive (kills per second)", c.Rate)
-	check(c.Burst >= 1, "burst %d must be at least 1", c.Burst)
-	check(c.SecondaryRate >= 0, "secondary rate %v must not be negative", c.SecondaryRate)
-	check(c.PartialThreshold > 0 && c.PartialThreshold <= 1, "partial threshold %v must be in (0, 1]", c.PartialThreshold)
-	check(c.UnhealthyThreshold > 0 && c.UnhealthyThreshold <= 1, "unhealthy threshold %v must be in (0, 1]", c.UnhealthyThreshold)
-	check(c.PartialThreshold <= c.UnhealthyThreshold, "partial threshold %v must not exceed the unhealthy threshold %v",
-		c.PartialThreshold, c.UnhealthyThreshold)
-	check(c.MinFailing >= 1, "minimum failing count %d must be at least 1", c.MinFailing)
-	check(c.Ceiling > 0, "ceiling %v must be positive", c.Ceiling)
 	return errors.Join(errs...)
 }

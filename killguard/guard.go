@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -98,7 +99,9 @@ func New(inner prober.ContainerKiller, cfg Config, opts ...Option) (*Guard, erro
 		g.m = NewMetrics()
 	}
 	g.primary = rate.NewLimiter(rate.Limit(cfg.Rate), cfg.Burst)
-	g.secondary = rate.NewLimiter(rate.Limit(cfg.SecondaryRate), 1)
+	// A secondary rate of 0 pauses kills in a partial disruption too: no
+	// token to start with.
+	g.secondary = rate.NewLimiter(rate.Limit(cfg.SecondaryRate), min(1, int(math.Ceil(cfg.SecondaryRate))))
 	g.stateSince = g.clock.Now()
 	g.m.setState(Normal)
 	return g, nil
@@ -225,8 +228,11 @@ func (g *Guard) holdReason(r *request, c Census, now time.Time) string {
 	switch g.state {
 	case PartialDisruption:
 		if !g.secondary.AllowN(now, 1) {
-			return fmt.Sprintf("node in PartialDisruption, %s since %s: kills go at 1 per %s",
-				c, since, every(g.cfg.SecondaryRate))
+			pace := "kills paused (secondary rate 0)"
+			if g.cfg.SecondaryRate > 0 {
+				pace = "kills go at 1 per " + every(g.cfg.SecondaryRate)
+			}
+			return fmt.Sprintf("node in PartialDisruption, %s since %s: %s", c, since, pace)
 		}
 	default:
 		if !g.primary.AllowN(now, 1) {
@@ -254,9 +260,7 @@ func (g *Guard) State() (State, time.Time) {
 	return g.state, g.stateSince
 }
 
+// every is the interval between kills at perSecond (> 0).
 func every(perSecond float64) string {
-	if perSecond <= 0 {
-		return "never"
-	}
 	return (time.Duration(float64(time.Second) / perSecond)).Round(time.Millisecond).String()
 }

@@ -3,6 +3,7 @@ package killguard_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -221,28 +222,44 @@ func TestBudgetHoldsLikeADeferral(t *testing.T) {
 	e.waitKilled("a")
 }
 
-func TestClassifyThresholds(t *testing.T) {
+// A secondary rate of 0 pauses kills in a partial disruption as in a full
+// one: not even a first token.
+func TestZeroSecondaryRatePausesPartialDisruption(t *testing.T) {
 	cfg := killguard.Default()
-	tests := []struct {
-		probed, failing int
-		want            killguard.State
-	}{
-		{0, 0, killguard.Normal},
-		{20, 1, killguard.Normal},
-		{20, 5, killguard.Normal},             // 0.25 < 0.30
-		{20, 6, killguard.PartialDisruption},  // 0.30
-		{20, 10, killguard.PartialDisruption}, // 0.50
-		{20, 11, killguard.FullDisruption},    // 0.55
-		{2, 2, killguard.Normal},              // below the minimum count: not a storm
-		{3, 3, killguard.FullDisruption},
+	cfg.SecondaryRate = 0
+	e := start(t, cfg)
+	e.setCensus(8)
+	e.kill(context.Background(), "a", t0)
+	e.waitTold("a", "node in PartialDisruption, 8 of 20 liveness probes failing since 10:00:00: kills paused (secondary rate 0)")
+	e.clock.Step(time.Hour - time.Second)
+	if k := e.inner.killed(); len(k) != 0 {
+		t.Fatalf("killed %v in a partial disruption with secondary rate 0", k)
 	}
-	for _, tc := range tests {
-		e := start(t, cfg)
-		e.mu.Lock()
-		e.census = killguard.Census{Probed: tc.probed, Failing: tc.failing}
-		e.mu.Unlock()
+	e.setCensus(0)
+	e.clock.Step(time.Second)
+	e.waitKilled("a")
+}
+
+// Every state change the census makes is followed, both ways.
+func TestStateFollowsTheCensus(t *testing.T) {
+	e := start(t, killguard.Default())
+	for _, step := range []struct {
+		failing int
+		want    killguard.State
+	}{
+		{6, killguard.PartialDisruption},
+		{11, killguard.FullDisruption},
+		{10, killguard.PartialDisruption},
+		{5, killguard.Normal},
+		{20, killguard.FullDisruption},
+		{0, killguard.Normal},
+	} {
+		e.setCensus(step.failing)
 		e.clock.Step(time.Second)
-		testutil.WaitFor(t, "the state", func() bool { st, _ := e.g.State(); return st == tc.want })
+		testutil.WaitFor(t, fmt.Sprintf("%s at %d of 20 failing", step.want, step.failing), func() bool {
+			st, _ := e.g.State()
+			return st == step.want
+		})
 	}
 }
 
@@ -250,7 +267,7 @@ func TestConfigValidation(t *testing.T) {
 	bad := killguard.Default()
 	bad.Rate, bad.Burst, bad.PartialThreshold, bad.UnhealthyThreshold, bad.Ceiling = 0, 0, 0.9, 0.5, 0
 	err := bad.Validate()
-	for _, want := range []string{"rate 0", "burst 0", "must not exceed the unhealthy threshold", "ceiling 0s"} {
+	for _, want := range []string{"rate: 0 must be positive", "burst: 0 must be", "partial-threshold: 0.9 must not exceed the unhealthy threshold 0.5", "ceiling: 0s"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to mention %q", err, want)
 		}
