@@ -24,6 +24,7 @@ var daemonFlags = map[string]func(string) error{
 	"--node-name":            oneOf("$(NODE_NAME)"), // the downward API's node name, nothing else
 	"--kubeconfig":           absPath,
 	"--state-dir":            absPath,
+	"--kill-guard":           oneOf("on", "off"),
 }
 
 // parseFlags reads "--name=value" arguments: every flag known, set once and

@@ -15,6 +15,7 @@ import (
 
 	"github.com/probelet/probelet/cri/client"
 	"github.com/probelet/probelet/history"
+	"github.com/probelet/probelet/killguard"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/plugin"
 	"github.com/probelet/probelet/prober"
@@ -68,8 +69,9 @@ type parts struct {
 	recon   *lifecycle.Reconciler
 	metrics net.Listener
 	socket  SocketServer
-	kube    *kubeParts   // nil: node-only
-	history *history.Log // nil: nothing survives a restart
+	guard   *killguard.Guard // nil: --kill-guard off
+	kube    *kubeParts       // nil: node-only
+	history *history.Log     // nil: nothing survives a restart
 }
 
 // Option configures an Agent.

@@ -42,6 +42,9 @@ func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 	if p.tcp, err = a.tcp(ctx, a.cfg.TCPMode, a.cfg.TCPVerify, a.log.Named("tcp"), a.reg); err != nil {
 		return nil, fmt.Errorf("--tcp-mode %s: %w", a.cfg.TCPMode, err)
 	}
+	if p.guard, err = a.buildGuard(p); err != nil {
+		return nil, err
+	}
 	if p.engine, err = prober.NewManager(a.engineOptions(p)...); err != nil {
 		return nil, fmt.Errorf("probe engine: %w", err)
 	}
@@ -77,7 +80,7 @@ func (a *Agent) engineOptions(p *parts) []prober.Option {
 		prober.WithLogger(a.log.Named("prober")),
 		prober.WithRegisterer(a.reg),
 		prober.WithExecRunner(p.cri),
-		prober.WithKiller(criKiller{p.cri}),
+		prober.WithKiller(p.killer()),
 		prober.WithLivenessAction(action),
 	}
 	if p.tcp != nil {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/probelet/probelet/cri/client"
+	"github.com/probelet/probelet/killguard"
 	"github.com/probelet/probelet/plugin"
 )
 
@@ -41,6 +42,17 @@ type Config struct {
 	TCPVerify bool `json:"tcpVerify,omitempty"`
 	// LivenessAction is restart (kill like the kubelet) or report (--liveness-action).
 	LivenessAction string `json:"livenessAction,omitempty"`
+	// KillGuard is on (hold liveness and startup kills back when many
+	// probes fail at once) or off (kill exactly like the kubelet) (--kill-guard).
+	KillGuard string `json:"killGuard,omitempty"`
+	// The kill guard's policy (--kill-guard-*; README "Kill guard").
+	KillGuardRate               float64  `json:"killGuardRate,omitempty"`
+	KillGuardBurst              int      `json:"killGuardBurst,omitempty"`
+	KillGuardSecondaryRate      float64  `json:"killGuardSecondaryRate,omitempty"`
+	KillGuardPartialThreshold   float64  `json:"killGuardPartialThreshold,omitempty"`
+	KillGuardUnhealthyThreshold float64  `json:"killGuardUnhealthyThreshold,omitempty"`
+	KillGuardMinFailing         int      `json:"killGuardMinFailing,omitempty"`
+	KillGuardCeiling            Duration `json:"killGuardCeiling,omitempty"`
 	// ReconcileInterval paces the CRI safety reconcile; 0 turns it off
 	// (--reconcile-interval).
 	ReconcileInterval Duration `json:"reconcileInterval,omitempty"`
@@ -63,6 +75,7 @@ type Config struct {
 
 // Default returns the defaults of DESIGN.md and the deploy manifests.
 func Default() Config {
+	guard := killguard.Default()
 	return Config{
 		NRISocket:          plugin.DefaultSocketPath,
 		PluginIndex:        plugin.DefaultIndex,
@@ -71,11 +84,21 @@ func Default() Config {
 		MetricsBindAddress: "127.0.0.1:9809",
 		TCPMode:            "auto",
 		LivenessAction:     "restart",
-		ReconcileInterval:  Duration{5 * time.Minute},
-		StateDir:           "/var/lib/probelet",
-		NodeName:           defaultNodeName(),
-		LogFormat:          "console",
-		LogLevel:           "info",
+		KillGuard:          "on",
+
+		KillGuardRate:               guard.Rate,
+		KillGuardBurst:              guard.Burst,
+		KillGuardSecondaryRate:      guard.SecondaryRate,
+		KillGuardPartialThreshold:   guard.PartialThreshold,
+		KillGuardUnhealthyThreshold: guard.UnhealthyThreshold,
+		KillGuardMinFailing:         guard.MinFailing,
+		KillGuardCeiling:            Duration{guard.Ceiling},
+
+		ReconcileInterval: Duration{5 * time.Minute},
+		StateDir:          "/var/lib/probelet",
+		NodeName:          defaultNodeName(),
+		LogFormat:         "console",
+		LogLevel:          "info",
 	}
 }
 
@@ -117,6 +140,8 @@ func (c Config) Validate() error {
 	check("metrics-bind-address", hostPort(c.MetricsBindAddress))
 	check("tcp-mode", oneOf(c.TCPMode, "auto", "ebpf", "dial"))
 	check("liveness-action", oneOf(c.LivenessAction, "restart", "report"))
+	check("kill-guard", oneOf(c.KillGuard, "on", "off"))
+	errs = append(errs, c.killGuardErrors()...)
 	check("log-format", oneOf(c.LogFormat, "console", "json"))
 	check("log-level", oneOf(c.LogLevel, "debug", "info", "warn", "error"))
 	if c.StateDir != "" {
@@ -129,6 +154,24 @@ func (c Config) Validate() error {
 		check("reconcile-interval", fmt.Errorf("%s is negative (0 turns the reconcile off)", c.ReconcileInterval.Duration))
 	}
 	return errors.Join(errs...)
+}
+
+// KillGuardConfig is the kill guard's policy from the --kill-guard-* settings.
+func (c Config) KillGuardConfig() killguard.Config {
+	return killguard.Config{
+		Rate: c.KillGuardRate, Burst: c.KillGuardBurst, SecondaryRate: c.KillGuardSecondaryRate,
+		PartialThreshold: c.KillGuardPartialThreshold, UnhealthyThreshold: c.KillGuardUnhealthyThreshold,
+		MinFailing: c.KillGuardMinFailing, Ceiling: c.KillGuardCeiling.Duration,
+	}
+}
+
+// killGuardErrors names the flag of each invalid kill guard setting.
+func (c Config) killGuardErrors() []error {
+	var errs []error
+	for _, f := range killguard.Check(c.KillGuardConfig()) {
+		errs = append(errs, fmt.Errorf("--kill-guard-%s: %w", f.Setting, f.Err))
+	}
+	return errs
 }
 
 func absPath(p string) error {

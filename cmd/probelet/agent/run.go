@@ -32,6 +32,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.parts = p
 	a.mu.Unlock()
 
+	guard := a.goRun(base, p.runGuard, nil)
 	recon := a.goRun(base, func(ctx context.Context) error { p.recon.Run(ctx); return nil }, nil)
 	api := a.goRun(base, p.kube.run, nil)
 	hist := a.goRun(base, p.runHistory, nil)
@@ -49,7 +50,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	nri.stop()
 	recon.stop()
 	sock.stop()
-	engine.stop()
+	engine.stop() // cancels the kills the guard holds
+	guard.stop()
 	api.stop()  // after the engine: the last results and events are written
 	hist.stop() // likewise: the last events and restarts reach the file
 	web.stop()
