@@ -99,8 +99,8 @@ type soak struct {
 }
 
 type resourceSample struct {
-	at                     time.Time
-	rss                    int64
+	at              time.Time
+	rss             int64
 	goroutines, fds float64
 }
 

@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -66,14 +67,17 @@ func handler(code byte) http.HandlerFunc {
 	}
 }
 
-// holdForever accepts connections and keeps them open, silent.
+// holdForever accepts connections and keeps them open, silent: each is
+// read until the client gives up.
 func holdForever(ln net.Listener) {
-	var held []net.Conn
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			log.Fatal(err)
 		}
-		held = append(held, c)
+		go func() {
+			defer c.Close()
+			_, _ = io.Copy(io.Discard, c)
+		}()
 	}
 }
