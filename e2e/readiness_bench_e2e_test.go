@@ -32,7 +32,7 @@ func TestBenchReadinessCondition(t *testing.T) {
 	ctx := context.Background()
 	for i := range pods {
 		// Staggered phases: a flap somewhere every 20/N seconds.
-		app := fmt.Sprintf("sleep %d; while true; do timeout 10 nc -lk -p 8080 </dev/null >/dev/null 2>&1; sleep 10; done", i%20)
+		app := fmt.Sprintf("sleep %d; while true; do timeout 10 nc -ll -p 8080 -e true; sleep 10; done", i%20)
 		readiness := tcpProbe(appPort, 1, 1)
 		n.create(n.apiPod(fmt.Sprintf("flap-%03d", i), shell(app), spec.ContainerProbes{Readiness: readiness}, true))
 	}

@@ -121,7 +121,8 @@ func (s *soak) start() {
 }
 
 // plan picks a pod's kind, period, hang and death from its index: every
-// combination occurs, a tenth hangs, one in twelve dies on schedule.
+// combination occurs (4, 10 and 13 are coprime in pairs' products), a
+// tenth hangs, one in thirteen dies on schedule, of every kind.
 func (s *soak) plan(i int, churn bool) *soakPod {
 	p := &soakPod{kind: kind(i % 4), period: int32(1 + i%10), churn: churn}
 	p.hanging = i%10 == 3
@@ -130,7 +131,7 @@ func (s *soak) plan(i int, churn bool) *soakPod {
 		// runtime fit within the period, so no tick is overrun.
 		p.period = 2
 	}
-	if i%12 == 5 && !p.hanging {
+	if i%13 == 5 && !p.hanging {
 		p.dieIn = time.Duration(20+i%40) * time.Second
 	}
 	s.seq++
@@ -167,13 +168,13 @@ func (s *soak) runPod(i int, churn bool) *soakPod {
 func (p *soakPod) app() (string, spec.ContainerProbes) {
 	die := ""
 	if p.dieIn > 0 {
-		die = fmt.Sprintf("sleep %d; pkill -f '%s'; ", int(p.dieIn.Seconds()), p.targetProcess())
+		die = fmt.Sprintf("sleep %d; killall %s; ", int(p.dieIn.Seconds()), p.targetProcess())
 	}
 	live, ready := p.probe(false), p.probe(p.hanging)
 	var cmd string
 	switch p.kind {
 	case kindTCP:
-		cmd = "nc -lk -p 8080 >/dev/null 2>&1 &"
+		cmd = "nc -ll -p 8080 -e true &" // busybox: -ll -e is the persistent server
 	case kindHTTP:
 		cmd = "httpd -f -p 8080 -h /var/www &"
 	case kindGRPC:
@@ -190,9 +191,10 @@ func (p *soakPod) app() (string, spec.ContainerProbes) {
 	return cmd + " " + die + "exec sleep 100000", spec.ContainerProbes{Liveness: live, Readiness: ready}
 }
 
-// targetProcess is what dies to make the liveness target fail.
+// targetProcess is the process name that dies (killall: busybox has no
+// pkill) to make the liveness target fail.
 func (p *soakPod) targetProcess() string {
-	return [...]string{"nc -lk -p 8080", "httpd", "grpc-health -port 9090", ""}[p.kind]
+	return [...]string{"nc", "httpd", "grpc-health", ""}[p.kind]
 }
 
 func (p *soakPod) probe(hanging bool) *corev1.Probe {
