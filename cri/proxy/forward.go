@@ -21,8 +21,13 @@ var bidi = &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}
 // the transport's business and are set again by the client.
 func outgoing(ctx context.Context) context.Context {
 	in, _ := metadata.FromIncomingContext(ctx)
+	return metadata.NewOutgoingContext(ctx, userMD(in))
+}
+
+// userMD is md without what the transport sets itself.
+func userMD(md metadata.MD) metadata.MD {
 	out := metadata.MD{}
-	for k, v := range in {
+	for k, v := range md {
 		if strings.HasPrefix(k, ":") || strings.HasPrefix(k, "grpc-") {
 			continue
 		}
@@ -32,7 +37,7 @@ func outgoing(ctx context.Context) context.Context {
 		}
 		out[k] = v
 	}
-	return metadata.NewOutgoingContext(ctx, out)
+	return out
 }
 
 // forward relays one call of any shape to the runtime: request frames
@@ -91,14 +96,14 @@ func (p *Proxy) pumpDown(ss grpc.ServerStream, cs grpc.ClientStream) error {
 			first = false
 			// Header() does not block once a message or the status
 			// arrived.
-			if md, herr := cs.Header(); herr == nil && len(md) > 0 && err == nil {
-				if serr := ss.SendHeader(md); serr != nil {
+			if md, herr := cs.Header(); herr == nil && len(userMD(md)) > 0 && err == nil {
+				if serr := ss.SendHeader(userMD(md)); serr != nil {
 					return serr
 				}
 			}
 		}
 		if err != nil {
-			ss.SetTrailer(cs.Trailer())
+			ss.SetTrailer(userMD(cs.Trailer()))
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
@@ -116,5 +121,5 @@ func (p *Proxy) invoke(ctx context.Context, method string, req []byte) (resp []b
 	out := &frame{}
 	err = p.conn.Invoke(ctx, method, &frame{data: req}, out,
 		grpc.ForceCodecV2(rawCodec{}), grpc.Header(&header), grpc.Trailer(&trailer))
-	return out.data, header, trailer, err
+	return out.data, userMD(header), userMD(trailer), err
 }

@@ -2,6 +2,9 @@ package proxy_test
 
 import (
 	"context"
+	"fmt"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"net"
 	"os"
 	"path/filepath"
@@ -123,7 +126,6 @@ func metricValue(reg *prometheus.Registry, name string, labels ...string) float6
 	return sum
 }
 
-
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
@@ -133,3 +135,12 @@ func ctxT(t *testing.T) context.Context {
 func contextWithDeadline(ctx context.Context, d time.Time) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(ctx, d)
 }
+
+var errUnavailable = status.Error(codes.Unavailable, "runtime is starting")
+
+func waitCounter(t *testing.T, h *harness, name string, want float64, labels ...string) {
+	t.Helper()
+	itu.WaitFor(t, name, func() bool { return h.counter(name, labels...) >= want })
+}
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -53,9 +55,11 @@ func (a *announcer) resyncNow(ctx context.Context) bool {
 	changed := 0
 	// Sandboxes first, so a new sandbox is announced before its containers
 	// and a removed one after them.
+	ids := slices.Sorted(maps.Keys(a.known))
 	for _, wantSandbox := range []bool{true, false} {
-		for id, it := range a.known {
-			if it.sandbox != wantSandbox {
+		for _, id := range ids {
+			it := a.known[id]
+			if it == nil || it.sandbox != wantSandbox {
 				continue
 			}
 			cur, ok := listed[id]
