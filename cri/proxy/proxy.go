@@ -34,7 +34,7 @@ type Proxy struct {
 	memo     *memo
 	maxAge   time.Duration
 
-	lifecycle LifecycleSource
+	lifecycle chan LifecycleSource
 	verify    bool
 	settle    time.Duration
 	forwardEv bool
@@ -95,14 +95,25 @@ func WithMaxAge(d time.Duration) Option {
 	}
 }
 
-// WithLifecycle feeds the proxy NRI-learned changes from the node cache.
+// WithLifecycle feeds the proxy NRI-learned changes from the node cache
+// from the start (see AttachLifecycle).
 func WithLifecycle(src LifecycleSource) Option {
 	return func(p *Proxy) error {
 		if src == nil {
 			return errors.New("proxy: nil lifecycle source")
 		}
-		p.lifecycle = src
+		p.AttachLifecycle(src)
 		return nil
+	}
+}
+
+// AttachLifecycle feeds the proxy NRI-learned changes from the node cache
+// once that exists: the proxy serves before it (the kubelet must reach its
+// runtime while probelet is still starting). Only the first call counts.
+func (p *Proxy) AttachLifecycle(src LifecycleSource) {
+	select {
+	case p.lifecycle <- src:
+	default:
 	}
 }
 
@@ -135,7 +146,8 @@ func New(endpoint string, opts ...Option) (*Proxy, error) {
 	if !ok || !strings.HasPrefix(path, "/") {
 		return nil, fmt.Errorf("proxy: runtime endpoint %q is not unix:///absolute/path", endpoint)
 	}
-	p := &Proxy{endpoint: endpoint, clock: clock.RealClock{}, log: zap.NewNop(), maxAge: DefaultMaxAge}
+	p := &Proxy{endpoint: endpoint, clock: clock.RealClock{}, log: zap.NewNop(), maxAge: DefaultMaxAge,
+		lifecycle: make(chan LifecycleSource, 1)}
 	for _, o := range opts {
 		if err := o(p); err != nil {
 			return nil, err

@@ -75,10 +75,13 @@ func (p *Proxy) follow(stream runtimeapi.RuntimeService_GetContainerEventsClient
 // NRI and has the announcer look at it. A gap in the events' numbers means
 // some were lost: the memo is dropped and the announcer lists again.
 func (p *Proxy) watchLifecycle(ctx context.Context) {
-	if p.lifecycle == nil {
+	var src LifecycleSource
+	select {
+	case <-ctx.Done():
 		return
+	case src = <-p.lifecycle:
 	}
-	events, cancel := p.lifecycle.SubscribeRuntimeEvents(lifecycleBuffer)
+	events, cancel := src.SubscribeRuntimeEvents(lifecycleBuffer)
 	defer cancel()
 	var last uint64
 	for {

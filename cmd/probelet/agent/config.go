@@ -48,6 +48,12 @@ type Config struct {
 	LogFormat string `json:"logFormat,omitempty"`
 	// LogLevel is debug, info, warn or error (--log-level).
 	LogLevel string `json:"logLevel,omitempty"`
+	// CRIProxyListen, unix:///path, turns on the CRI proxy the kubelet's
+	// --container-runtime-endpoint can point at; empty is off
+	// (--cri-proxy-listen).
+	CRIProxyListen string `json:"criProxyListen,omitempty"`
+	// CRIProxyVerify is the proxy's shadow mode (--cri-proxy-verify).
+	CRIProxyVerify bool `json:"criProxyVerify,omitempty"`
 }
 
 // Default returns the defaults of DESIGN.md and the deploy manifests.
@@ -106,6 +112,7 @@ func (c Config) Validate() error {
 	check("liveness-action", oneOf(c.LivenessAction, "restart", "report"))
 	check("log-format", oneOf(c.LogFormat, "console", "json"))
 	check("log-level", oneOf(c.LogLevel, "debug", "info", "warn", "error"))
+	check("cri-proxy-listen", c.validateProxy())
 	if c.ReconcileInterval.Duration < 0 {
 		check("reconcile-interval", fmt.Errorf("%s is negative (0 turns the reconcile off)", c.ReconcileInterval.Duration))
 	}
