@@ -11,9 +11,14 @@
 #   3. (root) hack/bench/tcp: a node of TCP probes, CPU% and sockets per mode;
 #   4. (root) hack/bench/startlatency: container start → first probe on a
 #      real containerd, probelet vs a 1 s relist loop.
+#   5. (root) hack/bench/criproxy: a real kubelet (Evented PLEG) at 100 pods,
+#      kubelet → containerd vs kubelet → probelet's CRI proxy: containerd
+#      CPU, the kubelet's relist duration, exit → PLEG event latency before
+#      and after a containerd restart.
 #
 # Env: GO (default go), BENCH_NET_ITERATIONS (2000), BENCH_TCP_WINDOW (15s),
-# BENCH_CONTAINERS (40), BENCH_ONLY (a section number to run alone).
+# BENCH_CONTAINERS (40), BENCH_PROXY_PODS (100), BENCH_PROXY_WINDOW (30s),
+# BENCH_ONLY (a section number to run alone).
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
@@ -73,6 +78,9 @@ summary() {
 	if [ -s "$OUT/4" ]; then
 		grep -E '^Container start|p50 +p99|NRI event →|target from' "$OUT/4" | sed 's/^/  /'
 	fi
+	if [ -s "$OUT/5" ]; then
+		sed -n '/^CRI proxy side by side/,$p' "$OUT/5" | grep -E 'side by side|kubelet →|containerd CPU|relist_duration|ContainerDied|after a containerd|connection_error' | sed 's/^/  /'
+	fi
 }
 
 main() {
@@ -83,6 +91,8 @@ main() {
 		"$GO" run ./hack/bench/tcp -window "${BENCH_TCP_WINDOW:-15s}"
 	root 4 "Container start → first probe (hack/bench/startlatency)" \
 		"$GO" run ./hack/bench/startlatency -containers "${BENCH_CONTAINERS:-40}"
+	root 5 "A kubelet through the CRI proxy vs straight to containerd (hack/bench/criproxy)" \
+		"$GO" run ./hack/bench/criproxy -pods "${BENCH_PROXY_PODS:-100}" -window "${BENCH_PROXY_WINDOW:-30s}"
 	summary
 	if [ ${#failed[@]} -gt 0 ]; then
 		printf '\nbench: FAILED: %s\n' "${failed[*]}" >&2
