@@ -179,7 +179,7 @@ func (a *announcer) check(ctx context.Context, id string, h hint) {
 	if !ok {
 		return
 	}
-	a.advance(id, it, cur, started, h.at)
+	a.advance(id, it, cur, started, h.at, h.nri)
 }
 
 // ask returns containerd's phase for id, or, when containerd cannot be
@@ -228,8 +228,9 @@ func (a *announcer) fallback(h hint, it *item, err error) (phase, bool, bool) {
 	return ph, it.started || ph == phaseRunning, ph != phaseNone
 }
 
-// advance announces the events from it's phase to cur and records cur.
-func (a *announcer) advance(id string, it *item, cur phase, started bool, at time.Time) {
+// advance announces the events from it's phase to cur and records cur;
+// nri, when known, fills what containerd cannot be asked for.
+func (a *announcer) advance(id string, it *item, cur phase, started bool, at time.Time, nri *node.Pod) {
 	types := transitions(it.phase, cur, it.sandbox, started || it.started)
 	if cur > it.phase {
 		it.phase = cur
@@ -241,7 +242,7 @@ func (a *announcer) advance(id string, it *item, cur phase, started bool, at tim
 		a.known[id] = it
 	}
 	for _, t := range types {
-		a.publish(id, it, t, at)
+		a.publish(id, it, t, at, nri)
 	}
 	if it.phase == phaseGone && it.sandbox {
 		delete(a.lastSB, id)
@@ -249,8 +250,9 @@ func (a *announcer) advance(id string, it *item, cur phase, started bool, at tim
 }
 
 // publish sends one event with the sandbox's status and its containers'
-// statuses, as containerd's own events carry them.
-func (a *announcer) publish(id string, it *item, t runtimeapi.ContainerEventType, at time.Time) {
+// statuses, as containerd's own events carry them; when containerd cannot
+// be asked, they come from the node cache's snapshot nri.
+func (a *announcer) publish(id string, it *item, t runtimeapi.ContainerEventType, at time.Time, nri *node.Pod) {
 	a.p.m.eventsSent.WithLabelValues(t.String()).Inc()
 	if !a.hub.Active() {
 		return
@@ -270,6 +272,16 @@ func (a *announcer) publish(id string, it *item, t runtimeapi.ContainerEventType
 		var r runtimeapi.ContainerStatusResponse
 		if err := a.p.typedRead(ctx, mContainerStatus, &runtimeapi.ContainerStatusRequest{ContainerId: cid}, &r); err == nil {
 			ev.ContainersStatuses = append(ev.ContainersStatuses, r.GetStatus())
+		}
+	}
+	if nri != nil && nri.SandboxID == it.sandboxID {
+		if ev.PodSandboxStatus == nil {
+			ev.PodSandboxStatus = nodeSandboxStatus(nri)
+		}
+		if len(ev.ContainersStatuses) == 0 {
+			for i := range nri.Containers {
+				ev.ContainersStatuses = append(ev.ContainersStatuses, nodeContainerStatus(&nri.Containers[i]))
+			}
 		}
 	}
 	a.hub.Publish(ev)

@@ -160,3 +160,29 @@ func TestEventsSurviveARuntimeRestart(t *testing.T) {
 		t.Errorf("%v streams open, want the same one", n)
 	}
 }
+
+// TestEventsFromNRIWhileTheRuntimeCannotBeAsked: a change NRI reports
+// while containerd does not answer is announced from the node cache's
+// snapshot, with a sandbox status the kubelet accepts.
+func TestEventsFromNRIWhileTheRuntimeCannotBeAsked(t *testing.T) {
+	rt := startFakeRuntime(t)
+	rt.addPod("sb1", "c1", running)
+	lc := newFakeLifecycle()
+	h := startProxy(t, rt, proxy.WithLifecycle(lc))
+	h.waitLive(t)
+	stream, err := h.cli.GetContainerEvents(ctxT(t), &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	itu.WaitFor(t, "the stream to be subscribed", func() bool { return h.gauge("probelet_cri_proxy_event_streams") == 1 })
+	rt.stop()
+	itu.WaitFor(t, "the proxy to see the runtime gone", func() bool { return h.gauge("probelet_cri_proxy_runtime_events_connected") == 0 })
+	lc.publish(node.Event{Type: node.ContainerStoppedEvent, SandboxID: "sb1", ContainerID: "c1", Pod: node.Pod{
+		SandboxID: "sb1", UID: "uid-sb1", Name: "pod-sb1", Namespace: "default",
+		Containers: []node.Container{{ID: "c1", Name: "c", State: node.StateExited, ExitCode: 3}}}})
+	evs := recvEvents(t, stream, 1)
+	checkEvents(t, evs, seenEvent{"c1", evStopped})
+	if cs := evs[0].GetContainersStatuses(); len(cs) != 1 || cs[0].GetExitCode() != 3 {
+		t.Errorf("container statuses from the snapshot = %v", cs)
+	}
+}

@@ -161,10 +161,3 @@ func (m *memo) setLive(live bool) {
 		m.flushLocked()
 	}
 }
-
-// size is the number of stored answers.
-func (m *memo) size() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.entries)
-}
