@@ -89,6 +89,28 @@ func TestCRIProxyRunsAKubelet(t *testing.T) {
 	if n := d.gauge("probelet_cri_proxy_event_streams"); n != 1 {
 		t.Errorf("%v GetContainerEvents streams open, want the kubelet's one (Evented PLEG)", n)
 	}
+
+	// containerd restarts: the kubelet's event stream, held by probelet,
+	// does not break (direct, the kubelet spends all 5 of its lifetime
+	// retries while containerd is down and gives Evented PLEG up).
+	if err := bed.RestartContainerd(); err != nil {
+		t.Fatal(err)
+	}
+	waitReregistered(t, d, bed, 2)
+	eventually(t, 30*time.Second, "the proxy to resync with the restarted containerd", func() (bool, string) {
+		n := len(d.logsMatching("Resynchronised with the runtime"))
+		return n >= 2, fmt.Sprintf("%d resyncs", n)
+	})
+	if n := kubeletCounter(t, k, "kubelet_evented_pleg_connection_error_count"); n != 0 {
+		t.Errorf("the kubelet's event stream broke %v times", n)
+	}
+	if n := kubeletCounter(t, k, "kubelet_evented_pleg_connection_success_count"); n != 1 {
+		t.Errorf("the kubelet opened its event stream %v times, want once", n)
+	}
+	if n := d.gauge("probelet_cri_proxy_event_streams"); n != 1 {
+		t.Errorf("%v event streams open after the containerd restart, want the kubelet's one", n)
+	}
+
 	checked, _ := d.sample("probelet_cri_proxy_verify_total", map[string]string{"result": "match"})
 	if m := d.sum("probelet_cri_proxy_mismatch_total"); m != 0 || checked == 0 {
 		t.Errorf("shadow mode: %v mismatches in %v matching comparisons, want 0 in some", m, checked)

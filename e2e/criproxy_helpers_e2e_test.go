@@ -74,8 +74,7 @@ func kubeletPods(k *cluster.Kubelet) ([]corev1.Pod, error) {
 	return list.Items, nil
 }
 
-// kubeletMetric returns the sum and count of a histogram on the kubelet's
-// read-only /metrics (0, 0 when absent).
+// kubeletGet reads a path of the kubelet's read-only port.
 func kubeletGet(k *cluster.Kubelet, path string) (string, error) {
 	c := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
 	resp, err := c.Get(k.ReadOnlyURL() + path)
@@ -133,4 +132,23 @@ func (d *daemon) sumWhere(name string, labels map[string]string) float64 {
 		}
 	}
 	return total
+}
+
+// kubeletCounter is the value of a counter on the kubelet's /metrics (0
+// when absent).
+func kubeletCounter(t *testing.T, k *cluster.Kubelet, name string) float64 {
+	t.Helper()
+	text, err := kubeletGet(k, "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err == nil {
+				return f
+			}
+		}
+	}
+	return 0
 }

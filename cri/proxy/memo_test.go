@@ -2,9 +2,14 @@ package proxy_test
 
 import (
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/probelet/probelet/cri/proxy"
 )
 
 var running = runtimeapi.ContainerState_CONTAINER_RUNNING
@@ -182,5 +187,54 @@ func TestMemoKeepsNothingWithoutTheRuntimeStream(t *testing.T) {
 	}
 	if hits := h.counter("probelet_cri_proxy_calls_total", "served", "memo"); hits != 0 {
 		t.Errorf("memo served %v reads without the runtime's event stream", hits)
+	}
+}
+
+// TestMemoAnswersExpire: an answer no change dropped is served for the
+// max age at most.
+func TestMemoAnswersExpire(t *testing.T) {
+	rt := startFakeRuntime(t)
+	rt.addPod("sb1", "c1", running)
+	clk := clocktesting.NewFakeClock(time.Now())
+	h := startProxy(t, rt, proxy.WithClock(clk), proxy.WithMaxAge(10*time.Second))
+	h.waitLive(t)
+	listContainers(t, h, nil)
+	n := rt.count("ListContainers")
+	clk.Step(9 * time.Second)
+	listContainers(t, h, nil)
+	if rt.count("ListContainers") != n {
+		t.Fatal("an answer younger than the max age was not served from the memo")
+	}
+	clk.Step(time.Second)
+	listContainers(t, h, nil)
+	if rt.count("ListContainers") != n+1 {
+		t.Error("an answer as old as the max age was served from the memo")
+	}
+}
+
+// TestUnknownMethodsInvalidate: a method this build does not know may
+// change anything, so it drops the memo like a mutating call.
+func TestUnknownMethodsInvalidate(t *testing.T) {
+	rt := startFakeRuntime(t)
+	rt.addPod("sb1", "c1", running)
+	h := startProxy(t, rt)
+	h.waitLive(t)
+	listContainers(t, h, nil)
+	n := rt.count("ListContainers")
+	var out wrapperspb.StringValue
+	if err := h.conn.Invoke(ctxT(t), "/runtime.v1.RuntimeService/FutureMutation", wrapperspb.String("x"), &out); err != nil {
+		t.Fatal(err)
+	}
+	listContainers(t, h, nil)
+	if rt.count("ListContainers") != n+1 {
+		t.Error("the memo survived an unknown method")
+	}
+	// A read-only method does not drop it.
+	if _, err := h.cli.Version(ctxT(t), &runtimeapi.VersionRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	listContainers(t, h, nil)
+	if rt.count("ListContainers") != n+1 {
+		t.Error("Version dropped the memo")
 	}
 }
