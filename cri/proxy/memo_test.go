@@ -4,12 +4,15 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/probelet/probelet/cri/proxy"
+	itu "github.com/probelet/probelet/internal/testutil"
 )
 
 var running = runtimeapi.ContainerState_CONTAINER_RUNNING
@@ -236,5 +239,26 @@ func TestUnknownMethodsInvalidate(t *testing.T) {
 	listContainers(t, h, nil)
 	if rt.count("ListContainers") != n+1 {
 		t.Error("Version dropped the memo")
+	}
+}
+
+// TestMemoStaysOffWithoutARuntimeEventStream: a runtime that does not
+// implement GetContainerEvents gets every call forwarded, nothing cached.
+func TestMemoStaysOffWithoutARuntimeEventStream(t *testing.T) {
+	rt := startFakeRuntime(t)
+	rt.addPod("sb1", "c1", running)
+	rt.mu.Lock()
+	rt.failNext["GetContainerEvents"] = status.Error(codes.Unimplemented, "unknown method GetContainerEvents")
+	rt.mu.Unlock()
+	h := startProxy(t, rt)
+	itu.WaitFor(t, "the proxy to try the runtime's event stream", func() bool { return rt.count("GetContainerEvents") == 1 })
+	for range 3 {
+		listContainers(t, h, nil)
+	}
+	if n := rt.count("ListContainers"); n < 3 {
+		t.Errorf("runtime answered %d of 3 reads", n)
+	}
+	if n := rt.count("GetContainerEvents"); n != 1 {
+		t.Errorf("the proxy asked for the event stream %d times, want once", n)
 	}
 }

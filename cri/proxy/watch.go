@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probelet/probelet/node"
@@ -42,6 +44,13 @@ func (p *Proxy) watchRuntime(ctx context.Context) {
 			p.m.runtimeStream.Set(0)
 			p.m.invalidations.WithLabelValues(sourceStream).Inc()
 			if ctx.Err() != nil {
+				return
+			}
+			if status.Code(err) == codes.Unimplemented {
+				// A runtime without the stream: nothing would ever tell the
+				// memo of a change, so it stays off and every call is
+				// forwarded.
+				p.log.Error("The runtime has no container event stream; the CRI proxy forwards every call and caches nothing", zap.Error(err))
 				return
 			}
 			p.log.Warn("The runtime's container event stream ended; answering from the runtime until it is back", zap.Error(err))
