@@ -44,8 +44,10 @@ func (p *Proxy) handle(_ any, ss grpc.ServerStream) error {
 
 // Serve answers CRI calls on l until ctx ends, then stops accepting,
 // ends the event streams, lets calls in flight finish (up to
-// drainTimeout) and returns. It does not close or remove what l is bound
-// to: a socket handed over by systemd stays open for the next probelet.
+// drainTimeout) and returns. It closes l but never removes the socket
+// file: a socket systemd passed stays open in systemd for the next
+// probelet (connections wait in its backlog meanwhile); Listen's release
+// removes a socket probelet made itself.
 func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	srv := grpc.NewServer(
 		grpc.UnknownServiceHandler(p.handle),
