@@ -71,6 +71,12 @@ type Config struct {
 	LogFormat string `json:"logFormat,omitempty"`
 	// LogLevel is debug, info, warn or error (--log-level).
 	LogLevel string `json:"logLevel,omitempty"`
+	// CRIProxyListen, unix:///path, turns on the CRI proxy the kubelet's
+	// --container-runtime-endpoint can point at; empty is off
+	// (--cri-proxy-listen).
+	CRIProxyListen string `json:"criProxyListen,omitempty"`
+	// CRIProxyVerify is the proxy's shadow mode (--cri-proxy-verify).
+	CRIProxyVerify bool `json:"criProxyVerify,omitempty"`
 }
 
 // Default returns the defaults of DESIGN.md and the deploy manifests.
@@ -150,6 +156,7 @@ func (c Config) Validate() error {
 	if c.NodeName == "" {
 		check("node-name", errors.New("is empty and the hostname is unknown"))
 	}
+	check("cri-proxy-listen", c.validateProxy())
 	if c.ReconcileInterval.Duration < 0 {
 		check("reconcile-interval", fmt.Errorf("%s is negative (0 turns the reconcile off)", c.ReconcileInterval.Duration))
 	}

@@ -46,6 +46,8 @@ var flagFields = map[string]func(dst *Config, src Config){
 	"node-name":              func(d *Config, s Config) { d.NodeName = s.NodeName },
 	"log-format":             func(d *Config, s Config) { d.LogFormat = s.LogFormat },
 	"log-level":              func(d *Config, s Config) { d.LogLevel = s.LogLevel },
+	"cri-proxy-listen":       func(d *Config, s Config) { d.CRIProxyListen = s.CRIProxyListen },
+	"cri-proxy-verify":       func(d *Config, s Config) { d.CRIProxyVerify = s.CRIProxyVerify },
 }
 
 // Bind defines the flags on fs.
@@ -74,6 +76,8 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&v.NodeName, "node-name", v.NodeName, "this node's name in the API server (default: the hostname)")
 	fs.StringVar(&v.LogFormat, "log-format", v.LogFormat, "console or json")
 	fs.StringVar(&v.LogLevel, "log-level", v.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&v.CRIProxyListen, "cri-proxy-listen", v.CRIProxyListen, "serve a CRI proxy to --runtime-endpoint for the kubelet's --container-runtime-endpoint, unix:///path; off when empty")
+	fs.BoolVar(&v.CRIProxyVerify, "cri-proxy-verify", v.CRIProxyVerify, "CRI proxy shadow mode: compare cached answers with the runtime's and count differences")
 }
 
 // Config returns the defaults, overridden by the --config file, overridden

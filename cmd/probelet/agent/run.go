@@ -22,12 +22,31 @@ func (a *Agent) Run(ctx context.Context) error {
 	// Components get contexts that only shutdown cancels, one by one, so
 	// the order below holds whatever ends ctx.
 	base := context.WithoutCancel(ctx)
-	failed := make(chan error, 3)
+	failed := make(chan error, 4)
+	// The CRI proxy first: the kubelet's runtime must not wait for
+	// anything else (a launched plugin learns its flags from the runtime,
+	// so its proxy starts once configured).
+	var cri *proxyTask
+	if !a.launched {
+		var err error
+		if cri, err = a.startProxy(base, failed); err != nil {
+			return err
+		}
+	}
+	defer func() { cri.stop() }()
 	p, engine, nri, err := a.start(ctx, base, failed)
 	if err != nil || p == nil {
 		return err
 	}
 	defer p.release()
+	if a.launched {
+		if cri, err = a.startProxy(base, failed); err != nil {
+			nri.stop()
+			engine.stop()
+			return err
+		}
+	}
+	cri.attach(p.cache)
 	a.mu.Lock()
 	a.parts = p
 	a.mu.Unlock()
@@ -55,6 +74,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	api.stop()  // after the engine: the last results and events are written
 	hist.stop() // likewise: the last events and restarts reach the file
 	web.stop()
+	// The proxy last: the kubelet's calls are served until the end.
+	cri.stop()
 	a.log.Info("probelet stopped")
 	return err
 }
