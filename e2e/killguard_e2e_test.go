@@ -81,7 +81,9 @@ func TestKillGuard(t *testing.T) {
 	})
 	unguarded.waitLive()
 	reportBreak := unguarded.arm(unguarded.apps, 2*stormThreshold*stormPeriod)
-	eventually(t, stormThreshold*stormPeriod+10*time.Second, "a WouldRestart report for every container", func() (bool, string) {
+	// Arming takes seconds; the reports are due failureThreshold periods
+	// after the break, not after arming.
+	eventually(t, time.Until(reportBreak)+stormThreshold*stormPeriod+10*time.Second, "a WouldRestart report for every container", func() (bool, string) {
 		n := len(unguarded.reported())
 		return n == stormPods, fmt.Sprintf("%d reported", n)
 	})
