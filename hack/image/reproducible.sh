@@ -12,9 +12,11 @@ log() { printf 'image: %s\n' "$*" >&2; }
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 
 main() {
-	local work first second
-	work=$(mktemp -d "${TMPDIR:-/tmp}/probelet-repro.XXXXXX")
-	trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+	local first second
+	# Global: the EXIT trap runs after main has returned.
+	WORK=$(mktemp -d "${TMPDIR:-/tmp}/probelet-repro.XXXXXX")
+	trap 'rm -rf "$WORK"' EXIT
+	local work=$WORK
 	first=$("$REPO/hack/image/build.sh" "$@" --out "$work/first.tar" | sed -n 's/^digest=//p')
 	# The copy holds what git would commit now: tracked and untracked files,
 	# ignored ones (bin/, test binaries) left out.
