@@ -46,7 +46,7 @@ func TestPreinstalledPlugin(t *testing.T) {
 	}
 	logFrom := pl.restartContainerd()
 	pid := pl.waitLaunched(binary)
-	pl.waitLog(logFrom, `pre-installed NRI plugin \"10-probelet\" synchronization success`)
+	waitContainerdLog(t, bed, logFrom, `pre-installed NRI plugin \"10-probelet\" synchronization success`)
 	d := &daemon{t: t, bed: bed, socket: "unix://" + socket, metrics: metrics}
 	eventually(t, launchTimeout, "/healthz to say NRI is connected", func() (bool, string) {
 		code, body := d.healthz()
@@ -148,14 +148,11 @@ func (p preinstalled) writeConfig(socket, metrics string) string {
 // log continues.
 func (p preinstalled) restartContainerd() int64 {
 	p.t.Helper()
-	st, err := os.Stat(p.bed.LogPath())
-	if err != nil {
-		p.t.Fatal(err)
-	}
+	from := logSize(p.t, p.bed)
 	if err := p.bed.RestartContainerd(); err != nil {
 		p.t.Fatal(err)
 	}
-	return st.Size()
+	return from
 }
 
 // logSince is containerd's log from offset on.
@@ -165,13 +162,6 @@ func (p preinstalled) logSince(offset int64) string {
 		return ""
 	}
 	return string(data[offset:])
-}
-
-func (p preinstalled) waitLog(offset int64, want string) {
-	p.t.Helper()
-	eventually(p.t, launchTimeout, "containerd to log "+want, func() (bool, string) {
-		return strings.Contains(p.logSince(offset), want), "not yet"
-	})
 }
 
 // waitLaunched waits for the installed plugin to run as a child of the
