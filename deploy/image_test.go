@@ -13,7 +13,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
 )
@@ -52,7 +54,7 @@ func TestImageMatchesDockerfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	archive, fakes := buildImageWithFakes(t, []string{"amd64", "arm64"})
+	archive, fakes := buildImageWithFakes(t, []string{"amd64", "arm64"}, time.Now())
 	a, err := testbed.OpenImageArchive(archive)
 	if err != nil {
 		t.Fatal(err)
@@ -145,11 +147,34 @@ func chown(v string) (uid, gid int, err error) {
 	return uid, gid, nil
 }
 
+// TestImageIsReproducible packs the same binaries twice under different
+// conditions a build machine varies — file times, umask, the temporary
+// directory — and expects the same archive, byte for byte. (That the
+// binaries themselves come out the same from a cold build cache at another
+// path is what `make image-reproducible` checks.)
+func TestImageIsReproducible(t *testing.T) {
+	first, _ := buildImageWithFakes(t, []string{"amd64", "arm64"}, time.Now())
+	old := syscall.Umask(0o077)
+	second, _ := buildImageWithFakes(t, []string{"amd64", "arm64"}, time.Now().Add(-48*time.Hour), "TMPDIR="+t.TempDir())
+	syscall.Umask(old)
+	a, err := os.ReadFile(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Error("two builds of the same inputs differ")
+	}
+}
+
 // buildImageWithFakes runs `make image`'s script with small stand-in
 // binaries (compiling them for two platforms takes minutes; the e2e suite
 // builds the real thing) and returns the archive and the stand-ins'
-// contents by arch/name.
-func buildImageWithFakes(t *testing.T, archs []string) (string, map[string][]byte) {
+// contents by arch/name. env is added to the script's environment.
+func buildImageWithFakes(t *testing.T, archs []string, mtime time.Time, env ...string) (string, map[string][]byte) {
 	t.Helper()
 	dir := t.TempDir()
 	fakes := map[string][]byte{}
@@ -160,7 +185,11 @@ func buildImageWithFakes(t *testing.T, archs []string) (string, map[string][]byt
 			if err := os.MkdirAll(filepath.Join(dir, "bin", arch), 0o700); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(dir, "bin", arch, bin), content, 0o700); err != nil {
+			file := filepath.Join(dir, "bin", arch, bin)
+			if err := os.WriteFile(file, content, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(file, mtime, mtime); err != nil {
 				t.Fatal(err)
 			}
 			fakes[arch+"/usr/local/bin/"+bin] = content
@@ -169,6 +198,7 @@ func buildImageWithFakes(t *testing.T, archs []string) (string, map[string][]byt
 	out := filepath.Join(dir, "image.tar")
 	cmd := exec.Command(filepath.Join(repoRoot, imageBuilder), "--bin-dir", filepath.Join(dir, "bin"),
 		"--platforms", strings.Join(archs, ","), "--version", "test", "--out", out)
+	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
