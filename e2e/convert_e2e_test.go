@@ -26,6 +26,7 @@ var convertFixtures = []string{"pod.yaml", "pod.json", "deployment.yaml", "state
 // before the conversion too. A probe on a plain init container, which
 // convert refuses, is refused by the API server as well.
 func TestConvertServerDryRun(t *testing.T) {
+	t.Parallel()
 	c := cluster.Start(t)
 	for _, ns := range []string{"shop", "data", "finance"} {
 		if _, err := c.Kubectl("create", "namespace", ns); err != nil {

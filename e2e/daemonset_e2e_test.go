@@ -44,6 +44,7 @@ const (
 // There is no scheduler in the test control plane: a stand-in binds the
 // DaemonSet's pods to the node, as kube-scheduler would.
 func TestDaemonSetOnCluster(t *testing.T) {
+	t.Parallel()
 	archive, _ := probeletImage(t)
 	c := cluster.Start(t)
 	bed := testbed.Start(t)

@@ -84,6 +84,7 @@ func imageBinary(t *testing.T, archive, name, dir string) string {
 // container of the bed: probelet, probectl (found through the image's
 // PATH) and the installer (installing the image's probelet inside it).
 func TestImage(t *testing.T) {
+	t.Parallel()
 	archive, digest := probeletImage(t)
 	checkImagePlatforms(t, archive)
 	bed := testbed.Start(t)

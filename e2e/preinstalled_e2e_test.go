@@ -30,6 +30,7 @@ const launchTimeout = 30 * time.Second
 // on its socket. Uninstalling and restarting containerd leaves nothing: no
 // process, no file in the plugin directories, no socket, no registration.
 func TestPreinstalledPlugin(t *testing.T) {
+	t.Parallel()
 	archive, _ := probeletImage(t)
 	bed := testbed.Start(t)
 	tools := t.TempDir()
