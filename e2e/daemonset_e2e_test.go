@@ -77,12 +77,19 @@ func TestDaemonSetOnCluster(t *testing.T) {
 	checkAnswers(t, d, web)
 
 	// A rolling restart: the new pod takes over; the workload is not killed.
+	// What the socket shows meanwhile is measured, not judged: whether the
+	// workload's readiness flaps is decided where the readiness condition
+	// is written (the API server side).
+	watch := watchSteady(d, web.ctr)
 	if _, err := c.Kubectl("-n", agentNamespace, "rollout", "restart", "ds/probelet"); err != nil {
 		t.Fatal(err)
 	}
 	waitAgentReady(ctx, t, c, first.UID)
 	waitReady(t, d, web, true, "probelet test bed")
 	checkNotRestarted(ctx, t, c, web)
+	notReady, polls := watch.stop()
+	t.Logf("during the rollout probectl answered %d polls; the workload was missing or not ready in %d: %q",
+		polls, len(notReady), notReady[:min(3, len(notReady))])
 
 	logFrom = logSize(t, bed)
 	if _, err := c.Kubectl("delete", "-k", overlay, "--wait"); err != nil {
