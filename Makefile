@@ -6,18 +6,20 @@ GOFLAGS     ?=
 BIN         := bin
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -X github.com/probelet/probelet/internal/version.Version=$(VERSION)
-FUZZTIME    ?= 10s
+FUZZTIME    ?= 5s
 # The OCI image `make image` writes (hack/image/build.sh), its name (the
 # io.containerd.image.name a `ctr images import` uses) and platforms.
 IMAGE_OUT       ?= $(BIN)/image/probelet.oci.tar
 IMAGE_NAME      ?= localhost/probelet/probelet:$(VERSION)
 IMAGE_PLATFORMS ?= amd64,arm64
-# DEMO_DIR is where `make demo` keeps its containerd test bed.
+# DEMO_DIR is where `make demo` keeps its containerd test bed,
+# DEMO_CLUSTER_DIR where `make demo-cluster` keeps its control plane, bed and kubelet.
 DEMO_DIR    ?= /tmp/probelet-demo
+DEMO_CLUSTER_DIR ?= /tmp/pdc
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build image image-reproducible test testbed unit vm fuzz e2e lint bench generate demo demo-down clean
+.PHONY: all build image image-reproducible test testbed unit vm fuzz e2e soak lint bench generate demo demo-down demo-cluster demo-cluster-down clean
 
 all: build
 
@@ -64,8 +66,14 @@ unit:
 vm:
 	hack/vm/run.sh
 
+## fuzz: a short run of every fuzz target at probelet's boundaries: the
+## probes annotation, NRI input through the plugin, requests to the socket,
+## the config file and plugin configuration (FUZZTIME each)
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./prober/spec
+	$(GO) test -run='^$$' -fuzz=FuzzNRIEvents -fuzztime=$(FUZZTIME) ./plugin
+	$(GO) test -run='^$$' -fuzz=FuzzSocketRequests -fuzztime=$(FUZZTIME) ./cri/server
+	$(GO) test -run='^$$' -fuzz=FuzzConfig -fuzztime=$(FUZZTIME) ./cmd/probelet/agent
 
 ## e2e: the suite on a real containerd built by hack/testbed (root only;
 ## in CI it fails loudly when it cannot run)
@@ -78,7 +86,22 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./...
-	@sc=$$(hack/tools.sh staticcheck) && $$sc ./... && $$sc -tags e2e ./...
+	$(GO) vet -tags 'e2e bench' ./e2e/
+	$(GO) vet -tags 'e2e soak' ./e2e/
+	@sc=$$(hack/tools.sh staticcheck) && $$sc ./... && $$sc -tags e2e ./... && $$sc -tags 'e2e bench' ./e2e/ && $$sc -tags 'e2e soak' ./e2e/
+
+## soak: the node-scale soak and chaos run on a real containerd (root):
+## SOAK_PODS pods, SOAK_DURATION in all, SOAK_CHAOS containerd restarts and
+## probelet SIGKILLs; a report, and a failure on any breach
+SOAK_DURATION ?= 4m
+SOAK_PODS     ?= 110
+SOAK_CHAOS    ?= 20
+soak:
+	@if [ "$$(id -u)" -ne 0 ]; then \
+		if [ -n "$$CI" ]; then echo "soak: CI needs root for the containerd test bed" >&2; exit 1; fi; \
+		echo "soak: skipped: needs root (a private containerd test bed)"; exit 0; fi
+	PROBELET_E2E=1 SOAK_DURATION=$(SOAK_DURATION) SOAK_PODS=$(SOAK_PODS) SOAK_CHAOS=$(SOAK_CHAOS) \
+		$(GO) test -tags 'e2e soak' -count=1 -timeout 60m -run '^TestSoak$$' -v ./e2e/
 
 ## bench: engine, eBPF and CRI benchmarks, side by side
 bench:
@@ -96,6 +119,15 @@ demo: build
 ## demo-down: stop the demo's probelet and test bed
 demo-down:
 	hack/demo.sh down $(DEMO_DIR)
+
+## demo-cluster: a one-node cluster (control plane, kubelet, containerd)
+## with probelet writing the readiness gate and Events of a Deployment
+demo-cluster: build
+	hack/demo-cluster.sh up $(DEMO_CLUSTER_DIR)
+
+## demo-cluster-down: tear the demo cluster down
+demo-cluster-down:
+	hack/demo-cluster.sh down $(DEMO_CLUSTER_DIR)
 
 clean:
 	rm -rf $(BIN)

@@ -34,16 +34,17 @@ type hostMount struct {
 // Sockets are reached through their directories: a bind-mounted socket
 // file keeps pointing at the old inode after containerd re-creates it.
 var agentMounts = map[string]hostMount{
-	"/var/run/nri":    {pathType: corev1.HostPathDirectory, readOnly: true},
-	"/run/containerd": {pathType: corev1.HostPathDirectory, readOnly: true, propagation: corev1.MountPropagationHostToContainer},
-	"/run/probelet":   {pathType: corev1.HostPathDirectoryOrCreate},
-	"/sys/fs/bpf":     {pathType: corev1.HostPathDirectory, ebpfOnly: true},
-	"/sys/kernel/btf": {pathType: corev1.HostPathDirectory, readOnly: true, ebpfOnly: true},
+	"/var/run/nri":      {pathType: corev1.HostPathDirectory, readOnly: true},
+	"/run/containerd":   {pathType: corev1.HostPathDirectory, readOnly: true, propagation: corev1.MountPropagationHostToContainer},
+	"/run/probelet":     {pathType: corev1.HostPathDirectoryOrCreate},
+	"/var/lib/probelet": {pathType: corev1.HostPathDirectoryOrCreate},
+	"/sys/fs/bpf":       {pathType: corev1.HostPathDirectory, ebpfOnly: true},
+	"/sys/kernel/btf":   {pathType: corev1.HostPathDirectory, readOnly: true, ebpfOnly: true},
 }
 
 // requiredFlags are the flags the DaemonSet always sets explicitly, so the
 // manifest, not a compiled-in default, decides the paths it mounts.
-var requiredFlags = []string{"--nri-socket", "--runtime-endpoint", "--listen", "--metrics-bind-address", "--tcp-mode"}
+var requiredFlags = []string{"--nri-socket", "--runtime-endpoint", "--listen", "--metrics-bind-address", "--tcp-mode", "--state-dir"}
 
 // wantCaps is the minimal capability set for a TCP mode: namespace access
 // always (setns for sock_diag, ptrace-read of /proc/<pid>/ns/net), eBPF
@@ -100,8 +101,11 @@ func checkAgentPod(ds *appsv1.DaemonSet) []error {
 	if !toleratesAll(pod.Tolerations) {
 		fail("tolerations %v do not tolerate every taint", pod.Tolerations)
 	}
-	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
-		fail("automountServiceAccountToken must be false: probelet never calls the API server")
+	if pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken {
+		fail("automountServiceAccountToken must be true: the pod-bound token names the node (admission-policy.yaml)")
+	}
+	if len(pod.Containers) > 0 && !hasNodeNameEnv(&pod.Containers[0]) {
+		fail("env NODE_NAME must come from the downward API's spec.nodeName (--node-name)")
 	}
 	if pod.NodeSelector["kubernetes.io/os"] != "linux" {
 		fail("nodeSelector must pin kubernetes.io/os=linux")
@@ -321,4 +325,11 @@ func ptrString[T ~string](p *T) string {
 		return ""
 	}
 	return string(*p)
+}
+
+// hasNodeNameEnv reports whether c gets NODE_NAME from spec.nodeName.
+func hasNodeNameEnv(c *corev1.Container) bool {
+	return slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
+	})
 }

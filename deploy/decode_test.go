@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -15,7 +17,7 @@ import (
 // field validation does: unknown and duplicate fields are errors.
 var strict = func() runtime.Decoder {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, admissionregistrationv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err)
 		}
@@ -29,6 +31,10 @@ type objects struct {
 	namespaces      map[string]*corev1.Namespace
 	serviceAccounts map[string]*corev1.ServiceAccount
 	configMaps      map[string]*corev1.ConfigMap
+	clusterRoles    map[string]*rbacv1.ClusterRole
+	roleBindings    map[string]*rbacv1.ClusterRoleBinding
+	policies        map[string]*admissionregistrationv1.ValidatingAdmissionPolicy
+	policyBindings  map[string]*admissionregistrationv1.ValidatingAdmissionPolicyBinding
 }
 
 // load builds dir, checks every object against the schemas and decodes it
@@ -47,6 +53,10 @@ func load(fsys filesys.FileSystem, dir string) (*objects, error) {
 		namespaces:      map[string]*corev1.Namespace{},
 		serviceAccounts: map[string]*corev1.ServiceAccount{},
 		configMaps:      map[string]*corev1.ConfigMap{},
+		clusterRoles:    map[string]*rbacv1.ClusterRole{},
+		roleBindings:    map[string]*rbacv1.ClusterRoleBinding{},
+		policies:        map[string]*admissionregistrationv1.ValidatingAdmissionPolicy{},
+		policyBindings:  map[string]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{},
 	}
 	var errs []error
 	for _, o := range objs {
@@ -75,6 +85,14 @@ func (s *objects) add(o rendered) error {
 		s.serviceAccounts[v.Name] = v
 	case *corev1.ConfigMap:
 		s.configMaps[v.Name] = v
+	case *rbacv1.ClusterRole:
+		s.clusterRoles[v.Name] = v
+	case *rbacv1.ClusterRoleBinding:
+		s.roleBindings[v.Name] = v
+	case *admissionregistrationv1.ValidatingAdmissionPolicy:
+		s.policies[v.Name] = v
+	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+		s.policyBindings[v.Name] = v
 	default:
 		return fmt.Errorf("unexpected kind %T", obj)
 	}

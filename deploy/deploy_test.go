@@ -80,7 +80,7 @@ func TestKustomizations(t *testing.T) {
 
 // checkAll applies every contract to the objects present.
 func checkAll(objs *objects) error {
-	errs := []error{checkCommon(objs)}
+	errs := []error{checkCommon(objs), checkRights(objs)}
 	for name, ds := range objs.daemonSets {
 		var err error
 		switch name {

@@ -21,6 +21,10 @@ var daemonFlags = map[string]func(string) error{
 	"--tcp-mode":             oneOf("auto", "ebpf", "dial"),
 	"--liveness-action":      oneOf("restart", "report"),
 	"--tcp-verify":           oneOf("true", "false"),
+	"--node-name":            oneOf("$(NODE_NAME)"), // the downward API's node name, nothing else
+	"--kubeconfig":           absPath,
+	"--state-dir":            absPath,
+	"--kill-guard":           oneOf("on", "off"),
 }
 
 // parseFlags reads "--name=value" arguments: every flag known, set once and

@@ -10,10 +10,19 @@
 #   2. (root) one TCP probe: kubelet-style dial vs the eBPF short-circuit;
 #   3. (root) hack/bench/tcp: a node of TCP probes, CPU% and sockets per mode;
 #   4. (root) hack/bench/startlatency: container start → first probe on a
-#      real containerd, probelet vs a 1 s relist loop.
+#      real containerd, probelet vs a 1 s relist loop;
+#   5. (root) hack/bench/criproxy: a real kubelet (Evented PLEG) at 100 pods,
+#      kubelet → containerd vs kubelet → probelet's CRI proxy: containerd
+#      CPU, the kubelet's relist duration, exit → PLEG event latency before
+#      and after a containerd restart;
+#   6. (root) the readiness gate on a real control plane and kubelet:
+#      result change → condition seen by a watch, API writes per minute
+#      with BENCH_READINESS_PODS pods flapping.
 #
 # Env: GO (default go), BENCH_NET_ITERATIONS (2000), BENCH_TCP_WINDOW (15s),
-# BENCH_CONTAINERS (40), BENCH_ONLY (a section number to run alone).
+# BENCH_CONTAINERS (40), BENCH_PROXY_PODS (100), BENCH_PROXY_WINDOW (30s),
+# BENCH_READINESS_PODS (100), BENCH_READINESS_WINDOW (2m), BENCH_ONLY (a
+# section number to run alone).
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
@@ -73,6 +82,12 @@ summary() {
 	if [ -s "$OUT/4" ]; then
 		grep -E '^Container start|p50 +p99|NRI event →|target from' "$OUT/4" | sed 's/^/  /'
 	fi
+	if [ -s "$OUT/5" ]; then
+		sed -n '/^CRI proxy side by side/,$p' "$OUT/5" | grep -E 'side by side|kubelet →|containerd CPU|relist_duration|ContainerDied|after a containerd|connection_error' | sed 's/^/  /'
+	fi
+	if [ -s "$OUT/6" ]; then
+		grep -E 'readiness gate,|result change →|result changes' "$OUT/6" | sed 's/^ *readiness_bench_e2e_test.go:[0-9]*: */  /'
+	fi
 }
 
 main() {
@@ -83,6 +98,10 @@ main() {
 		"$GO" run ./hack/bench/tcp -window "${BENCH_TCP_WINDOW:-15s}"
 	root 4 "Container start → first probe (hack/bench/startlatency)" \
 		"$GO" run ./hack/bench/startlatency -containers "${BENCH_CONTAINERS:-40}"
+	root 5 "A kubelet through the CRI proxy vs straight to containerd (hack/bench/criproxy)" \
+		"$GO" run ./hack/bench/criproxy -pods "${BENCH_PROXY_PODS:-100}" -window "${BENCH_PROXY_WINDOW:-30s}"
+	root 6 "Readiness gate on a real cluster (e2e/readiness_bench_e2e_test.go)" \
+		env PROBELET_E2E=1 "$GO" test -tags 'e2e bench' -count=1 -timeout 30m -run '^TestBenchReadinessCondition$' -v ./e2e/
 	summary
 	if [ ${#failed[@]} -gt 0 ]; then
 		printf '\nbench: FAILED: %s\n' "${failed[*]}" >&2

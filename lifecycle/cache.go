@@ -29,9 +29,15 @@ type Cache struct {
 	events *fanout.Hub[node.Event]
 	nri    atomic.Bool
 
+	// runtimeEvents carries container and sandbox events, numbered by
+	// runtimeSeq (see SubscribeRuntimeEvents).
+	runtimeEvents *fanout.Hub[node.Event]
+	runtimeSeq    uint64
+
 	pods  map[string]*podEntry            // by sandbox ID
 	byKey map[string]map[string]*podEntry // pod key (UID) → sandbox ID → entry
 	ctrs  map[string]*ctrEntry            // by container ID
+	api   map[string]*node.APIPod         // by pod UID: what the API server adds
 	seq   uint64
 
 	// removed remembers recently removed pod and container IDs so a
@@ -118,6 +124,7 @@ func New(sink Sink, opts ...Option) (*Cache, error) {
 		pods:  map[string]*podEntry{},
 		byKey: map[string]map[string]*podEntry{},
 		ctrs:  map[string]*ctrEntry{},
+		api:   map[string]*node.APIPod{},
 
 		undated: make(chan struct{}, 1),
 	}
@@ -132,6 +139,7 @@ func New(sink Sink, opts ...Option) (*Cache, error) {
 		}
 	}
 	c.events = fanout.New[node.Event](c.m.dropped.Inc)
+	c.runtimeEvents = fanout.New[node.Event](c.m.dropped.Inc)
 	return c, nil
 }
 

@@ -8,7 +8,7 @@ import (
 
 // snapshot builds the node model's view of one sandbox. The caller holds c.mu.
 func (c *Cache) snapshot(e *podEntry) node.Pod {
-	return node.Pod{
+	pod := node.Pod{
 		UID:         e.sb.key(),
 		Name:        e.sb.Name,
 		Namespace:   e.sb.Namespace,
@@ -22,6 +22,8 @@ func (c *Cache) snapshot(e *podEntry) node.Pod {
 		Deleting:    e.stopped,
 		Containers:  newestPerName(e.ctrs),
 	}
+	c.withAPI(&pod)
+	return pod
 }
 
 // newestPerName keeps the latest instance of each container name (a

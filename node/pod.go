@@ -28,9 +28,13 @@ type Pod struct {
 	// source knows it (the API server); nil otherwise. The runtime only
 	// carries it on containers: see the prober's spec.PodGracePeriod.
 	TerminationGracePeriodSeconds *int64
-	// Deleting is set once the pod is being torn down: liveness and startup
+	// Deleting is set once the pod is being torn down (its deletion was
+	// requested, or the runtime stopped its sandbox): liveness and startup
 	// then report Success and stop; readiness keeps probing.
 	Deleting bool
+	// API is what the API server adds; nil when probelet does not watch it
+	// or has not seen the pod there.
+	API *APIPod
 	// Containers are the pod's current containers, the newest instance per
 	// name, sorted by name.
 	Containers []Container

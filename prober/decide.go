@@ -23,7 +23,7 @@ func (m *Manager) decide(w *worker, now time.Time) verdict {
 		return verdictWait // not there yet; UpdatePod wakes the worker
 	}
 	m.follow(w, c)
-	d := w.decide(c, w.pod.pod.Deleting, m.started(w.pod, c), now)
+	d := w.decide(c, w.pod.pod.Deleting, m.started(w.pod, c), willRestart(w.pod.pod.API, c), now)
 	if d.note != "" {
 		m.log.Debug(d.note, m.fields(w)...)
 	}
@@ -39,6 +39,9 @@ func (m *Manager) follow(w *worker, c *node.Container) {
 	left, moved := w.follow(c)
 	if !moved {
 		return
+	}
+	if w.pending != nil && w.pending.containerID != c.ID {
+		w.pending.cancel() // a kill for the instance that is gone
 	}
 	if left.ContainerID != "" {
 		m.cache.Remove(left)

@@ -99,6 +99,9 @@ func (m *Manager) updatePodLocked(pod node.Pod, parsed *spec.Parsed) {
 	pe, known := m.pods[pod.UID]
 	if !known {
 		pe = &podEntry{}
+		if m.history != nil {
+			pe.restarts = m.history.Restarts(pod.UID)
+		}
 		m.pods[pod.UID] = pe
 	}
 	old := pe.pod
@@ -153,9 +156,13 @@ func (m *Manager) stopVanished(pe *podEntry) {
 
 // startConfigured creates a worker for every configured probe of every
 // current container. A pod being deleted gets no new liveness or startup
-// workers: those stop at deletion, and recreating them would loop.
+// workers, and a container that exited for good none: those workers
+// stopped, and recreating them would loop.
 func (m *Manager) startConfigured(pe *podEntry) {
 	for _, c := range pe.pod.Containers {
+		if c.State == node.StateExited && !willRestart(pe.pod.API, &c) {
+			continue
+		}
 		cp := pe.spec.Probes[c.Name]
 		for _, t := range probe.Types {
 			p := cp.Get(t)

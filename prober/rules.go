@@ -40,16 +40,24 @@ type decision struct {
 
 // decide applies the kubelet's rules that come before a probe, in the
 // kubelet's order (the worker already follows c): pod deletion (liveness
-// and startup), on hold, not running, initial delay, startup gating.
-// started is whether c's startup probe succeeded (or it has none).
-func (w *worker) decide(c *node.Container, deleting, started bool, now time.Time) decision {
+// and startup), on hold, not running (and, once exited, whether it will
+// restart), initial delay, startup gating. started is whether c's startup
+// probe succeeded (or it has none); restarts whether the kubelet will
+// restart c once it exited (willRestart).
+func (w *worker) decide(c *node.Container, deleting, started, restarts bool, now time.Time) decision {
 	switch {
 	case deleting && w.typ != probe.Readiness:
 		return w.quietShutdown(c)
 	case w.onHold:
 		return decision{verdict: verdictWait}
 	case !c.Running():
-		return decision{verdict: verdictWait, publishes: true, result: results.Failure}
+		d := decision{verdict: verdictWait, publishes: true, result: results.Failure}
+		if c.State == node.StateExited && !restarts {
+			// The kubelet's worker ends once its container terminated
+			// and will not be restarted.
+			d.verdict, d.note = verdictStop, "Container exited and will not be restarted, stopping probe worker"
+		}
+		return d
 	case inInitialDelay(w.spec, w.startedAt(c, now), now):
 		return decision{verdict: verdictWait}
 	case (w.typ == probe.Startup) == started:

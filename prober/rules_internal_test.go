@@ -36,31 +36,37 @@ func TestWorkerDecide(t *testing.T) {
 		started  bool
 		now      time.Time
 		want     decision
+		// noRestart: the kubelet will not restart the container.
+		noRestart bool
 	}{
-		{"probes a started running container", probe.Liveness, nil, running, false, false, true, r0, decision{verdict: verdictProbe}},
+		{"probes a started running container", probe.Liveness, nil, running, false, false, true, r0, decision{verdict: verdictProbe}, false},
 		{"deletion: liveness publishes Success and stops", probe.Liveness, nil, running, true, false, true, r0,
-			decision{verdict: verdictStop, publishes: true, result: results.Success, note: "Pod deletion requested, setting probe result to success"}},
+			decision{verdict: verdictStop, publishes: true, result: results.Success, note: "Pod deletion requested, setting probe result to success"}, false},
 		{"deletion: startup on hold just stops", probe.Startup, nil, running, true, true, false, r0,
-			decision{verdict: verdictStop, note: "Pod deletion requested, stopping probe worker"}},
+			decision{verdict: verdictStop, note: "Pod deletion requested, stopping probe worker"}, false},
 		{"deletion: liveness of an exited container just stops", probe.Liveness, nil, exited, true, false, true, r0,
-			decision{verdict: verdictStop, note: "Pod deletion requested, stopping probe worker"}},
-		{"deletion: readiness keeps probing", probe.Readiness, nil, running, true, false, true, r0, decision{verdict: verdictProbe}},
-		{"on hold waits", probe.Liveness, nil, running, false, true, true, r0, decision{verdict: verdictWait}},
+			decision{verdict: verdictStop, note: "Pod deletion requested, stopping probe worker"}, false},
+		{"deletion: readiness keeps probing", probe.Readiness, nil, running, true, false, true, r0, decision{verdict: verdictProbe}, false},
+		{"on hold waits", probe.Liveness, nil, running, false, true, true, r0, decision{verdict: verdictWait}, false},
 		{"not running publishes Failure", probe.Readiness, nil, exited, false, false, true, r0,
-			decision{verdict: verdictWait, publishes: true, result: results.Failure}},
+			decision{verdict: verdictWait, publishes: true, result: results.Failure}, false},
 		{"initial delay: 4.9 s of 5 waits", probe.Readiness, &corev1.Probe{InitialDelaySeconds: 5}, running, false, false, true,
-			r0.Add(4900 * time.Millisecond), decision{verdict: verdictWait}},
+			r0.Add(4900 * time.Millisecond), decision{verdict: verdictWait}, false},
 		{"initial delay: 5 s of 5 probes", probe.Readiness, &corev1.Probe{InitialDelaySeconds: 5}, running, false, false, true,
-			r0.Add(5 * time.Second), decision{verdict: verdictProbe}},
-		{"gate: readiness waits for startup", probe.Readiness, nil, running, false, false, false, r0, decision{verdict: verdictWait}},
-		{"gate: startup stops probing once started", probe.Startup, nil, running, false, false, true, r0, decision{verdict: verdictWait}},
-		{"gate: startup probes until started", probe.Startup, nil, running, false, false, false, r0, decision{verdict: verdictProbe}},
+			r0.Add(5 * time.Second), decision{verdict: verdictProbe}, false},
+		{"gate: readiness waits for startup", probe.Readiness, nil, running, false, false, false, r0, decision{verdict: verdictWait}, false},
+		{"gate: startup stops probing once started", probe.Startup, nil, running, false, false, true, r0, decision{verdict: verdictWait}, false},
+		{"gate: startup probes until started", probe.Startup, nil, running, false, false, false, r0, decision{verdict: verdictProbe}, false},
+		{"exited, will not restart: Failure and stop", probe.Readiness, nil, exited, false, false, true, r0,
+			decision{verdict: verdictStop, publishes: true, result: results.Failure, note: "Container exited and will not be restarted, stopping probe worker"}, true},
+		{"exited, will restart: Failure and wait", probe.Liveness, nil, exited, false, false, true, r0,
+			decision{verdict: verdictWait, publishes: true, result: results.Failure}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			w := bareWorker(tc.typ, tc.probe)
 			w.onHold = tc.onHold
-			if got := w.decide(tc.c, tc.deleting, tc.started, tc.now); got != tc.want {
+			if got := w.decide(tc.c, tc.deleting, tc.started, !tc.noRestart, tc.now); got != tc.want {
 				t.Fatalf("decide = %+v, want %+v", got, tc.want)
 			}
 		})
@@ -70,10 +76,10 @@ func TestWorkerDecide(t *testing.T) {
 func TestWorkerInitialDelayCountsFromFirstSeenWhenStartUnknown(t *testing.T) {
 	w := bareWorker(probe.Liveness, &corev1.Probe{InitialDelaySeconds: 3})
 	c := &node.Container{ID: "c1", State: node.StateRunning} // no start time
-	if d := w.decide(c, false, true, r0); d.verdict != verdictWait {
+	if d := w.decide(c, false, true, true, r0); d.verdict != verdictWait {
 		t.Fatalf("first tick = %v, want a wait", d.verdict)
 	}
-	if d := w.decide(c, false, true, r0.Add(3*time.Second)); d.verdict != verdictProbe {
+	if d := w.decide(c, false, true, true, r0.Add(3*time.Second)); d.verdict != verdictProbe {
 		t.Fatalf("3 s after first seen = %v, want a probe", d.verdict)
 	}
 }

@@ -62,7 +62,7 @@ func prepare(p *corev1.Probe, pod *node.Pod, c *node.Container) target {
 		}
 	case h.Exec != nil:
 		t.kind = kindExec
-		t.execCmd = spec.ExpandCommand(h.Exec.Command, c.Env)
+		t.execCmd = spec.ExpandCommand(h.Exec.Command, expansionEnv(pod, c))
 	default:
 		t.err = fmt.Errorf("missing probe handler for %s/%s:%s", pod.Namespace, pod.Name, c.Name)
 	}
@@ -122,4 +122,20 @@ func podIP(pod *node.Pod) (string, error) {
 // timeout is the probe's timeoutSeconds, defaulted defensively.
 func timeout(p *corev1.Probe) time.Duration {
 	return time.Duration(positiveOr(p.TimeoutSeconds, spec.DefaultTimeoutSeconds)) * time.Second
+}
+
+// expansionEnv is what $(VAR) in an exec command expands from: like the
+// kubelet, the container spec's env with static values only (a valueFrom
+// variable is ""), when the API server gave the spec; else the runtime's
+// environment of the container.
+func expansionEnv(pod *node.Pod, c *node.Container) []string {
+	sc := pod.API.SpecContainer(c.Name)
+	if sc == nil {
+		return c.Env
+	}
+	env := make([]string, len(sc.Env))
+	for i, e := range sc.Env {
+		env[i] = e.Name + "=" + e.Value
+	}
+	return env
 }

@@ -39,6 +39,11 @@ type Kill struct {
 	// restart and emits Killing then. A kill that is not issued never
 	// calls it.
 	Issuing func()
+	// Deferred is called by a killer that holds the kill back (the kill
+	// guard), with why, and again when the reason changes. The engine then
+	// keeps probing, and cancels the kill's context when the probe succeeds
+	// again: a container that recovers while its kill waits is never killed.
+	Deferred func(reason string)
 }
 
 // ContainerKiller stops containers whose liveness or startup probe failed.
@@ -79,15 +84,23 @@ type ProbeStatus struct {
 	Type probe.Type
 	// Result is the published result (what readiness/liveness act on).
 	Result results.Result
+	// Unpublished is set while nothing was published for this container
+	// instance: a container that ran before probelet (re)started keeps
+	// its state until its first probe, like under a restarted kubelet.
+	Unpublished bool
 	// Consecutive is the current run of identical results.
 	Consecutive int
 	// SuccessThreshold and FailureThreshold are from the defaulted spec.
 	SuccessThreshold, FailureThreshold int32
 	// OnHold is set after a liveness failure / startup result until a new container ID.
-	OnHold        bool
-	LastProbeTime time.Time
-	LastOutput    string
-	Method        probe.Method
+	OnHold bool
+	// KillDeferred says why the kill this probe asked for waits (the kill
+	// guard), since KillDeferredSince; empty when no kill waits.
+	KillDeferred      string
+	KillDeferredSince time.Time
+	LastProbeTime     time.Time
+	LastOutput        string
+	Method            probe.Method
 	// History holds the most recent runs, oldest first.
 	History []ProbeRecord
 }
@@ -139,6 +152,9 @@ type StatusSource interface {
 	Containers() []ContainerStatus
 	// Container returns one container's state by its current container ID.
 	Container(id string) (ContainerStatus, bool)
+	// Pod lists the containers of the pod with uid that have probe state
+	// or a spec error, ordered by container name.
+	Pod(uid string) []ContainerStatus
 	// SubscribeResults delivers result changes. The channel is buffered;
 	// when a subscriber falls behind, changes for it are dropped (and
 	// counted), never blocking probing. cancel closes the channel.

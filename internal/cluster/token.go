@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -19,7 +20,7 @@ import (
 // TokenRequest API, valid for ttl (the API server raises it to at least 10
 // minutes). The ServiceAccount must exist; it has the rights RBAC gives it.
 func (c *Cluster) ServiceAccountConfig(ctx context.Context, namespace, name string, ttl time.Duration) (*rest.Config, error) {
-	token, err := c.serviceAccountToken(ctx, namespace, name, ttl)
+	token, err := c.serviceAccountToken(ctx, namespace, name, ttl, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -32,11 +33,23 @@ func (c *Cluster) ServiceAccountConfig(ctx context.Context, namespace, name stri
 // namespace/name (see ServiceAccountConfig) into the cluster directory and
 // returns its path, for KubectlAs or a program under test.
 func (c *Cluster) ServiceAccountKubeconfig(ctx context.Context, namespace, name string, ttl time.Duration) (string, error) {
-	token, err := c.serviceAccountToken(ctx, namespace, name, ttl)
+	return c.ServiceAccountKubeconfigBound(ctx, namespace, name, ttl, nil)
+}
+
+// ServiceAccountKubeconfigBound is ServiceAccountKubeconfig with the token
+// bound to an object (a Pod or a Node), as a DaemonSet pod's projected
+// token is: the API server then puts the node's name in the token's user
+// extra (authentication.kubernetes.io/node-name).
+func (c *Cluster) ServiceAccountKubeconfigBound(ctx context.Context, namespace, name string, ttl time.Duration, bound *authenticationv1.BoundObjectReference) (string, error) {
+	token, err := c.serviceAccountToken(ctx, namespace, name, ttl, bound)
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(c.dir, "sa", namespace+"."+name+".kubeconfig")
+	file := namespace + "." + name
+	if bound != nil {
+		file += "." + strings.ToLower(bound.Kind) + "-" + bound.Name
+	}
+	path := filepath.Join(c.dir, "sa", file+".kubeconfig")
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", err
 	}
@@ -47,9 +60,9 @@ func (c *Cluster) ServiceAccountKubeconfig(ctx context.Context, namespace, name 
 	return path, nil
 }
 
-func (c *Cluster) serviceAccountToken(ctx context.Context, namespace, name string, ttl time.Duration) (string, error) {
+func (c *Cluster) serviceAccountToken(ctx context.Context, namespace, name string, ttl time.Duration, bound *authenticationv1.BoundObjectReference) (string, error) {
 	secs := int64(ttl / time.Second)
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs, BoundObjectRef: bound}}
 	resp, err := c.client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, req, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("cluster: token for serviceaccount %s/%s: %w", namespace, name, err)

@@ -55,6 +55,19 @@ func (s *Status) Container(id string) (prober.ContainerStatus, bool) {
 	return prober.ContainerStatus{}, false
 }
 
+// Pod implements prober.StatusSource.
+func (s *Status) Pod(uid string) []prober.ContainerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []prober.ContainerStatus
+	for _, c := range s.containers {
+		if c.PodUID == uid {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // SubscribeResults implements prober.StatusSource.
 func (s *Status) SubscribeResults(buffer int) (<-chan prober.ResultChange, func()) {
 	return s.results.Subscribe(buffer)

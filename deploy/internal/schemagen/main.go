@@ -22,16 +22,22 @@ import (
 
 // roots are the kinds the kustomizations render.
 var roots = []string{
+	"io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy",
+	"io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
 	"io.k8s.api.apps.v1.DaemonSet",
 	"io.k8s.api.core.v1.ConfigMap",
 	"io.k8s.api.core.v1.Namespace",
 	"io.k8s.api.core.v1.ServiceAccount",
+	"io.k8s.api.rbac.v1.ClusterRole",
+	"io.k8s.api.rbac.v1.ClusterRoleBinding",
 }
 
 // specFiles hold the roots' API groups in the release tree.
 var specFiles = []string{
 	"api/openapi-spec/v3/api__v1_openapi.json",
+	"api/openapi-spec/v3/apis__admissionregistration.k8s.io__v1_openapi.json",
 	"api/openapi-spec/v3/apis__apps__v1_openapi.json",
+	"api/openapi-spec/v3/apis__rbac.authorization.k8s.io__v1_openapi.json",
 }
 
 const refPrefix = "#/components/schemas/"

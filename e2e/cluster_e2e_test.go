@@ -1,0 +1,441 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/probelet/probelet/internal/cluster"
+	"github.com/probelet/probelet/internal/testbed"
+	"github.com/probelet/probelet/prober/spec"
+)
+
+// readyGate is the readiness gate probelet owns.
+const readyGate corev1.PodConditionType = "probelet.io/ready"
+
+// clusterNode is a real control plane, a kubelet registered to it on a
+// containerd test bed, and probelet on that node talking to the API server
+// as the DaemonSet does: its service account with deploy/'s RBAC and
+// admission policy, a token bound to the node.
+type clusterNode struct {
+	t          *testing.T
+	c          *cluster.Cluster
+	bed        *testbed.Bed
+	k          *cluster.Kubelet
+	d          *daemon
+	kubeconfig string // probelet's
+	admin      kubernetes.Interface
+}
+
+func startClusterNode(t *testing.T, extra ...string) *clusterNode {
+	t.Helper()
+	n := &clusterNode{t: t, c: cluster.Start(t)}
+	n.bed = testbed.Start(t)
+	n.k = n.c.StartKubelet(t, n.bed)
+	n.admin = n.c.Client()
+	n.applyDeployRights()
+	n.kubeconfig = n.tokenFor(n.k.NodeName())
+	n.d = startProbelet(t, n.bed, append([]string{"--kubeconfig", n.kubeconfig, "--node-name", n.k.NodeName()}, extra...)...)
+	return n
+}
+
+// applyDeployRights applies deploy/base's namespace, service account, RBAC
+// and admission policy (not the DaemonSet: probelet runs as a process).
+func (n *clusterNode) applyDeployRights() {
+	n.t.Helper()
+	base := filepath.Join(repoRoot(), "deploy", "base")
+	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "admission-policy.yaml"} {
+		if out, err := n.c.Kubectl("apply", "-f", filepath.Join(base, f)); err != nil {
+			n.t.Fatalf("kubectl apply %s: %v\n%s", f, err, out)
+		}
+	}
+}
+
+// tokenFor writes a kubeconfig for probelet's service account with a token
+// bound to the Node nodeName, as the DaemonSet pod's token names its node.
+func (n *clusterNode) tokenFor(nodeName string) string {
+	n.t.Helper()
+	ctx := context.Background()
+	node, err := n.admin.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	path, err := n.c.ServiceAccountKubeconfigBound(ctx, "probelet-system", "probelet", time.Hour,
+		&authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: node.Name, UID: node.UID})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return path
+}
+
+// apiPod is a busybox pod on the node with probelet's probes for its one
+// container "app" (port "http" 8080), optionally with the readiness gate.
+func (n *clusterNode) apiPod(name string, cmd []string, probes spec.ContainerProbes, gate bool) *corev1.Pod {
+	anno, err := jsonString(spec.PodProbes{"app": probes})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	grace := int64(2)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": name},
+			Annotations: map[string]string{spec.AnnotationProbes: anno}},
+		Spec: corev1.PodSpec{
+			NodeName:                      n.k.NodeName(),
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{Name: "app", Image: testbed.BusyboxImage, ImagePullPolicy: corev1.PullNever,
+				Command: cmd, Ports: httpPort}},
+		},
+	}
+	if gate {
+		p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: readyGate}}
+	}
+	return p
+}
+
+func (n *clusterNode) create(p *corev1.Pod) {
+	n.t.Helper()
+	if _, err := n.admin.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+func (n *clusterNode) pod(name string) *corev1.Pod {
+	n.t.Helper()
+	p, err := n.admin.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return p
+}
+
+// containerID is the runtime's ID of the pod's container, once it runs.
+func (n *clusterNode) containerID(name string) string {
+	n.t.Helper()
+	var id string
+	eventually(n.t, 60*time.Second, "pod "+name+" to run", func() (bool, string) {
+		p := n.pod(name)
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Running != nil {
+				_, id, _ = strings.Cut(cs.ContainerID, "://")
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("phase %s, statuses %+v", p.Status.Phase, p.Status.ContainerStatuses)
+	})
+	return id
+}
+
+// condition is the pod's condition of type t.
+func condition(p *corev1.Pod, t corev1.PodConditionType) (corev1.PodCondition, bool) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c, true
+		}
+	}
+	return corev1.PodCondition{}, false
+}
+
+// waitConditions waits until the pod's gate condition and Ready are want.
+func (n *clusterNode) waitConditions(name string, want corev1.ConditionStatus, timeout time.Duration) time.Time {
+	n.t.Helper()
+	return eventually(n.t, timeout, fmt.Sprintf("pod %s: %s and Ready %s", name, readyGate, want), func() (bool, string) {
+		p := n.pod(name)
+		gate, _ := condition(p, readyGate)
+		ready, _ := condition(p, corev1.PodReady)
+		return gate.Status == want && ready.Status == want, fmt.Sprintf("gate %+v, Ready %+v", gate, ready)
+	})
+}
+
+// endpointReady reports the ready flag of the pod's endpoint in the
+// Service's EndpointSlices.
+func (n *clusterNode) endpointReady(service, podName string) (ready, found bool) {
+	n.t.Helper()
+	slices, err := n.admin.DiscoveryV1().EndpointSlices("default").List(context.Background(),
+		metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + service})
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	for _, s := range slices.Items {
+		for _, e := range s.Endpoints {
+			if e.TargetRef != nil && e.TargetRef.Name == podName {
+				return e.Conditions.Ready != nil && *e.Conditions.Ready, true
+			}
+		}
+	}
+	return false, false
+}
+
+func execProbeSpec(period, failures int32, cmd ...string) *corev1.Probe {
+	p := execProbe(period, failures, cmd...)
+	p.TimeoutSeconds = 1
+	return p
+}
+
+// TestClusterReadinessGateAndEvents: (a) a pod with probelet's readiness
+// gate becomes Ready only after probelet's readiness succeeds and goes
+// NotReady within one period (+ the API's latency) when it fails, its
+// EndpointSlice endpoint following; (b) a liveness restart shows probelet's
+// Unhealthy and Killing events through the API, on the container's field path.
+func TestClusterReadinessGateAndEvents(t *testing.T) {
+	t.Parallel()
+	n := startClusterNode(t)
+	ctx := context.Background()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromString("http")}}}}
+	if _, err := n.admin.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	readiness := execProbeSpec(1, 1, "test", "-f", "/tmp/ready")
+	n.create(n.apiPod("web", shell("sleep 3600"), spec.ContainerProbes{Readiness: readiness}, true))
+	id := n.containerID("web")
+
+	// Not ready until probelet says so, although the kubelet sees the
+	// container ready (it has no probe of its own).
+	n.waitConditions("web", corev1.ConditionFalse, 30*time.Second)
+	if c, _ := condition(n.pod("web"), corev1.ContainersReady); c.Status != corev1.ConditionTrue {
+		t.Fatalf("ContainersReady = %+v, want True (the gate alone holds the pod back)", c)
+	}
+	gate, _ := condition(n.pod("web"), readyGate)
+	if gate.Reason == "" || !strings.Contains(gate.Message, "container app") {
+		t.Errorf("False condition %+v should name the container and probe", gate)
+	}
+
+	mark := time.Now()
+	mustExec(t, n.bed, id, "touch", "/tmp/ready")
+	up := n.waitConditions("web", corev1.ConditionTrue, 30*time.Second)
+	eventually(t, 30*time.Second, "the endpoint to turn ready", func() (bool, string) {
+		ready, found := n.endpointReady("web", "web")
+		return ready, fmt.Sprintf("found %v ready %v", found, ready)
+	})
+	t.Logf("ready: pod Ready %v after the app became ready", up.Sub(mark).Round(time.Millisecond))
+
+	mark = time.Now()
+	mustExec(t, n.bed, id, "rm", "/tmp/ready")
+	// One period and one probe timeout to notice, and time for the write
+	// and the kubelet's Ready update through the API server.
+	budget := time.Duration(readiness.PeriodSeconds*readiness.FailureThreshold+readiness.TimeoutSeconds)*time.Second + 2*time.Second
+	down := n.waitConditions("web", corev1.ConditionFalse, budget)
+	eventually(t, 30*time.Second, "the endpoint to turn not ready", func() (bool, string) {
+		ready, found := n.endpointReady("web", "web")
+		return found && !ready, fmt.Sprintf("found %v ready %v", found, ready)
+	})
+	t.Logf("not ready: pod NotReady %v after the app stopped being ready (budget %v)", down.Sub(mark).Round(time.Millisecond), budget)
+
+	checkLivenessEvents(t, n)
+}
+
+// checkLivenessEvents: a failed liveness probe is an Unhealthy and a
+// Killing Event on the pod, on spec.containers{app}, from probelet.
+func checkLivenessEvents(t *testing.T, n *clusterNode) {
+	live := execProbeSpec(1, 1, "test", "-f", "/tmp/alive")
+	n.create(n.apiPod("live", shell("touch /tmp/alive; sleep 3600"), spec.ContainerProbes{Liveness: live}, false))
+	id := n.containerID("live")
+	mustExec(t, n.bed, id, "rm", "/tmp/alive")
+	eventually(t, 60*time.Second, "Unhealthy and Killing events and the kubelet's restart", func() (bool, string) {
+		evs, err := n.admin.CoreV1().Events("default").List(context.Background(),
+			metav1.ListOptions{FieldSelector: "involvedObject.name=live"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reasons := map[string]corev1.Event{}
+		for _, e := range evs.Items {
+			if e.Source.Component == "probelet" {
+				reasons[e.Reason] = e
+			}
+		}
+		restarts := int32(0)
+		if cs := n.pod("live").Status.ContainerStatuses; len(cs) > 0 {
+			restarts = cs[0].RestartCount
+		}
+		u, k := reasons["Unhealthy"], reasons["Killing"]
+		ok := u.Type == "Warning" && strings.HasPrefix(u.Message, "Liveness probe failed") &&
+			k.Type == "Normal" && k.Message == "Container app failed liveness probe, will be restarted" &&
+			u.InvolvedObject.FieldPath == "spec.containers{app}" && k.InvolvedObject.FieldPath == "spec.containers{app}" &&
+			restarts >= 1
+		return ok, fmt.Sprintf("probelet events %v, restarts %d", reasons, restarts)
+	})
+}
+
+// TestClusterDeletionAndRestartPolicy: (c) liveness stops when the API
+// server records the pod's deletion, before the sandbox is stopped, so a
+// container ignoring SIGTERM is not killed for failing liveness during its
+// grace period; (d) with restartPolicy Never a terminated container's
+// probe workers stop.
+func TestClusterDeletionAndRestartPolicy(t *testing.T) {
+	t.Parallel()
+	n := startClusterNode(t)
+	ctx := context.Background()
+
+	live := execProbeSpec(1, 1, "test", "-f", "/tmp/alive")
+	p := n.apiPod("stubborn", shell("trap '' TERM; touch /tmp/alive; while true; do sleep 1; done"),
+		spec.ContainerProbes{Liveness: live}, false)
+	grace := int64(60)
+	p.Spec.TerminationGracePeriodSeconds = &grace
+	n.create(p)
+	id := n.containerID("stubborn")
+	waitProbe(t, n.d, app{ctr: id}, "liveness", "Success")
+	if err := n.admin.CoreV1().Pods("default").Delete(ctx, "stubborn", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the liveness worker to stop at the deletion request", func() (bool, string) {
+		v := n.d.describe(id)
+		_, live := v.Probes["liveness"]
+		return !live, fmt.Sprintf("probes %v", v.Probes)
+	})
+	if st, err := n.bed.ContainerState(id); err != nil || st.State != testbed.StateRunning {
+		t.Fatalf("container %s: %+v, %v; the test needs it running through its grace period", id, st, err)
+	}
+	mustExec(t, n.bed, id, "rm", "/tmp/alive")
+	during(t, 3*time.Duration(live.PeriodSeconds)*time.Second, "no kill during the deletion", func() (bool, string) {
+		v := n.d.describe(id)
+		return len(v.Restarts) == 0, fmt.Sprintf("restarts %+v", v.Restarts)
+	})
+	if kills := n.d.logsMatching("Killing container"); len(kills) > 0 {
+		t.Errorf("probelet killed during the deletion: %v", kills)
+	}
+	zero := int64(0)
+	_ = n.admin.CoreV1().Pods("default").Delete(ctx, "stubborn", metav1.DeleteOptions{GracePeriodSeconds: &zero})
+
+	once := n.apiPod("once", shell("sleep 4; exit 1"), spec.ContainerProbes{Readiness: execProbeSpec(1, 3, "true")}, false)
+	once.Spec.RestartPolicy = corev1.RestartPolicyNever
+	n.create(once)
+	onceID := n.containerID("once")
+	waitProbe(t, n.d, app{ctr: onceID}, "readiness", "Success")
+	eventually(t, 30*time.Second, "the readiness worker to stop after the exit", func() (bool, string) {
+		v := n.d.describe(onceID)
+		_, probed := v.Probes["readiness"]
+		return v.State == testbed.StateExited && !probed, fmt.Sprintf("state %s, probes %v", v.State, v.Probes)
+	})
+}
+
+// TestClusterAPIServerOutage: (e) with the API server stopped for 60 s
+// probing goes on, nothing is killed because of it, and the readiness
+// condition is right within 5 s of its return.
+func TestClusterAPIServerOutage(t *testing.T) {
+	t.Parallel()
+	n := startClusterNode(t)
+	live := execProbeSpec(1, 3, "true")
+	readiness := execProbeSpec(1, 1, "test", "-f", "/tmp/ready")
+	n.create(n.apiPod("web", shell("touch /tmp/ready; sleep 3600"), spec.ContainerProbes{Liveness: live, Readiness: readiness}, true))
+	id := n.containerID("web")
+	n.waitConditions("web", corev1.ConditionTrue, 30*time.Second)
+
+	if err := n.c.StopComponent("kube-apiserver"); err != nil {
+		t.Fatal(err)
+	}
+	down := time.Now()
+	mustExec(t, n.bed, id, "rm", "/tmp/ready")
+	waitReady(t, n.d, app{ctr: id}, false, "")
+	// The rest of the outage: probing goes on, nothing is killed.
+	during(t, time.Until(down.Add(60*time.Second)), "probing without the API server", func() (bool, string) {
+		v := n.d.describe(id)
+		return len(v.Restarts) == 0 && v.State == testbed.StateRunning && v.Probes["liveness"].Result == "Success",
+			fmt.Sprintf("state %s, restarts %v, liveness %+v", v.State, v.Restarts, v.Probes["liveness"])
+	})
+	if err := n.c.StartMissing(); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	right := eventually(t, 5*time.Second, "the condition False within 5 s of the API server's return", func() (bool, string) {
+		p, err := n.admin.CoreV1().Pods("default").Get(context.Background(), "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		c, _ := condition(p, readyGate)
+		return c.Status == corev1.ConditionFalse, fmt.Sprintf("%+v", c)
+	})
+	t.Logf("condition right %v after the API server answered again (outage %v)",
+		right.Sub(back).Round(time.Millisecond), back.Sub(down).Round(time.Second))
+	if kills := n.d.logsMatching("Killing container"); len(kills) > 0 {
+		t.Errorf("a kill during the outage: %v", kills)
+	}
+}
+
+// TestClusterRights: (f) probelet's service account with a token for node
+// A may write its condition on node A's pods and nothing else: not on node
+// B's pods, not the kubelet's conditions, not pod specs, not deletes.
+func TestClusterRights(t *testing.T) {
+	t.Parallel()
+	n := startClusterNode(t)
+	ctx := context.Background()
+	// Node B exists as an object only; its pod never runs.
+	nodeB := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}
+	if _, err := n.admin.CoreV1().Nodes().Create(ctx, nodeB, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mine := n.apiPod("mine", shell("sleep 3600"), spec.ContainerProbes{}, true)
+	theirs := n.apiPod("theirs", shell("sleep 3600"), spec.ContainerProbes{}, true)
+	theirs.Spec.NodeName = "node-b"
+	n.create(mine)
+	n.create(theirs)
+	n.containerID("mine")
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", n.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cond := func(t corev1.PodConditionType) []byte {
+		return []byte(fmt.Sprintf(`{"status":{"conditions":[{"type":%q,"status":"True","lastTransitionTime":%q}]}}`,
+			t, time.Now().UTC().Format(time.RFC3339)))
+	}
+	// The API server loads a new policy a few seconds after it is created;
+	// a dry run shows when it is in force.
+	eventually(t, 30*time.Second, "the admission policy to be in force", func() (bool, string) {
+		_, err := as.CoreV1().Pods("default").Patch(ctx, "theirs", "application/strategic-merge-patch+json", cond(readyGate),
+			metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}, "status")
+		return apierrors.IsForbidden(err), fmt.Sprint(err)
+	})
+	for _, tc := range []struct {
+		name    string
+		do      func() error
+		allowed bool
+	}{
+		{"its condition on its node's pod", func() error { return patchStatus(ctx, as, "mine", cond(readyGate)) }, true},
+		{"its condition on node B's pod", func() error { return patchStatus(ctx, as, "theirs", cond(readyGate)) }, false},
+		{"the kubelet's Ready on its node's pod", func() error { return patchStatus(ctx, as, "mine", cond(corev1.PodReady)) }, false},
+		{"a pod's labels", func() error {
+			_, err := as.CoreV1().Pods("default").Patch(ctx, "mine", "application/strategic-merge-patch+json",
+				[]byte(`{"metadata":{"labels":{"hacked":"yes"}}}`), metav1.PatchOptions{})
+			return err
+		}, false},
+		{"deleting a pod", func() error { return as.CoreV1().Pods("default").Delete(ctx, "mine", metav1.DeleteOptions{}) }, false},
+		{"reading secrets", func() error {
+			_, err := as.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
+			return err
+		}, false},
+	} {
+		err := tc.do()
+		switch {
+		case tc.allowed && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case !tc.allowed && !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err):
+			t.Errorf("%s: %v, want Forbidden", tc.name, err)
+		case !tc.allowed:
+			t.Logf("%s: refused: %v", tc.name, err)
+		}
+	}
+}
+
+func patchStatus(ctx context.Context, client kubernetes.Interface, pod string, body []byte) error {
+	_, err := client.CoreV1().Pods("default").Patch(ctx, pod, "application/strategic-merge-patch+json", body,
+		metav1.PatchOptions{}, "status")
+	return err
+}

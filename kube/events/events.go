@@ -1,0 +1,98 @@
+// Package events records the probe engine's events — Unhealthy,
+// ProbeWarning, Killing, with the kubelet's reasons and messages — as
+// Kubernetes Events on the pod, with the container's field path as the
+// kubelet does, through client-go's event broadcaster (aggregation, spam
+// filtering and rate limiting included), so `kubectl describe pod` and
+// `kubectl events` show them.
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/probelet/probelet/prober"
+)
+
+// Component is the events' source, as `kubectl describe` shows it ("From").
+const Component = "probelet"
+
+// The kubelet's event rate (eventRecordQPS, eventBurst): the spam filter
+// lets a node's probes through in bursts and drops floods.
+const (
+	eventQPS   = 50
+	eventBurst = 100
+	// buffer is the engine subscription's; the engine drops (and counts)
+	// events for a subscriber that falls behind rather than wait.
+	buffer = 1024
+)
+
+// Recorder turns engine events into API Events. Run it once.
+type Recorder struct {
+	status      prober.StatusSource
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+	log         *zap.Logger
+}
+
+// New returns a Recorder writing to client's core/v1 Events as source
+// Component on nodeName.
+func New(client kubernetes.Interface, nodeName string, status prober.StatusSource, log *zap.Logger) (*Recorder, error) {
+	if client == nil || status == nil {
+		return nil, errors.New("events: a client and the engine are required")
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	b := record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{QPS: eventQPS, BurstSize: eventBurst}))
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	return &Recorder{
+		status:      status,
+		broadcaster: b,
+		recorder:    b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component, Host: nodeName}),
+		log:         log,
+	}, nil
+}
+
+// Run records events until ctx ends or the engine's subscription closes,
+// then flushes the broadcaster.
+func (r *Recorder) Run(ctx context.Context) error {
+	evs, cancel := r.status.SubscribeEvents(buffer)
+	defer cancel()
+	defer r.broadcaster.Shutdown()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-evs:
+			if !ok {
+				return nil
+			}
+			r.record(ev)
+		}
+	}
+}
+
+func (r *Recorder) record(ev prober.Event) {
+	if ev.PodUID == "" || ev.PodName == "" {
+		return // a pod the runtime knows only by sandbox: no API object to attach to
+	}
+	r.recorder.Event(InvolvedObject(ev), ev.Type, ev.Reason, ev.Message)
+}
+
+// InvolvedObject is the kubelet's reference for a container event: the pod,
+// with the container's field path.
+func InvolvedObject(ev prober.Event) *corev1.ObjectReference {
+	return &corev1.ObjectReference{
+		Kind: "Pod", APIVersion: "v1", Namespace: ev.PodNamespace, Name: ev.PodName, UID: types.UID(ev.PodUID),
+		FieldPath: fmt.Sprintf("spec.containers{%s}", ev.ContainerName),
+	}
+}

@@ -1,0 +1,73 @@
+package events_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/probelet/probelet/cri/server/servertest"
+	"github.com/probelet/probelet/internal/testutil"
+	"github.com/probelet/probelet/kube/events"
+	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/probe"
+)
+
+func TestEngineEventsBecomeKubeletStyleEvents(t *testing.T) {
+	client := fake.NewClientset()
+	status := servertest.NewStatus()
+	r, err := events.New(client, "n1", status, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	testutil.WaitFor(t, "the engine subscription", func() bool { n, _, _ := status.EventStats(); return n == 1 })
+
+	base := prober.Event{Time: time.Now(), PodUID: "u1", PodName: "web", PodNamespace: "default",
+		ContainerName: "app", ContainerID: "c1", ProbeType: probe.Liveness}
+	unhealthy, killing := base, base
+	unhealthy.Type, unhealthy.Reason, unhealthy.Message = "Warning", "Unhealthy", "Liveness probe failed: connection refused"
+	killing.Type, killing.Reason, killing.Message = "Normal", "Killing", "Container app failed liveness probe, will be restarted"
+	for range 3 { // repeats aggregate into one Event with a count
+		status.PublishEvent(unhealthy)
+	}
+	status.PublishEvent(killing)
+
+	var evs []corev1.Event
+	testutil.WaitFor(t, "two Events, the Unhealthy one counted 3 times", func() bool {
+		list, err := client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = list.Items
+		for _, e := range evs {
+			if e.Reason == "Unhealthy" && e.Count != 3 {
+				return false
+			}
+		}
+		return len(evs) == 2
+	})
+	for _, e := range evs {
+		ref := e.InvolvedObject
+		if ref.Kind != "Pod" || ref.Name != "web" || ref.UID != "u1" || ref.FieldPath != "spec.containers{app}" ||
+			e.Source.Component != "probelet" || e.Source.Host != "n1" {
+			t.Errorf("event %s: involved %+v, source %+v", e.Reason, ref, e.Source)
+		}
+		switch e.Reason {
+		case "Unhealthy":
+			if e.Type != "Warning" || e.Message != unhealthy.Message {
+				t.Errorf("Unhealthy = %s %q", e.Type, e.Message)
+			}
+		case "Killing":
+			if e.Type != "Normal" || e.Message != killing.Message {
+				t.Errorf("Killing = %s %q", e.Type, e.Message)
+			}
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package podwatch_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/probelet/probelet/internal/testutil"
+	"github.com/probelet/probelet/kube/podwatch"
+	"github.com/probelet/probelet/node"
+)
+
+type sink struct {
+	mu   sync.Mutex
+	pods map[string]*node.APIPod
+	seen map[string]bool
+}
+
+func (s *sink) SetAPIPod(_ time.Time, uid string, p *node.APIPod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen[uid] = true
+	if p == nil {
+		delete(s.pods, uid)
+		return
+	}
+	s.pods[uid] = p
+}
+
+func (s *sink) get(uid string) (*node.APIPod, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.pods[uid]
+	return p, ok
+}
+
+func pod(name, uid, nodeName string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: k8stypes.UID("u-" + uid)},
+		Spec: corev1.PodSpec{NodeName: nodeName, RestartPolicy: corev1.RestartPolicyNever}}
+}
+
+func TestWatcherFeedsTheNodesPods(t *testing.T) {
+	client := fake.NewClientset(pod("mine", "1", "n1"), pod("theirs", "2", "n2"))
+	s := &sink{pods: map[string]*node.APIPod{}, seen: map[string]bool{}}
+	w, err := podwatch.New(client, "n1", s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	testutil.WaitFor(t, "this node's pod", func() bool { _, ok := s.get("u-1"); return ok })
+	if p, _ := s.get("u-1"); p.Spec.RestartPolicy != corev1.RestartPolicyNever || !p.DeletionTimestamp.IsZero() {
+		t.Fatalf("API pod = %+v", p)
+	}
+	// Deletion requested: the grace and time arrive.
+	del := pod("mine", "1", "n1")
+	now := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	grace := int64(30)
+	del.DeletionTimestamp, del.DeletionGracePeriodSeconds = &now, &grace
+	if _, err := client.CoreV1().Pods("default").Update(ctx, del, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "the deletion request", func() bool { p, _ := s.get("u-1"); return !p.DeletionTimestamp.IsZero() })
+	if err := client.CoreV1().Pods("default").Delete(ctx, "mine", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "the pod to be gone", func() bool { _, ok := s.get("u-1"); return !ok })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen["u-2"] {
+		t.Fatal("another node's pod reached the cache")
+	}
+}

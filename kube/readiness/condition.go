@@ -1,0 +1,175 @@
+// Package readiness keeps the probelet.io/ready condition of this node's
+// pods that list it as a readiness gate equal to the probe engine's
+// verdict: every container with a probelet readiness probe started and
+// ready, the kubelet's own per-container rule. It writes pods/status only
+// on change, never blocks probing, and catches up after the API server
+// was away.
+package readiness
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/probelet/probelet/node"
+	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/explain"
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/spec"
+)
+
+// ConditionType is the pod condition probelet owns; pods that list it in
+// spec.readinessGates are Ready only when probelet says so.
+const ConditionType corev1.PodConditionType = "probelet.io/ready"
+
+// Reasons of the condition when False.
+const (
+	ReasonNotRunning    = "ContainerNotRunning"
+	ReasonNotStarted    = "StartupProbeNotSucceeded"
+	ReasonNotReady      = "ReadinessProbeFailed"
+	ReasonSpecRejected  = "ProbeSpecRejected"
+	ReasonNotCreatedYet = "ContainerNotCreated"
+	messageNoProbes     = "no container has a probelet readiness probe"
+	messageAllReady     = "every container with a probelet readiness probe is started and ready"
+)
+
+// verdict is the condition a pod should have.
+type verdict struct {
+	status          corev1.ConditionStatus
+	reason, message string
+}
+
+// holder is one container that keeps the pod from being ready.
+type holder struct {
+	name, reason, why string
+}
+
+// decide computes the condition for pod from its annotation (parsed) and
+// the engine's state of its containers. undecided is true while a probed
+// container has no result yet since the agent started (its first probe is
+// pending after a restart of probelet): the condition then stays as it is,
+// so restarting probelet never flaps a pod's readiness.
+func decide(parsed *spec.Parsed, sts []prober.ContainerStatus) (v verdict, undecided bool) {
+	byName := make(map[string]*prober.ContainerStatus, len(sts))
+	for i := range sts {
+		byName[sts[i].ContainerName] = &sts[i]
+	}
+	var held []holder
+	for _, name := range readinessProbed(parsed) {
+		st := byName[name]
+		switch {
+		case parsed.Probes[name].Readiness == nil:
+			held = append(held, holder{name, ReasonSpecRejected, "its probes were rejected: " + parsed.ErrorFor(name)})
+		case st == nil:
+			held = append(held, holder{name, ReasonNotCreatedYet, "the container has not been created yet"})
+		case pending(st):
+			return verdict{}, true
+		default:
+			if h, ok := holds(st); ok {
+				held = append(held, h)
+			}
+		}
+	}
+	switch {
+	case len(held) > 0:
+		return falseVerdict(held), false
+	case len(readinessProbed(parsed)) == 0:
+		return verdict{status: corev1.ConditionTrue, message: messageNoProbes}, false
+	}
+	return verdict{status: corev1.ConditionTrue, message: messageAllReady}, false
+}
+
+// readinessProbed lists, sorted, the containers the annotation gives a
+// readiness probe, including those whose probes were rejected (they meant
+// to have one).
+func readinessProbed(parsed *spec.Parsed) []string {
+	var out []string
+	for name, cp := range parsed.Probes {
+		if cp.Readiness != nil {
+			out = append(out, name)
+		}
+	}
+	for name := range parsed.Errors {
+		if name != spec.PodWide {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// pending reports whether a running container's startup or readiness has
+// no published result for this instance yet: it ran before probelet
+// (re)started and was not probed since.
+func pending(st *prober.ContainerStatus) bool {
+	if st.State != node.StateRunning {
+		return false
+	}
+	for _, t := range []probe.Type{probe.Startup, probe.Readiness} {
+		if ps, ok := st.Probes[t]; ok && ps.Unpublished {
+			return true
+		}
+	}
+	return false
+}
+
+// holds says why st keeps the pod from being ready, if it does, in the
+// words probectl why uses.
+func holds(st *prober.ContainerStatus) (holder, bool) {
+	if st.Started && st.Ready {
+		return holder{}, false
+	}
+	reason := ReasonNotReady
+	switch {
+	case st.State != node.StateRunning:
+		reason = ReasonNotRunning
+	case !st.Started:
+		reason = ReasonNotStarted
+	}
+	xs := explain.Container(explain.Subject{Container: node.Container{ID: st.ContainerID, Name: st.ContainerName, State: st.State}, Status: st})
+	why := "not ready"
+	if len(xs) > 0 {
+		why = xs[0].Text
+	}
+	return holder{st.ContainerName, reason, why}, true
+}
+
+func falseVerdict(held []holder) verdict {
+	first := held[0]
+	msg := fmt.Sprintf("container %s: %s", first.name, first.why)
+	if len(held) > 1 {
+		var others []string
+		for _, h := range held[1:] {
+			others = append(others, h.name)
+		}
+		msg += fmt.Sprintf(" (also not ready: %s)", strings.Join(others, ", "))
+	}
+	return verdict{status: corev1.ConditionFalse, reason: first.reason, message: msg}
+}
+
+// current is the pod's condition, if it has one.
+func current(pod *corev1.Pod) (corev1.PodCondition, bool) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == ConditionType {
+			return c, true
+		}
+	}
+	return corev1.PodCondition{}, false
+}
+
+// hasGate reports whether the pod lists the readiness gate.
+func hasGate(pod *corev1.Pod) bool {
+	for _, g := range pod.Spec.ReadinessGates {
+		if g.ConditionType == ConditionType {
+			return true
+		}
+	}
+	return false
+}
+
+// matches reports whether c already says v.
+func (v verdict) matches(c corev1.PodCondition) bool {
+	return c.Status == v.status && c.Reason == v.reason && c.Message == v.message
+}

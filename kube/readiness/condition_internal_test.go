@@ -1,0 +1,83 @@
+package readiness
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/probelet/probelet/node"
+	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/prober/spec"
+)
+
+const (
+	webOnly  = `{"web": {"readinessProbe": {"tcpSocket": {"port": 80}}}}`
+	webSide  = `{"web": {"readinessProbe": {"tcpSocket": {"port": 80}}}, "side": {"readinessProbe": {"tcpSocket": {"port": 81}}}}`
+	liveOnly = `{"web": {"livenessProbe": {"tcpSocket": {"port": 80}}}}`
+	badSide  = `{"web": {"readinessProbe": {"tcpSocket": {"port": 80}}}, "side": {"readinessProbe": {}}}`
+)
+
+func ctr(name string, state node.ContainerState, started, ready bool, probes map[probe.Type]prober.ProbeStatus) prober.ContainerStatus {
+	return prober.ContainerStatus{ContainerName: name, ContainerID: name + "-1", State: state, Started: started, Ready: ready, Probes: probes}
+}
+
+func readiness(r results.Result, unpublished bool) map[probe.Type]prober.ProbeStatus {
+	return map[probe.Type]prober.ProbeStatus{probe.Readiness: {Type: probe.Readiness, Result: r, Unpublished: unpublished,
+		Consecutive: 3, FailureThreshold: 3, SuccessThreshold: 1, LastOutput: "connection refused", LastProbeTime: time.Unix(1e9, 0),
+		History: []prober.ProbeRecord{{Result: r, Output: "connection refused"}}}}
+}
+
+func TestDecide(t *testing.T) {
+	running, exited := node.StateRunning, node.StateExited
+	tests := []struct {
+		name          string
+		annotation    string
+		sts           []prober.ContainerStatus
+		wantStatus    corev1.ConditionStatus
+		wantReason    string
+		wantMessage   string // substring
+		wantUndecided bool
+	}{
+		{"ready", webOnly, []prober.ContainerStatus{ctr("web", running, true, true, readiness(results.Success, false))},
+			corev1.ConditionTrue, "", messageAllReady, false},
+		{"readiness failing", webOnly, []prober.ContainerStatus{ctr("web", running, true, false, readiness(results.Failure, false))},
+			corev1.ConditionFalse, ReasonNotReady, "container web: the readiness probe failed 3 times in a row", false},
+		{"not started", webOnly, []prober.ContainerStatus{ctr("web", running, false, false, map[probe.Type]prober.ProbeStatus{
+			probe.Startup: {Type: probe.Startup, Result: results.Unknown, FailureThreshold: 30}, probe.Readiness: {Type: probe.Readiness, Result: results.Failure}})},
+			corev1.ConditionFalse, ReasonNotStarted, "container web: the startup probe has not run yet", false},
+		{"exited", webOnly, []prober.ContainerStatus{ctr("web", exited, false, false, readiness(results.Failure, false))},
+			corev1.ConditionFalse, ReasonNotRunning, "container web: the container exited", false},
+		{"not created yet", webOnly, nil, corev1.ConditionFalse, ReasonNotCreatedYet, "container web: the container has not been created yet", false},
+		{"second container holds", webSide, []prober.ContainerStatus{
+			ctr("side", running, true, false, readiness(results.Failure, false)), ctr("web", running, true, true, readiness(results.Success, false))},
+			corev1.ConditionFalse, ReasonNotReady, "container side:", false},
+		{"both hold: the first named, the others listed", webSide, []prober.ContainerStatus{
+			ctr("side", running, true, false, readiness(results.Failure, false)), ctr("web", running, true, false, readiness(results.Failure, false))},
+			corev1.ConditionFalse, ReasonNotReady, "(also not ready: web)", false},
+		{"rejected readiness spec holds (fail safe)", badSide, []prober.ContainerStatus{ctr("web", running, true, true, readiness(results.Success, false))},
+			corev1.ConditionFalse, ReasonSpecRejected, "container side: its probes were rejected: readinessProbe", false},
+		{"no readiness probes: True", liveOnly, []prober.ContainerStatus{ctr("web", running, true, true, nil)},
+			corev1.ConditionTrue, "", messageNoProbes, false},
+		{"no annotation: True", "", nil, corev1.ConditionTrue, "", messageNoProbes, false},
+		{"after a probelet restart, not probed yet: leave it", webOnly,
+			[]prober.ContainerStatus{ctr("web", running, true, false, readiness(results.Unknown, true))}, "", "", "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v, undecided := decide(spec.NewMemo(4).Parse(tc.annotation), tc.sts)
+			if undecided != tc.wantUndecided {
+				t.Fatalf("undecided = %v, want %v (%+v)", undecided, tc.wantUndecided, v)
+			}
+			if undecided {
+				return
+			}
+			if v.status != tc.wantStatus || v.reason != tc.wantReason || !strings.Contains(v.message, tc.wantMessage) {
+				t.Fatalf("verdict = %+v, want %s %s containing %q", v, tc.wantStatus, tc.wantReason, tc.wantMessage)
+			}
+		})
+	}
+}

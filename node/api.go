@@ -1,0 +1,40 @@
+package node
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// APIPod is what the API server knows about a pod that the runtime does
+// not: its spec (restart policies, readiness gates, env, grace periods)
+// and whether its deletion was requested. NRI stays the truth about what
+// runs; this only adds. It is shared between snapshots and never modified.
+type APIPod struct {
+	// Spec is the pod's spec as the API server has it.
+	Spec *corev1.PodSpec
+	// DeletionTimestamp is when the pod's deletion was requested; zero
+	// while it is not being deleted.
+	DeletionTimestamp time.Time
+	// DeletionGracePeriodSeconds is the grace of a requested deletion.
+	DeletionGracePeriodSeconds *int64
+}
+
+// SpecContainer returns the spec of the pod's container (or restartable
+// init container) named name; nil when unknown.
+func (a *APIPod) SpecContainer(name string) *corev1.Container {
+	if a == nil || a.Spec == nil {
+		return nil
+	}
+	for i := range a.Spec.Containers {
+		if a.Spec.Containers[i].Name == name {
+			return &a.Spec.Containers[i]
+		}
+	}
+	for i := range a.Spec.InitContainers {
+		if a.Spec.InitContainers[i].Name == name {
+			return &a.Spec.InitContainers[i]
+		}
+	}
+	return nil
+}
