@@ -36,10 +36,12 @@ const (
 // becomes Ready under the kubelet's own probes of /healthz (so hostPID,
 // hostNetwork, the mounts, the capabilities and RuntimeDefault seccomp
 // work), registers with the bed's containerd over NRI, probes a workload
-// pod the kubelet runs (TCP by eBPF, exec through CRI) and shows it in
-// probectl through the host socket. `kubectl rollout restart` stops no
-// workload container; `kubectl delete -k` leaves no socket, no container
-// and no NRI registration.
+// pod the kubelet runs (TCP by eBPF, exec through CRI), shows it in
+// probectl through the host socket and, through the API server, writes the
+// workload's probelet.io/ready readiness gate so the pod becomes Ready.
+// `kubectl rollout restart` stops no workload container and never drops its
+// Ready condition; `kubectl delete -k` leaves no socket, no container and
+// no NRI registration.
 //
 // There is no scheduler in the test control plane: a stand-in binds the
 // DaemonSet's pods to the node, as kube-scheduler would.
@@ -60,7 +62,7 @@ func TestDaemonSetOnCluster(t *testing.T) {
 	metrics := freeLocalAddr(t)
 	_, portText, _ := net.SplitHostPort(metrics)
 	port, _ := strconv.Atoi(portText)
-	overlay := bedOverlay(t, bed.Dir(), port)
+	overlay := bedOverlay(t, bed.Dir(), port, strings.TrimPrefix(c.URL(), "https://"))
 	logFrom := logSize(t, bed)
 	if out, err := c.Kubectl("apply", "-k", overlay); err != nil {
 		t.Fatal(err)
@@ -76,11 +78,18 @@ func TestDaemonSetOnCluster(t *testing.T) {
 	waitReady(t, d, web, true, "probelet test bed")
 	checkAnswers(t, d, web)
 
-	// A rolling restart: the new pod takes over; the workload is not killed.
-	// What the socket shows meanwhile is measured, not judged: whether the
-	// workload's readiness flaps is decided where the readiness condition
-	// is written (the API server side).
+	// probelet writes the workload's readiness gate: the pod becomes Ready.
+	if _, err := c.WaitForPod(ctx, "default", "web", func(p *corev1.Pod) bool {
+		return cluster.PodCondition(p, corev1.PodReady) == corev1.ConditionTrue
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A rolling restart: the new pod takes over; the workload is not killed
+	// and its Ready condition never drops. What the socket shows meanwhile
+	// is logged.
 	watch := watchSteady(d, web.ctr)
+	flaps := watchPodReady(ctx, c, "default", "web")
 	if _, err := c.Kubectl("-n", agentNamespace, "rollout", "restart", "ds/probelet"); err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +99,9 @@ func TestDaemonSetOnCluster(t *testing.T) {
 	notReady, polls := watch.stop()
 	t.Logf("during the rollout probectl answered %d polls; the workload was missing or not ready in %d: %q",
 		polls, len(notReady), notReady[:min(3, len(notReady))])
+	if f := flaps(); len(f) > 0 {
+		t.Errorf("the workload's Ready condition flapped during the rollout: %q", f)
+	}
 
 	logFrom = logSize(t, bed)
 	if _, err := c.Kubectl("delete", "-k", overlay, "--wait"); err != nil {
@@ -185,9 +197,37 @@ func waitNoAgentPods(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 	}
 }
 
+// watchPodReady polls the pod's Ready condition until the returned stop
+// function is called, which returns every moment it was not True.
+func watchPodReady(ctx context.Context, c *cluster.Cluster, namespace, name string) func() []string {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	var seen []string
+	go func() {
+		defer close(stopped)
+		for {
+			p, err := c.Client().CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+			if err == nil && cluster.PodCondition(p, corev1.PodReady) != corev1.ConditionTrue {
+				seen = append(seen, fmt.Sprintf("%s Ready=%s", time.Now().Format("15:04:05.000"), cluster.PodCondition(p, corev1.PodReady)))
+			}
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() []string {
+		close(done)
+		<-stopped
+		return seen
+	}
+}
+
 // runClusterApp creates a web pod on the node through the API server with
-// a TCP liveness and an exec readiness probe in the annotation, and returns
-// it once the kubelet runs it.
+// a TCP liveness and an exec readiness probe in the annotation and
+// probelet's readiness gate, and returns it once the kubelet runs it.
 func runClusterApp(ctx context.Context, t *testing.T, c *cluster.Cluster, node string) app {
 	t.Helper()
 	grace := int64(5)
@@ -203,6 +243,7 @@ func runClusterApp(ctx context.Context, t *testing.T, c *cluster.Cluster, node s
 		Spec: corev1.PodSpec{
 			NodeName:                      node,
 			TerminationGracePeriodSeconds: &grace,
+			ReadinessGates:                []corev1.PodReadinessGate{{ConditionType: "probelet.io/ready"}},
 			Containers: []corev1.Container{{
 				Name: "web", Image: testbed.BusyboxImage, ImagePullPolicy: corev1.PullNever,
 				Command: webApp, Ports: httpPort,

@@ -21,12 +21,15 @@ import (
 // points the agent at the containerd test bed in bedDir: the bed's
 // directory (NRI and CRI sockets) mounted at the same path instead of
 // /var/run/nri and /run/containerd, probelet's socket in
-// bedDir/probelet-run, metrics on 127.0.0.1:port (the DaemonSet runs in
-// the host network, next to other tests' probelets). It returns the
-// directory to `kubectl apply -k`.
-func bedOverlay(t *testing.T, bedDir string, port int) string {
+// bedDir/probelet-run, its state in bedDir/probelet-state, metrics on
+// 127.0.0.1:port (the DaemonSet runs in the host network, next to other
+// tests' probelets). With apiServer (HOST:PORT) set, the in-cluster
+// configuration points there instead of at the kubernetes Service, which
+// nothing routes on a test bed (no kube-proxy). It returns the directory to
+// `kubectl apply -k`.
+func bedOverlay(t *testing.T, bedDir string, port int, apiServer string) string {
 	t.Helper()
-	run := filepath.Join(bedDir, "probelet-run")
+	run, state := filepath.Join(bedDir, "probelet-run"), filepath.Join(bedDir, "probelet-state")
 	dir := t.TempDir()
 	// kustomize takes bases by relative path only.
 	base, err := filepath.Rel(dir, filepath.Join(repoRoot(), "deploy", "overlays", "testbed"))
@@ -55,7 +58,9 @@ patches:
                   - --listen=unix://%[3]s/probelet.sock
                   - --metrics-bind-address=127.0.0.1:%[4]d
                   - --tcp-mode=auto
-                ports:
+                  - --node-name=$(NODE_NAME)
+                  - --state-dir=%[5]s
+%[6]s                ports:
                   - containerPort: 9809
                     protocol: TCP
                     $patch: delete
@@ -69,12 +74,16 @@ patches:
                     $patch: delete
                   - mountPath: /run/probelet
                     $patch: delete
+                  - mountPath: /var/lib/probelet
+                    $patch: delete
                   - name: nri
                     mountPath: %[2]s
                     readOnly: true
                     mountPropagation: HostToContainer
                   - name: probelet-run
                     mountPath: %[3]s
+                  - name: probelet-state
+                    mountPath: %[5]s
             volumes:
               - name: nri
                 hostPath:
@@ -86,11 +95,29 @@ patches:
                 hostPath:
                   path: %[3]s
                   type: DirectoryOrCreate
-`, base, bedDir, run, port)
+              - name: probelet-state
+                hostPath:
+                  path: %[5]s
+                  type: DirectoryOrCreate
+`, base, bedDir, run, port, state, apiEnv(apiServer))
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// apiEnv is the container's env entries naming the API server, "" for none.
+func apiEnv(apiServer string) string {
+	host, port, ok := strings.Cut(apiServer, ":")
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf(`                env:
+                  - name: KUBERNETES_SERVICE_HOST
+                    value: %q
+                  - name: KUBERNETES_SERVICE_PORT
+                    value: %q
+`, host, port)
 }
 
 // renderAgent builds a kustomization with kustomize's own engine and
@@ -124,16 +151,27 @@ func renderAgent(t *testing.T, dir string) *appsv1.DaemonSet {
 // pointing at the bed, nothing of the node's own containerd left mounted.
 func TestBedOverlay(t *testing.T) {
 	bedDir := "/tmp/pbt-example"
-	ds := renderAgent(t, bedOverlay(t, bedDir, 24242))
+	ds := renderAgent(t, bedOverlay(t, bedDir, 24242, "127.0.0.1:6443"))
 	pod := ds.Spec.Template.Spec
 	c := pod.Containers[0]
 	if c.Image != e2eImageName || c.ImagePullPolicy != corev1.PullNever {
 		t.Errorf("image %s pull %s, want %s never pulled", c.Image, c.ImagePullPolicy, e2eImageName)
 	}
 	wantArgs := []string{"--nri-socket=" + bedDir + "/nri.sock", "--runtime-endpoint=unix://" + bedDir + "/containerd.sock",
-		"--listen=unix://" + bedDir + "/probelet-run/probelet.sock", "--metrics-bind-address=127.0.0.1:24242", "--tcp-mode=auto"}
+		"--listen=unix://" + bedDir + "/probelet-run/probelet.sock", "--metrics-bind-address=127.0.0.1:24242", "--tcp-mode=auto",
+		"--node-name=$(NODE_NAME)", "--state-dir=" + bedDir + "/probelet-state"}
 	if !slices.Equal(c.Args, wantArgs) {
 		t.Errorf("args %q, want %q", c.Args, wantArgs)
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+		if e.ValueFrom != nil {
+			env[e.Name] = e.ValueFrom.String()
+		}
+	}
+	if env["KUBERNETES_SERVICE_HOST"] != "127.0.0.1" || env["KUBERNETES_SERVICE_PORT"] != "6443" || env["NODE_NAME"] == "" {
+		t.Errorf("env %v, want the API server's address and the node name kept", env)
 	}
 	if len(c.Ports) != 1 || c.Ports[0].ContainerPort != 24242 || c.StartupProbe.HTTPGet.Port.StrVal != "metrics" {
 		t.Errorf("ports %+v, startup probe port %v", c.Ports, c.StartupProbe.HTTPGet.Port)
@@ -149,13 +187,13 @@ func TestBedOverlay(t *testing.T) {
 		}
 	}
 	for name, path := range map[string]string{"nri": bedDir, "probelet-run": bedDir + "/probelet-run",
-		"bpffs": "/sys/fs/bpf", "btf": "/sys/kernel/btf"} {
+		"probelet-state": bedDir + "/probelet-state", "bpffs": "/sys/fs/bpf", "btf": "/sys/kernel/btf"} {
 		if mounts[name] != path || hostPaths[name] != path {
 			t.Errorf("volume %s: host path %q mounted at %q, want %s at the same path", name, hostPaths[name], mounts[name], path)
 		}
 	}
 	for name, path := range hostPaths {
-		if strings.HasPrefix(path, "/run") || strings.HasPrefix(path, "/var/run") {
+		if strings.HasPrefix(path, "/run") || strings.HasPrefix(path, "/var/") {
 			t.Errorf("volume %s still mounts the node's %s", name, path)
 		}
 	}
