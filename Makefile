@@ -46,8 +46,9 @@ image-reproducible:
 ## test: lint, unit and integration tests with the race detector, the
 ## image built twice (the second time from a cold cache) to the same
 ## digest, (as root) the eBPF kernel tests in a Linux 6.1 VM, a short fuzz
-## run, and (as root) the e2e suite on a real containerd test bed
-test: lint testbed unit image-reproducible vm fuzz e2e
+## run, and (as root) the e2e suite and the node-scale soak (make soak's
+## defaults, under 5 minutes) on a real containerd test bed
+test: lint testbed unit image-reproducible vm fuzz e2e soak
 
 ## testbed: build the containerd test bed's binaries and images, and the
 ## control plane and kubelet (hack/cluster, ~10-13 min cold), into the cache
