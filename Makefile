@@ -6,7 +6,12 @@ GOFLAGS     ?=
 BIN         := bin
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -X github.com/probelet/probelet/internal/version.Version=$(VERSION)
-FUZZTIME    ?= 10s
+FUZZTIME    ?= 5s
+# The OCI image `make image` writes (hack/image/build.sh), its name (the
+# io.containerd.image.name a `ctr images import` uses) and platforms.
+IMAGE_OUT       ?= $(BIN)/image/probelet.oci.tar
+IMAGE_NAME      ?= localhost/probelet/probelet:$(VERSION)
+IMAGE_PLATFORMS ?= amd64,arm64
 # DEMO_DIR is where `make demo` keeps its containerd test bed,
 # DEMO_CLUSTER_DIR where `make demo-cluster` keeps its control plane, bed and kubelet.
 DEMO_DIR    ?= /tmp/probelet-demo
@@ -14,7 +19,7 @@ DEMO_CLUSTER_DIR ?= /tmp/pdc
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build test testbed unit vm fuzz e2e lint bench generate demo demo-down demo-cluster demo-cluster-down clean
+.PHONY: all build image image-reproducible test testbed unit vm fuzz e2e soak lint bench generate demo demo-down demo-cluster demo-cluster-down clean
 
 all: build
 
@@ -25,10 +30,25 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/probectl ./cmd/probectl
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/probelet-nri-install ./cmd/probelet-nri-install
 
-## test: lint, unit and integration tests with the race detector, (as root)
-## the eBPF kernel tests in a Linux 6.1 VM, a short fuzz run, and (as root)
-## the e2e suite on a real containerd test bed
-test: lint testbed unit vm fuzz e2e
+## image: probelet's OCI image (probelet, probectl, probelet-nri-install;
+## amd64 and arm64 in one index) as an OCI layout tarball in $(IMAGE_OUT),
+## built without a container engine; prints its digest. Reproducible: the
+## same sources, Go and VERSION give the same digest
+image:
+	hack/image/build.sh --out $(IMAGE_OUT) --name $(IMAGE_NAME) --version $(VERSION) --platforms $(IMAGE_PLATFORMS)
+
+## image-reproducible: builds the image twice, the second time from a copy
+## of the tree at another path with an empty Go build cache, and fails
+## unless the digests match (compiles everything again: minutes)
+image-reproducible:
+	hack/image/reproducible.sh --name $(IMAGE_NAME) --version $(VERSION) --platforms $(IMAGE_PLATFORMS)
+
+## test: lint, unit and integration tests with the race detector, the
+## image built twice (the second time from a cold cache) to the same
+## digest, (as root) the eBPF kernel tests in a Linux 6.1 VM, a short fuzz
+## run, and (as root) the e2e suite and the node-scale soak (make soak's
+## defaults, under 5 minutes) on a real containerd test bed
+test: lint testbed unit image-reproducible vm fuzz e2e soak
 
 ## testbed: build the containerd test bed's binaries and images, and the
 ## control plane and kubelet (hack/cluster, ~10-13 min cold), into the cache
@@ -47,8 +67,14 @@ unit:
 vm:
 	hack/vm/run.sh
 
+## fuzz: a short run of every fuzz target at probelet's boundaries: the
+## probes annotation, NRI input through the plugin, requests to the socket,
+## the config file and plugin configuration (FUZZTIME each)
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./prober/spec
+	$(GO) test -run='^$$' -fuzz=FuzzNRIEvents -fuzztime=$(FUZZTIME) ./plugin
+	$(GO) test -run='^$$' -fuzz=FuzzSocketRequests -fuzztime=$(FUZZTIME) ./cri/server
+	$(GO) test -run='^$$' -fuzz=FuzzConfig -fuzztime=$(FUZZTIME) ./cmd/probelet/agent
 
 ## e2e: the suite on a real containerd built by hack/testbed (root only;
 ## in CI it fails loudly when it cannot run)
@@ -62,7 +88,21 @@ lint:
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./...
 	$(GO) vet -tags 'e2e bench' ./e2e/
-	@sc=$$(hack/tools.sh staticcheck) && $$sc ./... && $$sc -tags e2e ./... && $$sc -tags 'e2e bench' ./e2e/
+	$(GO) vet -tags 'e2e soak' ./e2e/
+	@sc=$$(hack/tools.sh staticcheck) && $$sc ./... && $$sc -tags e2e ./... && $$sc -tags 'e2e bench' ./e2e/ && $$sc -tags 'e2e soak' ./e2e/
+
+## soak: the node-scale soak and chaos run on a real containerd (root):
+## SOAK_PODS pods, SOAK_DURATION in all, SOAK_CHAOS containerd restarts and
+## probelet SIGKILLs; a report, and a failure on any breach
+SOAK_DURATION ?= 4m
+SOAK_PODS     ?= 110
+SOAK_CHAOS    ?= 20
+soak:
+	@if [ "$$(id -u)" -ne 0 ]; then \
+		if [ -n "$$CI" ]; then echo "soak: CI needs root for the containerd test bed" >&2; exit 1; fi; \
+		echo "soak: skipped: needs root (a private containerd test bed)"; exit 0; fi
+	PROBELET_E2E=1 SOAK_DURATION=$(SOAK_DURATION) SOAK_PODS=$(SOAK_PODS) SOAK_CHAOS=$(SOAK_CHAOS) \
+		$(GO) test -tags 'e2e soak' -count=1 -timeout 60m -run '^TestSoak$$' -v ./e2e/
 
 ## bench: engine, eBPF and CRI benchmarks, side by side
 bench:

@@ -34,16 +34,17 @@ type hostMount struct {
 // Sockets are reached through their directories: a bind-mounted socket
 // file keeps pointing at the old inode after containerd re-creates it.
 var agentMounts = map[string]hostMount{
-	"/var/run/nri":    {pathType: corev1.HostPathDirectory, readOnly: true},
-	"/run/containerd": {pathType: corev1.HostPathDirectory, readOnly: true, propagation: corev1.MountPropagationHostToContainer},
-	"/run/probelet":   {pathType: corev1.HostPathDirectoryOrCreate},
-	"/sys/fs/bpf":     {pathType: corev1.HostPathDirectory, ebpfOnly: true},
-	"/sys/kernel/btf": {pathType: corev1.HostPathDirectory, readOnly: true, ebpfOnly: true},
+	"/var/run/nri":      {pathType: corev1.HostPathDirectory, readOnly: true},
+	"/run/containerd":   {pathType: corev1.HostPathDirectory, readOnly: true, propagation: corev1.MountPropagationHostToContainer},
+	"/run/probelet":     {pathType: corev1.HostPathDirectoryOrCreate},
+	"/var/lib/probelet": {pathType: corev1.HostPathDirectoryOrCreate},
+	"/sys/fs/bpf":       {pathType: corev1.HostPathDirectory, ebpfOnly: true},
+	"/sys/kernel/btf":   {pathType: corev1.HostPathDirectory, readOnly: true, ebpfOnly: true},
 }
 
 // requiredFlags are the flags the DaemonSet always sets explicitly, so the
 // manifest, not a compiled-in default, decides the paths it mounts.
-var requiredFlags = []string{"--nri-socket", "--runtime-endpoint", "--listen", "--metrics-bind-address", "--tcp-mode"}
+var requiredFlags = []string{"--nri-socket", "--runtime-endpoint", "--listen", "--metrics-bind-address", "--tcp-mode", "--state-dir"}
 
 // wantCaps is the minimal capability set for a TCP mode: namespace access
 // always (setns for sock_diag, ptrace-read of /proc/<pid>/ns/net), eBPF

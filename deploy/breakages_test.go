@@ -68,7 +68,7 @@ var breakages = []breakage{
 		ops: `- {op: add, path: /rules/0/verbs/-, value: delete}`},
 	{name: "status writes on every node", want: "policy binding probelet-own-node-pod-status must Deny",
 		target: "ValidatingAdmissionPolicyBinding/probelet-own-node-pod-status",
-		ops: `- {op: replace, path: /spec/validationActions, value: [Audit]}`},
+		ops:    `- {op: replace, path: /spec/validationActions, value: [Audit]}`},
 	{name: "no token for the node-bound identity", want: "automountServiceAccountToken must be true",
 		ops: `- {op: replace, path: /spec/template/spec/automountServiceAccountToken, value: false}`},
 	{name: "unknown flag", want: "probelet has no flag --tcp-moed",

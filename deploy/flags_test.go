@@ -23,6 +23,8 @@ var daemonFlags = map[string]func(string) error{
 	"--tcp-verify":           oneOf("true", "false"),
 	"--node-name":            oneOf("$(NODE_NAME)"), // the downward API's node name, nothing else
 	"--kubeconfig":           absPath,
+	"--state-dir":            absPath,
+	"--kill-guard":           oneOf("on", "off"),
 }
 
 // parseFlags reads "--name=value" arguments: every flag known, set once and

@@ -10,13 +10,15 @@ import (
 )
 
 // wantRules are probelet's rights in the API server, exactly: read pods,
-// patch pods/status (the readiness-gate condition), write Events. Anything
+// patch pods/status (the readiness-gate condition), write Events, read
+// PodDisruptionBudgets (the kill guard). Anything
 // more is a contract breach (least privilege).
 var wantRules = []string{
 	"/pods:get,list,watch",
 	"/pods/status:patch",
 	"/events:create,patch",
 	"events.k8s.io/events:create,patch",
+	"policy/poddisruptionbudgets:get,list,watch",
 }
 
 // checkRights checks the ClusterRole, its binding to probelet's service

@@ -15,6 +15,8 @@ import (
 // bins are the binaries under test, built once by TestMain.
 var bins struct {
 	probelet, probectl string
+	// dir holds them, and whatever else is built once per test binary.
+	dir string
 }
 
 func TestMain(m *testing.M) {
@@ -28,6 +30,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	bins.dir = dir
 	bins.probelet = filepath.Join(dir, "probelet")
 	bins.probectl = filepath.Join(dir, "probectl")
 	for out, pkg := range map[string]string{bins.probelet: "./cmd/probelet", bins.probectl: "./cmd/probectl"} {

@@ -36,6 +36,7 @@ type probeView struct {
 	LastOutput    string     `json:"lastOutput"`
 	Method        string     `json:"method"`
 	OnHold        bool       `json:"onHold"`
+	KillDeferred  string     `json:"killDeferred"`
 	History       []runView  `json:"history"` // describe only
 }
 

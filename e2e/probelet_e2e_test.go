@@ -50,6 +50,7 @@ func startProbelet(t *testing.T, bed *testbed.Bed, extra ...string) *daemon {
 		"--nri-socket", bed.NRISocket(),
 		"--runtime-endpoint", bed.CRIEndpoint(),
 		"--listen", d.socket,
+		"--state-dir", filepath.Join(bed.Dir(), "state"),
 		"--metrics-bind-address", "127.0.0.1:0",
 		"--log-format", "json",
 	}, extra...)

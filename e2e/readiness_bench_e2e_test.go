@@ -7,10 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -34,7 +32,7 @@ func TestBenchReadinessCondition(t *testing.T) {
 	ctx := context.Background()
 	for i := range pods {
 		// Staggered phases: a flap somewhere every 20/N seconds.
-		app := fmt.Sprintf("sleep %d; while true; do timeout 10 nc -lk -p 8080 </dev/null >/dev/null 2>&1; sleep 10; done", i%20)
+		app := fmt.Sprintf("sleep %d; while true; do timeout 10 nc -ll -p 8080 -e true; sleep 10; done", i%20)
 		readiness := tcpProbe(appPort, 1, 1)
 		n.create(n.apiPod(fmt.Sprintf("flap-%03d", i), shell(app), spec.ContainerProbes{Readiness: readiness}, true))
 	}
@@ -185,18 +183,4 @@ func pct(sorted []time.Duration, p int) time.Duration {
 	}
 	i := (len(sorted)*p + 99) / 100
 	return sorted[min(max(i-1, 0), len(sorted)-1)].Round(time.Millisecond)
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, err := time.ParseDuration(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
 }

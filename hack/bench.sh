@@ -11,18 +11,23 @@
 #   3. (root) hack/bench/tcp: a node of TCP probes, CPU% and sockets per mode;
 #   4. (root) hack/bench/startlatency: container start → first probe on a
 #      real containerd, probelet vs a 1 s relist loop;
-#   5. (root) the readiness gate on a real control plane and kubelet:
+#   5. (root) hack/bench/criproxy: a real kubelet (Evented PLEG) at 100 pods,
+#      kubelet → containerd vs kubelet → probelet's CRI proxy: containerd
+#      CPU, the kubelet's relist duration, exit → PLEG event latency before
+#      and after a containerd restart;
+#   6. (root) the readiness gate on a real control plane and kubelet:
 #      result change → condition seen by a watch, API writes per minute
 #      with BENCH_READINESS_PODS pods flapping;
-#   6. (root) hack/bench/node: the whole agent on a real node, probelet
+#   7. (root) hack/bench/node: the whole agent on a real node, probelet
 #      beside the real kubelet on the same pods: CPU per probe (TCP
 #      short-circuit and dial, HTTP, gRPC, exec), RSS and syscalls per
 #      probe, for BENCH_NODE_PODS pods (≈ 20 minutes per pod count).
 #
 # Env: GO (default go), BENCH_NET_ITERATIONS (2000), BENCH_TCP_WINDOW (15s),
-# BENCH_CONTAINERS (40), BENCH_READINESS_PODS (100), BENCH_READINESS_WINDOW
-# (2m), BENCH_NODE_PODS (20,100), BENCH_NODE_WINDOW (60s), BENCH_ONLY (a
-# section number to run alone).
+# BENCH_CONTAINERS (40), BENCH_PROXY_PODS (100), BENCH_PROXY_WINDOW (30s),
+# BENCH_READINESS_PODS (100), BENCH_READINESS_WINDOW (2m), BENCH_NODE_PODS
+# (20,100), BENCH_NODE_WINDOW (60s), BENCH_ONLY (a section number to run
+# alone).
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
@@ -83,10 +88,13 @@ summary() {
 		grep -E '^Container start|p50 +p99|NRI event →|target from' "$OUT/4" | sed 's/^/  /'
 	fi
 	if [ -s "$OUT/5" ]; then
-		grep -E 'readiness gate,|result change →|result changes' "$OUT/5" | sed 's/^ *readiness_bench_e2e_test.go:[0-9]*: */  /'
+		sed -n '/^CRI proxy side by side/,$p' "$OUT/5" | grep -E 'side by side|kubelet →|containerd CPU|relist_duration|ContainerDied|after a containerd|connection_error' | sed 's/^/  /'
 	fi
 	if [ -s "$OUT/6" ]; then
-		sed -n '/^Summary/,$p' "$OUT/6" | sed 's/^/  /'
+		grep -E 'readiness gate,|result change →|result changes' "$OUT/6" | sed 's/^ *readiness_bench_e2e_test.go:[0-9]*: */  /'
+	fi
+	if [ -s "$OUT/7" ]; then
+		sed -n '/^Summary/,$p' "$OUT/7" | sed 's/^/  /'
 	fi
 }
 
@@ -98,9 +106,11 @@ main() {
 		"$GO" run ./hack/bench/tcp -window "${BENCH_TCP_WINDOW:-15s}"
 	root 4 "Container start → first probe (hack/bench/startlatency)" \
 		"$GO" run ./hack/bench/startlatency -containers "${BENCH_CONTAINERS:-40}"
-	root 5 "Readiness gate on a real cluster (e2e/readiness_bench_e2e_test.go)" \
+	root 5 "A kubelet through the CRI proxy vs straight to containerd (hack/bench/criproxy)" \
+		"$GO" run ./hack/bench/criproxy -pods "${BENCH_PROXY_PODS:-100}" -window "${BENCH_PROXY_WINDOW:-30s}"
+	root 6 "Readiness gate on a real cluster (e2e/readiness_bench_e2e_test.go)" \
 		env PROBELET_E2E=1 "$GO" test -tags 'e2e bench' -count=1 -timeout 30m -run '^TestBenchReadinessCondition$' -v ./e2e/
-	root 6 "The whole agent on a real node, beside the kubelet (hack/bench/node)" \
+	root 7 "The whole agent on a real node, beside the kubelet (hack/bench/node)" \
 		"$GO" run ./hack/bench/node -pods "${BENCH_NODE_PODS:-20,100}" -window "${BENCH_NODE_WINDOW:-60s}"
 	summary
 	if [ ${#failed[@]} -gt 0 ]; then

@@ -126,7 +126,7 @@ up() {
 	say "Starting probelet on the node (log: $LOG)"
 	if ! probelet_pid >/dev/null; then
 		setsid "$PROBELET" --nri-socket "$PROBELET_NRI_SOCKET" --runtime-endpoint "$PROBELET_CRI_ENDPOINT" \
-			--listen "unix://$SOCK" --metrics-bind-address "" --kubeconfig "$PKUBECONFIG" --node-name "$NODE" \
+			--listen "unix://$SOCK" --metrics-bind-address "" --state-dir "$DIR/state" --kubeconfig "$PKUBECONFIG" --node-name "$NODE" \
 			>"$LOG" 2>&1 &
 		echo $! >"$PIDFILE"
 	fi

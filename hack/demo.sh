@@ -100,7 +100,7 @@ start_probelet() {
 	fi
 	say "Starting probelet (log: $LOG)"
 	setsid "$PROBELET" --nri-socket "$PROBELET_NRI_SOCKET" --runtime-endpoint "$PROBELET_CRI_ENDPOINT" \
-		--listen "unix://$SOCK" --metrics-bind-address 127.0.0.1:0 </dev/null >"$LOG" 2>&1 &
+		--listen "unix://$SOCK" --metrics-bind-address 127.0.0.1:0 --state-dir "$DIR/state" </dev/null >"$LOG" 2>&1 &
 	echo $! >"$PIDFILE"
 	for _ in $(seq 1 100); do
 		if probectl version 2>/dev/null | grep -q 'NRI Connected: true'; then

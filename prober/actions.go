@@ -1,8 +1,10 @@
 package prober
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -32,6 +34,9 @@ func (m *Manager) act(w *worker, output string) {
 		m.log.Info("Not killing: the container no longer runs", m.fields(w, zap.String("containerID", w.containerID))...)
 		return
 	}
+	if w.pending != nil {
+		return // the killer has this container's kill already (it waits)
+	}
 	grace, err := gracePeriod(w.spec, &w.pod.pod)
 	if err != nil {
 		m.log.Warn("Unreadable pod grace period, using the default", m.fields(w, zap.Error(err))...)
@@ -51,7 +56,7 @@ func (m *Manager) act(w *worker, output string) {
 	}
 	msg := fmt.Sprintf("Container %s failed %s probe, will be restarted", w.name, kind)
 	pod := &w.pod.pod
-	m.kill(w.pod, Kill{
+	m.kill(w, Kill{
 		PodUID: pod.UID, PodName: pod.Name, PodNamespace: pod.Namespace,
 		ContainerName: w.name, ContainerID: c.ID, Pid: c.Pid, SandboxPid: pod.Pid, ProbeType: w.typ,
 		Decided: m.clock.Now(), GracePeriod: grace, Reason: msg,
@@ -60,8 +65,20 @@ func (m *Manager) act(w *worker, output string) {
 
 // kill calls the killer on its own goroutine. The restart is recorded and
 // the Killing event emitted only when the killer issues the stop (Issuing):
-// a container found not running is not killed, and nothing says it was.
-func (m *Manager) kill(pe *podEntry, k Kill) {
+// a container found not running is not killed, and nothing says it was. A
+// killer that holds the kill back says so (Deferred): the worker then keeps
+// probing, and a recovery cancels the kill (recovered).
+func (m *Manager) kill(w *worker, k Kill) {
+	pe := w.pod
+	ctx, cancel := context.WithCancel(m.ctx)
+	pk := &pendingKill{containerID: k.ContainerID, cancel: cancel, lastFailure: k.Decided}
+	w.pending = pk
+	k.Deferred = func(reason string) { m.deferred(w, pk, k, reason) }
+	k.LastFailure = func() time.Time {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return pk.lastFailure
+	}
 	issued := false
 	k.Issuing = func() {
 		m.mu.Lock()
@@ -72,16 +89,28 @@ func (m *Manager) kill(pe *podEntry, k Kill) {
 		}
 		r := Restart{Time: m.clock.Now(), ContainerID: k.ContainerID, ProbeType: k.ProbeType, GracePeriod: k.GracePeriod, Message: k.Reason}
 		pe.restarts[k.ContainerName] = appendCapped(pe.restarts[k.ContainerName], r, max(m.historyLen, 1))
+		m.saveRestarts(k.PodUID, pe)
 		m.emit(killEvent(k, r.Time), zap.Duration("gracePeriod", k.GracePeriod))
 	}
 	m.killing++
 	m.kills.Add(1)
 	go func() {
 		defer m.kills.Done()
-		err := m.killer.KillContainer(m.ctx, k)
+		err := m.killer.KillContainer(ctx, k)
+		cancel()
 		m.mu.Lock()
 		defer m.mu.Unlock()
+		if w.pending == pk {
+			w.pending = nil
+		}
+		if !pk.parked {
+			m.killing--
+		}
 		switch {
+		case !issued && errors.Is(err, context.Canceled) && m.ctx.Err() == nil:
+			m.log.Info("Kill cancelled: the probe recovered while the kill waited",
+				zap.String("pod", k.PodNamespace+"/"+k.PodName), zap.String("containerName", k.ContainerName),
+				zap.String("containerID", k.ContainerID), zap.String("probeType", k.ProbeType.String()))
 		case errors.Is(err, node.ErrNotRunning):
 			m.log.Info("Not killing: the container exited on its own meanwhile",
 				zap.String("pod", k.PodNamespace+"/"+k.PodName), zap.String("containerName", k.ContainerName),
@@ -90,9 +119,9 @@ func (m *Manager) kill(pe *podEntry, k Kill) {
 			m.log.Error("Failed to kill container", zap.String("containerID", k.ContainerID), zap.Error(err))
 			if issued {
 				setRestartErr(pe.restarts[k.ContainerName], k.ContainerID, err)
+				m.saveRestarts(k.PodUID, pe)
 			}
 		}
-		m.killing--
 		m.notifyIdle()
 	}()
 }
@@ -154,5 +183,51 @@ func setRestartErr(list []Restart, containerID string, err error) {
 			list[i].Err = err.Error()
 			return
 		}
+	}
+}
+
+// saveRestarts hands a copy of the pod's restarts to the history, if any.
+// The caller holds m.mu.
+func (m *Manager) saveRestarts(podUID string, pe *podEntry) {
+	if m.history == nil {
+		return
+	}
+	cp := make(map[string][]Restart, len(pe.restarts))
+	for name, rs := range pe.restarts {
+		cp[name] = slices.Clone(rs)
+	}
+	m.history.Save(podUID, cp)
+}
+
+// deferred records that the killer holds w's kill back, and lets the worker
+// probe on (lifting the hold) so a recovery can cancel it. The first
+// deferral is a KillDeferred event.
+func (m *Manager) deferred(w *worker, pk *pendingKill, k Kill, reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if w.pending != pk || w.stopped {
+		return
+	}
+	first := pk.deferred == ""
+	pk.deferred = reason
+	if !first {
+		return
+	}
+	pk.since, pk.parked = m.clock.Now(), true
+	m.killing--
+	defer m.notifyIdle()
+	ev := killEvent(k, pk.since)
+	ev.Type, ev.Reason, ev.Message = eventWarning, reasonKillDeferred, "Kill of container "+k.ContainerName+" deferred: "+reason
+	m.emit(ev)
+	if w.containerID == k.ContainerID && w.onHold {
+		w.onHold, w.resultRun = false, 0
+		m.wake(w)
+	}
+}
+
+// recovered cancels w's waiting kill after its probe succeeded again.
+func (m *Manager) recovered(w *worker) {
+	if w.pending != nil && w.pending.deferred != "" {
+		w.pending.cancel()
 	}
 }

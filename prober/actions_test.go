@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
@@ -223,4 +224,109 @@ func assertNoKillReported(t *testing.T, h *harness) {
 			t.Fatalf("Killing event for a container not killed: %+v", e)
 		}
 	}
+}
+
+// A killer that holds a kill back (the kill guard) gets it cancelled when
+// the probe recovers meanwhile: the worker keeps probing, and nothing is
+// stopped or reported as killed, only deferred.
+func TestDeferredKillIsCancelledWhenTheProbeRecovers(t *testing.T) {
+	h := newHarness(t)
+	h.killer.hold = make(chan struct{})
+	h.tcp.always(livePort, failure)
+	h.update(testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort, withThresholds(1, 3))}))
+	h.step(20 * time.Second) // three failures: the kill asked for, and held
+	st, _ := h.m.Container("c1")
+	ps := st.Probes[probe.Liveness]
+	if ps.KillDeferred != "node in FullDisruption" || ps.OnHold {
+		t.Fatalf("liveness while the kill waits = %+v, want it deferred and probing", ps)
+	}
+	h.tcp.always(livePort, success)
+	h.step(10 * time.Second) // the probe succeeds again
+	testutil.WaitFor(t, "the held kill to be cancelled", func() bool {
+		h.killer.mu.Lock()
+		defer h.killer.mu.Unlock()
+		return h.killer.cancelled == 1
+	})
+	if k := h.killer.calls(); len(k) != 0 {
+		t.Fatalf("stopped %+v; want nothing stopped", k)
+	}
+	var deferred, killing int
+	for _, e := range h.drainEvents() {
+		switch e.Reason {
+		case "KillDeferred":
+			deferred++
+		case "Killing":
+			killing++
+		}
+	}
+	if st, _ := h.m.Container("c1"); deferred != 1 || killing != 0 || len(st.Restarts) != 0 || st.Probes[probe.Liveness].KillDeferred != "" {
+		t.Fatalf("KillDeferred %d, Killing %d, restarts %+v, probe %+v", deferred, killing, st.Restarts, st.Probes[probe.Liveness])
+	}
+	h.wantResult("c1", probe.Liveness, results.Success)
+}
+
+// One that keeps failing is killed once the killer lets the kill through,
+// and asked for only once meanwhile.
+func TestDeferredKillOfAStillFailingContainerGoesThrough(t *testing.T) {
+	h := newHarness(t)
+	h.killer.hold = make(chan struct{})
+	h.update(testPod("c1", spec.ContainerProbes{Liveness: failingLiveness(h)}))
+	h.step(30 * time.Second) // failing on; the kill waits
+	if k := h.killer.calls(); len(k) != 0 {
+		t.Fatalf("stopped while held: %+v", k)
+	}
+	// The probe keeps failing while the kill waits, and the killer sees it.
+	h.killer.mu.Lock()
+	held := h.killer.held
+	h.killer.mu.Unlock()
+	if last := held.LastFailure(); !last.After(held.Decided) {
+		t.Fatalf("LastFailure %v after 30 s of failures held; the decision was at %v", last, held.Decided)
+	}
+	close(h.killer.hold)
+	testutil.WaitFor(t, "the released kill", func() bool { st, _ := h.m.Container("c1"); return len(st.Restarts) == 1 })
+	if k := h.killer.calls(); len(k) != 1 || k[0].id != "c1" {
+		t.Fatalf("kills after the release = %+v, want c1 once", k)
+	}
+	if st, _ := h.m.Container("c1"); len(st.Restarts) != 1 {
+		t.Fatalf("restarts = %+v", st.Restarts)
+	}
+}
+
+// The liveness census counts running, started containers with a liveness
+// probe, and those failing it: a run of failures or a kill waiting. A
+// container still in its startup probe, or without a liveness probe, is
+// not counted.
+func TestLivenessCensus(t *testing.T) {
+	const failPort, startPort = 1101, 1102
+	h := newHarness(t)
+	h.killer.hold = make(chan struct{})
+	h.tcp.always(livePort, success)
+	h.tcp.always(failPort, failure)
+	h.tcp.always(startPort, failure)
+	named := func(uid, id string, probes spec.ContainerProbes) node.Pod {
+		p := testPod(id, probes)
+		p.UID, p.Name = uid, uid
+		return p
+	}
+	h.update(named("healthy", "c1", spec.ContainerProbes{Liveness: tcpProbe(livePort)}))
+	h.update(named("failing", "c2", spec.ContainerProbes{Liveness: tcpProbe(failPort, withThresholds(1, 3))}))
+	h.update(named("starting", "c3", spec.ContainerProbes{
+		Liveness: tcpProbe(livePort), Startup: tcpProbe(startPort, withThresholds(1, 100)),
+	}))
+	h.update(named("unprobed", "c4", spec.ContainerProbes{Readiness: tcpProbe(livePort)}))
+
+	h.step(0)
+	if probed, failing := h.m.LivenessCensus(); probed != 2 || failing != 1 {
+		t.Fatalf("census after the first probes = %d probed, %d failing; want 2, 1", probed, failing)
+	}
+	h.step(30 * time.Second) // c2's kill is asked for and held: still failing
+	if probed, failing := h.m.LivenessCensus(); probed != 2 || failing != 1 {
+		t.Fatalf("census with a kill held = %d probed, %d failing; want 2, 1", probed, failing)
+	}
+	h.tcp.always(failPort, success)
+	h.step(10 * time.Second)
+	testutil.WaitFor(t, "the census to show the recovery (the held kill cancelled)", func() bool {
+		probed, failing := h.m.LivenessCensus()
+		return probed == 2 && failing == 0
+	})
 }

@@ -40,6 +40,9 @@ func (m *Manager) follow(w *worker, c *node.Container) {
 	if !moved {
 		return
 	}
+	if w.pending != nil && w.pending.containerID != c.ID {
+		w.pending.cancel() // a kill for the instance that is gone
+	}
 	if left.ContainerID != "" {
 		m.cache.Remove(left)
 	}

@@ -12,6 +12,8 @@ const (
 	reasonKilling      = "Killing"
 	// reasonWouldRestart is probelet's own: ActionReport's stand-in for Killing.
 	reasonWouldRestart = "WouldRestart"
+	// reasonKillDeferred is probelet's own: the kill guard holds a kill back.
+	reasonKillDeferred = "KillDeferred"
 )
 
 // eventOf is an event about w's current container.

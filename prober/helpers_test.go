@@ -147,16 +147,39 @@ type kill struct {
 
 // fakeKiller records kills like the CRI killer: a container in exited is
 // not stopped (node.ErrNotRunning), others are (Issuing is called); a gate
-// makes the stop block.
+// makes the stop block. With hold set it first defers the kill, like the
+// kill guard, until hold is closed or the kill is cancelled.
 type fakeKiller struct {
 	mu     sync.Mutex
 	kills  []kill
 	err    error
 	gate   chan struct{}
 	exited map[string]bool
+	hold   chan struct{}
+	// cancelled counts kills cancelled while held.
+	cancelled int
+	// held is the kill being held, for its LastFailure.
+	held prober.Kill
 }
 
 func (k *fakeKiller) KillContainer(ctx context.Context, req prober.Kill) error {
+	k.mu.Lock()
+	hold := k.hold
+	k.mu.Unlock()
+	if hold != nil {
+		k.mu.Lock()
+		k.held = req
+		k.mu.Unlock()
+		req.Deferred("node in FullDisruption")
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			k.mu.Lock()
+			k.cancelled++
+			k.mu.Unlock()
+			return ctx.Err()
+		}
+	}
 	k.mu.Lock()
 	if k.exited[req.ContainerID] {
 		k.mu.Unlock()

@@ -55,6 +55,7 @@ type Manager struct {
 	events  *fanout.Hub[Event]
 	pool    *pool
 	specs   SpecParser
+	history RestartHistory // nil: restarts live as long as the engine
 
 	// ctx is the parent of every worker's context and of kills; the end
 	// of Run cancels it. (Workers may be made before Run, from UpdatePod,

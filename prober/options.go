@@ -187,3 +187,25 @@ func WithSpecParser(p SpecParser) Option {
 		return nil
 	}
 }
+
+// RestartHistory keeps the restarts the engine issued beyond the engine's
+// own life (probelet's state directory), so "restarts issued" survives a
+// probelet restart. The engine calls it under its lock: it must not block.
+type RestartHistory interface {
+	// Restarts returns what was kept for a pod, per container name; the
+	// engine restores it when it first sees the pod.
+	Restarts(podUID string) map[string][]Restart
+	// Save replaces what is kept for a pod (a copy the engine won't touch).
+	Save(podUID string, byContainer map[string][]Restart)
+}
+
+// WithRestartHistory keeps restarts issued in h.
+func WithRestartHistory(h RestartHistory) Option {
+	return func(m *Manager) error {
+		if h == nil {
+			return errors.New("prober: nil restart history")
+		}
+		m.history = h
+		return nil
+	}
+}

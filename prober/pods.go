@@ -99,6 +99,9 @@ func (m *Manager) updatePodLocked(pod node.Pod, parsed *spec.Parsed) {
 	pe, known := m.pods[pod.UID]
 	if !known {
 		pe = &podEntry{}
+		if m.history != nil {
+			pe.restarts = m.history.Restarts(pod.UID)
+		}
 		m.pods[pod.UID] = pe
 	}
 	old := pe.pod

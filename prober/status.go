@@ -112,10 +112,36 @@ func (m *Manager) probeStatus(w *worker, c *node.Container) ProbeStatus {
 		Method:           w.method,
 		History:          w.history.records(),
 	}
+	if w.pending != nil && w.pending.containerID == c.ID {
+		ps.KillDeferred, ps.KillDeferredSince = w.pending.deferred, w.pending.since
+	}
 	if r, ok := m.cache.Get(results.Key{ContainerID: c.ID, Type: w.typ}); ok {
 		ps.Result = r
 	} else {
 		ps.Unpublished = true
 	}
 	return ps
+}
+
+// LivenessCensus counts the running, started containers that have a
+// liveness probe, and those whose liveness is failing: a run of failures
+// (published or not), or a kill waiting. The kill guard classifies the
+// node with it.
+func (m *Manager) LivenessCensus() (probed, failing int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, pe := range m.pods {
+		for i := range pe.pod.Containers {
+			c := &pe.pod.Containers[i]
+			w := pe.worker(c.Name, probe.Liveness)
+			if w == nil || !c.Running() || w.containerID != c.ID || !m.started(pe, c) {
+				continue
+			}
+			probed++
+			if w.pending != nil || (w.lastResult == results.Failure && (w.resultRun > 0 || w.onHold)) {
+				failing++
+			}
+		}
+	}
+	return probed, failing
 }

@@ -39,6 +39,15 @@ type Kill struct {
 	// restart and emits Killing then. A kill that is not issued never
 	// calls it.
 	Issuing func()
+	// Deferred is called by a killer that holds the kill back (the kill
+	// guard), with why, and again when the reason changes. The engine then
+	// keeps probing, and cancels the kill's context when the probe succeeds
+	// again: a container that recovers while its kill waits is never killed.
+	Deferred func(reason string)
+	// LastFailure is when the probe last failed, the decision's run or a
+	// later one: the engine keeps probing while a kill waits, so a killer
+	// that held the kill can see whether the probe still fails.
+	LastFailure func() time.Time
 }
 
 // ContainerKiller stops containers whose liveness or startup probe failed.
@@ -88,10 +97,14 @@ type ProbeStatus struct {
 	// SuccessThreshold and FailureThreshold are from the defaulted spec.
 	SuccessThreshold, FailureThreshold int32
 	// OnHold is set after a liveness failure / startup result until a new container ID.
-	OnHold        bool
-	LastProbeTime time.Time
-	LastOutput    string
-	Method        probe.Method
+	OnHold bool
+	// KillDeferred says why the kill this probe asked for waits (the kill
+	// guard), since KillDeferredSince; empty when no kill waits.
+	KillDeferred      string
+	KillDeferredSince time.Time
+	LastProbeTime     time.Time
+	LastOutput        string
+	Method            probe.Method
 	// History holds the most recent runs, oldest first.
 	History []ProbeRecord
 }

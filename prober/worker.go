@@ -55,6 +55,9 @@ type worker struct {
 	method     probe.Method
 	history    history
 
+	// pending is the kill this worker asked for, while the killer has it.
+	pending *pendingKill
+
 	// target is prepared for containerID; nil until the first probe and
 	// after the pod's addresses change. It is never modified once made.
 	target  *target
@@ -117,4 +120,18 @@ func positiveOr(v, def int32) int32 {
 		return def
 	}
 	return v
+}
+
+// pendingKill is a kill in the killer's hands.
+type pendingKill struct {
+	containerID string
+	cancel      context.CancelFunc
+	// deferred and since say why and since when the killer holds it back.
+	deferred string
+	since    time.Time
+	// parked is set once deferred: the engine no longer counts the kill
+	// as in flight (WaitIdle), since it may wait for minutes.
+	parked bool
+	// lastFailure is the latest failed run of the probe, from the decision on.
+	lastFailure time.Time
 }

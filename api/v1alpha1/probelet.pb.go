@@ -1040,9 +1040,13 @@ type Probe struct {
 	LastOutput    string                 `protobuf:"bytes,7,opt,name=last_output,json=lastOutput,proto3" json:"last_output,omitempty"`
 	Method        Method                 `protobuf:"varint,8,opt,name=method,proto3,enum=probelet.v1alpha1.Method" json:"method,omitempty"`
 	// history holds recent runs, oldest first (GetContainer and Why only).
-	History       []*ProbeRun `protobuf:"bytes,9,rep,name=history,proto3" json:"history,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	History []*ProbeRun `protobuf:"bytes,9,rep,name=history,proto3" json:"history,omitempty"`
+	// kill_deferred says why the kill this probe asked for waits (the kill
+	// guard), since kill_deferred_since; empty when no kill waits.
+	KillDeferred      string                 `protobuf:"bytes,10,opt,name=kill_deferred,json=killDeferred,proto3" json:"kill_deferred,omitempty"`
+	KillDeferredSince *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=kill_deferred_since,json=killDeferredSince,proto3" json:"kill_deferred_since,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Probe) Reset() {
@@ -1134,6 +1138,20 @@ func (x *Probe) GetMethod() Method {
 func (x *Probe) GetHistory() []*ProbeRun {
 	if x != nil {
 		return x.History
+	}
+	return nil
+}
+
+func (x *Probe) GetKillDeferred() string {
+	if x != nil {
+		return x.KillDeferred
+	}
+	return ""
+}
+
+func (x *Probe) GetKillDeferredSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.KillDeferredSince
 	}
 	return nil
 }
@@ -1707,7 +1725,7 @@ const file_api_v1alpha1_probelet_proto_rawDesc = "" +
 	"\n" +
 	"spec_error\x18\x0f \x01(\tR\tspecError\x120\n" +
 	"\x06probes\x18\x10 \x03(\v2\x18.probelet.v1alpha1.ProbeR\x06probes\x126\n" +
-	"\brestarts\x18\x11 \x03(\v2\x1a.probelet.v1alpha1.RestartR\brestarts\"\xa8\x03\n" +
+	"\brestarts\x18\x11 \x03(\v2\x1a.probelet.v1alpha1.RestartR\brestarts\"\x99\x04\n" +
 	"\x05Probe\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.probelet.v1alpha1.ProbeTypeR\x04type\x120\n" +
 	"\x04spec\x18\x02 \x01(\v2\x1c.probelet.v1alpha1.ProbeSpecR\x04spec\x121\n" +
@@ -1718,7 +1736,10 @@ const file_api_v1alpha1_probelet_proto_rawDesc = "" +
 	"\vlast_output\x18\a \x01(\tR\n" +
 	"lastOutput\x121\n" +
 	"\x06method\x18\b \x01(\x0e2\x19.probelet.v1alpha1.MethodR\x06method\x125\n" +
-	"\ahistory\x18\t \x03(\v2\x1b.probelet.v1alpha1.ProbeRunR\ahistory\"\x8a\x03\n" +
+	"\ahistory\x18\t \x03(\v2\x1b.probelet.v1alpha1.ProbeRunR\ahistory\x12#\n" +
+	"\rkill_deferred\x18\n" +
+	" \x01(\tR\fkillDeferred\x12J\n" +
+	"\x13kill_deferred_since\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x11killDeferredSince\"\x8a\x03\n" +
 	"\tProbeSpec\x12\x18\n" +
 	"\ahandler\x18\x01 \x01(\tR\ahandler\x122\n" +
 	"\x15initial_delay_seconds\x18\x02 \x01(\x05R\x13initialDelaySeconds\x12'\n" +
@@ -1860,35 +1881,36 @@ var file_api_v1alpha1_probelet_proto_depIdxs = []int32{
 	22, // 17: probelet.v1alpha1.Probe.last_probe_time:type_name -> google.protobuf.Timestamp
 	2,  // 18: probelet.v1alpha1.Probe.method:type_name -> probelet.v1alpha1.Method
 	18, // 19: probelet.v1alpha1.Probe.history:type_name -> probelet.v1alpha1.ProbeRun
-	22, // 20: probelet.v1alpha1.ProbeRun.time:type_name -> google.protobuf.Timestamp
-	1,  // 21: probelet.v1alpha1.ProbeRun.result:type_name -> probelet.v1alpha1.Result
-	23, // 22: probelet.v1alpha1.ProbeRun.duration:type_name -> google.protobuf.Duration
-	2,  // 23: probelet.v1alpha1.ProbeRun.method:type_name -> probelet.v1alpha1.Method
-	22, // 24: probelet.v1alpha1.Restart.time:type_name -> google.protobuf.Timestamp
-	0,  // 25: probelet.v1alpha1.Restart.probe_type:type_name -> probelet.v1alpha1.ProbeType
-	23, // 26: probelet.v1alpha1.Restart.grace_period:type_name -> google.protobuf.Duration
-	22, // 27: probelet.v1alpha1.ResultChange.time:type_name -> google.protobuf.Timestamp
-	0,  // 28: probelet.v1alpha1.ResultChange.probe_type:type_name -> probelet.v1alpha1.ProbeType
-	1,  // 29: probelet.v1alpha1.ResultChange.result:type_name -> probelet.v1alpha1.Result
-	22, // 30: probelet.v1alpha1.Event.time:type_name -> google.protobuf.Timestamp
-	0,  // 31: probelet.v1alpha1.Event.probe_type:type_name -> probelet.v1alpha1.ProbeType
-	4,  // 32: probelet.v1alpha1.Probelet.Version:input_type -> probelet.v1alpha1.VersionRequest
-	6,  // 33: probelet.v1alpha1.Probelet.ListContainers:input_type -> probelet.v1alpha1.ListContainersRequest
-	8,  // 34: probelet.v1alpha1.Probelet.GetContainer:input_type -> probelet.v1alpha1.GetContainerRequest
-	10, // 35: probelet.v1alpha1.Probelet.Why:input_type -> probelet.v1alpha1.WhyRequest
-	13, // 36: probelet.v1alpha1.Probelet.WatchResults:input_type -> probelet.v1alpha1.WatchResultsRequest
-	14, // 37: probelet.v1alpha1.Probelet.Events:input_type -> probelet.v1alpha1.EventsRequest
-	5,  // 38: probelet.v1alpha1.Probelet.Version:output_type -> probelet.v1alpha1.VersionResponse
-	7,  // 39: probelet.v1alpha1.Probelet.ListContainers:output_type -> probelet.v1alpha1.ListContainersResponse
-	9,  // 40: probelet.v1alpha1.Probelet.GetContainer:output_type -> probelet.v1alpha1.GetContainerResponse
-	11, // 41: probelet.v1alpha1.Probelet.Why:output_type -> probelet.v1alpha1.WhyResponse
-	20, // 42: probelet.v1alpha1.Probelet.WatchResults:output_type -> probelet.v1alpha1.ResultChange
-	21, // 43: probelet.v1alpha1.Probelet.Events:output_type -> probelet.v1alpha1.Event
-	38, // [38:44] is the sub-list for method output_type
-	32, // [32:38] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	22, // 20: probelet.v1alpha1.Probe.kill_deferred_since:type_name -> google.protobuf.Timestamp
+	22, // 21: probelet.v1alpha1.ProbeRun.time:type_name -> google.protobuf.Timestamp
+	1,  // 22: probelet.v1alpha1.ProbeRun.result:type_name -> probelet.v1alpha1.Result
+	23, // 23: probelet.v1alpha1.ProbeRun.duration:type_name -> google.protobuf.Duration
+	2,  // 24: probelet.v1alpha1.ProbeRun.method:type_name -> probelet.v1alpha1.Method
+	22, // 25: probelet.v1alpha1.Restart.time:type_name -> google.protobuf.Timestamp
+	0,  // 26: probelet.v1alpha1.Restart.probe_type:type_name -> probelet.v1alpha1.ProbeType
+	23, // 27: probelet.v1alpha1.Restart.grace_period:type_name -> google.protobuf.Duration
+	22, // 28: probelet.v1alpha1.ResultChange.time:type_name -> google.protobuf.Timestamp
+	0,  // 29: probelet.v1alpha1.ResultChange.probe_type:type_name -> probelet.v1alpha1.ProbeType
+	1,  // 30: probelet.v1alpha1.ResultChange.result:type_name -> probelet.v1alpha1.Result
+	22, // 31: probelet.v1alpha1.Event.time:type_name -> google.protobuf.Timestamp
+	0,  // 32: probelet.v1alpha1.Event.probe_type:type_name -> probelet.v1alpha1.ProbeType
+	4,  // 33: probelet.v1alpha1.Probelet.Version:input_type -> probelet.v1alpha1.VersionRequest
+	6,  // 34: probelet.v1alpha1.Probelet.ListContainers:input_type -> probelet.v1alpha1.ListContainersRequest
+	8,  // 35: probelet.v1alpha1.Probelet.GetContainer:input_type -> probelet.v1alpha1.GetContainerRequest
+	10, // 36: probelet.v1alpha1.Probelet.Why:input_type -> probelet.v1alpha1.WhyRequest
+	13, // 37: probelet.v1alpha1.Probelet.WatchResults:input_type -> probelet.v1alpha1.WatchResultsRequest
+	14, // 38: probelet.v1alpha1.Probelet.Events:input_type -> probelet.v1alpha1.EventsRequest
+	5,  // 39: probelet.v1alpha1.Probelet.Version:output_type -> probelet.v1alpha1.VersionResponse
+	7,  // 40: probelet.v1alpha1.Probelet.ListContainers:output_type -> probelet.v1alpha1.ListContainersResponse
+	9,  // 41: probelet.v1alpha1.Probelet.GetContainer:output_type -> probelet.v1alpha1.GetContainerResponse
+	11, // 42: probelet.v1alpha1.Probelet.Why:output_type -> probelet.v1alpha1.WhyResponse
+	20, // 43: probelet.v1alpha1.Probelet.WatchResults:output_type -> probelet.v1alpha1.ResultChange
+	21, // 44: probelet.v1alpha1.Probelet.Events:output_type -> probelet.v1alpha1.Event
+	39, // [39:45] is the sub-list for method output_type
+	33, // [33:39] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_api_v1alpha1_probelet_proto_init() }

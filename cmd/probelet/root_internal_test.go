@@ -53,10 +53,15 @@ func TestFlagsOverrideConfigFileOverrideDefaults(t *testing.T) {
 		{"flags", []string{"--tcp-mode=ebpf", "--tcp-verify", "--liveness-action", "report", "--plugin-index=05",
 			"--nri-socket=/run/nri.sock", "--runtime-endpoint=unix:///c.sock", "--listen=unix:///p.sock",
 			"--metrics-bind-address=:9", "--reconcile-interval=0", "--log-format=json", "--log-level=warn",
-			"--kubeconfig=/etc/kubeconfig", "--node-name=node-7"},
+			"--kubeconfig=/etc/kubeconfig", "--node-name=node-7", "--state-dir=/srv/probelet",
+			"--kill-guard=off", "--kill-guard-rate=2", "--kill-guard-burst=7", "--kill-guard-secondary-rate=0.5",
+			"--kill-guard-partial-threshold=0.2", "--kill-guard-unhealthy-threshold=0.6", "--kill-guard-min-failing=4",
+			"--kill-guard-ceiling=3m"},
 			agent.Config{NRISocket: "/run/nri.sock", PluginIndex: "05", RuntimeEndpoint: "unix:///c.sock", Listen: "unix:///p.sock",
 				MetricsBindAddress: ":9", TCPMode: "ebpf", TCPVerify: true, LivenessAction: "report", LogFormat: "json", LogLevel: "warn",
-				Kubeconfig: "/etc/kubeconfig", NodeName: "node-7"}},
+				Kubeconfig: "/etc/kubeconfig", NodeName: "node-7", StateDir: "/srv/probelet",
+				KillGuard: "off", KillGuardRate: 2, KillGuardBurst: 7, KillGuardSecondaryRate: 0.5, KillGuardPartialThreshold: 0.2,
+				KillGuardUnhealthyThreshold: 0.6, KillGuardMinFailing: 4, KillGuardCeiling: agent.Duration{Duration: 3 * time.Minute}}},
 		{"config file", []string{"--config", file}, want(func(c *agent.Config) {
 			c.TCPMode, c.LogLevel, c.ReconcileInterval = "dial", "debug", agent.Duration{Duration: time.Minute}
 		})},

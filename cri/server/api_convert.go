@@ -104,6 +104,7 @@ func pbProbe(st *prober.ContainerStatus, t probe.Type, history int) *apiv1.Probe
 		Type: pbProbeType(t), Spec: pbProbeSpec(st.Spec.Get(t)),
 		Result: pbResult(ps.Result), Consecutive: int32(ps.Consecutive), OnHold: ps.OnHold,
 		LastProbeTime: pbTime(ps.LastProbeTime), LastOutput: ps.LastOutput, Method: pbMethod(ps.Method),
+		KillDeferred: ps.KillDeferred, KillDeferredSince: pbTime(ps.KillDeferredSince),
 	}
 	runs := ps.History
 	if history >= 0 && len(runs) > history {

@@ -35,6 +35,7 @@ type probeInfo struct {
 	SuccessThreshold int32         `json:"successThreshold"`
 	FailureThreshold int32         `json:"failureThreshold"`
 	OnHold           bool          `json:"onHold"`
+	KillDeferred     string        `json:"killDeferred,omitempty"`
 	LastProbeTime    *time.Time    `json:"lastProbeTime"`
 	LastOutput       string        `json:"lastOutput"`
 	Method           probe.Method  `json:"method"`
@@ -100,7 +101,7 @@ func newProbeInfo(st *prober.ContainerStatus, t probe.Type) probeInfo {
 	pi := probeInfo{
 		Result: ps.Result.String(), Consecutive: ps.Consecutive,
 		SuccessThreshold: ps.SuccessThreshold, FailureThreshold: ps.FailureThreshold,
-		OnHold: ps.OnHold, LastProbeTime: timePtr(ps.LastProbeTime), LastOutput: ps.LastOutput,
+		OnHold: ps.OnHold, KillDeferred: ps.KillDeferred, LastProbeTime: timePtr(ps.LastProbeTime), LastOutput: ps.LastOutput,
 		Method: ps.Method, Spec: st.Spec.Get(t), Recent: []runInfo{},
 	}
 	for _, r := range ps.History {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/probelet/probelet/prober"
 	"go.uber.org/zap"
 	"k8s.io/utils/clock"
 )
@@ -89,6 +90,15 @@ func WithClock(c clock.Clock) Option {
 			return errors.New("server: nil clock")
 		}
 		s.clock = c
+		return nil
+	}
+}
+
+// WithPastEvents seeds the event log with events from before this server
+// started (probelet's history file), oldest first.
+func WithPastEvents(evs []prober.Event) Option {
+	return func(s *Server) error {
+		s.pastEvents = evs
 		return nil
 	}
 }

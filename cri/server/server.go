@@ -34,6 +34,7 @@ type Server struct {
 	socketGID       int
 	streamQueue     int
 	eventHistory    int
+	pastEvents      []prober.Event
 	shutdownTimeout time.Duration
 
 	grpc   *grpc.Server
@@ -74,6 +75,9 @@ func New(status prober.StatusSource, view lifecycle.View, opts ...Option) (*Serv
 		}
 	}
 	s.events = newEventLog(s.eventHistory)
+	for _, ev := range s.pastEvents {
+		s.events.add(ev)
+	}
 	s.grpc = grpc.NewServer(
 		grpc.ChainUnaryInterceptor(readOnlyUnary),
 		grpc.ChainStreamInterceptor(readOnlyStream),

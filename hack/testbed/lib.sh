@@ -75,7 +75,7 @@ mkimage_sources() {
 images_dir() {
 	local key
 	key=$({
-		cat "$TESTBED_HACK/images.sh" "$TESTBED_HACK"/pause/*.go
+		cat "$TESTBED_HACK/images.sh" "$TESTBED_HACK"/pause/*.go "$TESTBED_HACK"/grpchealth/*.go
 		mkimage_sources | xargs cat
 		dpkg-query -W -f='${Version}' busybox-static 2>/dev/null || true
 		go version

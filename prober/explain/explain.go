@@ -23,6 +23,7 @@ const (
 	SubjectNotStarted      = "not started"
 	SubjectNotReady        = "not ready"
 	SubjectLivenessFailing = "liveness failing"
+	SubjectKillDeferred    = "kill deferred"
 	SubjectRestarted       = "restarted"
 	SubjectHealthy         = "healthy"
 )
@@ -70,6 +71,9 @@ func Container(e Subject) []*Explanation {
 	add(specRejected(e))
 	add(notRunning(e))
 	if e.Status != nil && e.Container.State == node.StateRunning {
+		for _, x := range killDeferred(e) {
+			add(x)
+		}
 		add(notStarted(e))
 		add(notReady(e))
 		add(livenessFailing(e))
@@ -152,7 +156,7 @@ func notReady(e Subject) *Explanation {
 
 func livenessFailing(e Subject) *Explanation {
 	ps, ok := e.Status.Probes[probe.Liveness]
-	if !ok || ps.LastProbeTime.IsZero() || lastRun(ps) == results.Success {
+	if !ok || ps.LastProbeTime.IsZero() || lastRun(ps) == results.Success || ps.KillDeferred != "" {
 		return nil
 	}
 	x := probeExplanation(SubjectLivenessFailing, e.Status, probe.Liveness)
@@ -164,6 +168,31 @@ func livenessFailing(e Subject) *Explanation {
 	x.Text = fmt.Sprintf("the liveness probe has failed %d of %d times in a row allowed (failureThreshold) — at %d the container is restarted%s",
 		x.Consecutive, x.Threshold, x.Threshold, lastOutput(ps))
 	return x
+}
+
+// killDeferred explains kills the kill guard holds back, the guard's
+// reason first ("node in FullDisruption, 18 of 20 liveness probes failing
+// since 10:02:11").
+func killDeferred(e Subject) []*Explanation {
+	var out []*Explanation
+	for _, t := range []probe.Type{probe.Liveness, probe.Startup} {
+		ps, ok := e.Status.Probes[t]
+		if !ok || ps.KillDeferred == "" {
+			continue
+		}
+		x := probeExplanation(SubjectKillDeferred, e.Status, t)
+		x.Text = fmt.Sprintf("%s; the %s probe failed %d times in a row (failureThreshold) and keeps probing: the container is killed when the kill guard lets the kill through%s, and not at all if the probe succeeds first%s",
+			ps.KillDeferred, t.Key(), x.Threshold, since(ps.KillDeferredSince), lastOutput(ps))
+		out = append(out, x)
+	}
+	return out
+}
+
+func since(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return " (waiting since " + t.UTC().Format(time.TimeOnly) + ")"
 }
 
 // restarted explains the kills issued, one answer per probe type, newest

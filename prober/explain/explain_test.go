@@ -101,6 +101,25 @@ func TestExplain(t *testing.T) {
 			text:     []string{"failed 3 times in a row", "being stopped"},
 		},
 		{
+			name: "liveness kill deferred by the kill guard",
+			e: running(&prober.ContainerStatus{Started: true, Ready: true, Probes: map[probe.Type]prober.ProbeStatus{
+				probe.Liveness: {Result: results.Failure, Consecutive: 5, FailureThreshold: 3, LastProbeTime: t0,
+					LastOutput: "connection refused", History: runs(results.Failure, results.Failure),
+					KillDeferred:      "node in FullDisruption, 18 of 20 liveness probes failing since 10:02:11",
+					KillDeferredSince: t0}}}),
+			subjects: []string{explain.SubjectKillDeferred},
+			text: []string{"node in FullDisruption, 18 of 20 liveness probes failing since 10:02:11;", "failed 3 times in a row",
+				"not at all if the probe succeeds first", "waiting since 12:00:00", "connection refused"},
+		},
+		{
+			name: "startup kill deferred",
+			e: running(&prober.ContainerStatus{Probes: map[probe.Type]prober.ProbeStatus{
+				probe.Startup: {Result: results.Failure, Consecutive: 30, FailureThreshold: 30, LastProbeTime: t0,
+					History: runs(results.Failure), KillDeferred: "kill rate limit: 5 at once, then 1 per 1s"}}}),
+			subjects: []string{explain.SubjectKillDeferred, explain.SubjectNotStarted},
+			text:     []string{"kill rate limit", "the startup probe failed 30 times"},
+		},
+		{
 			name:     "created, not started",
 			e:        explain.Subject{Container: node.Container{State: node.StateCreated}},
 			subjects: []string{explain.SubjectNotRunning},

@@ -14,6 +14,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/probelet/probelet/cri/client"
+	"github.com/probelet/probelet/history"
+	"github.com/probelet/probelet/killguard"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/plugin"
 	"github.com/probelet/probelet/prober"
@@ -27,8 +29,9 @@ type SocketServer interface {
 }
 
 // SocketServerFunc builds the socket server over the engine's probe state
-// and the cache's pods.
-type SocketServerFunc func(status prober.StatusSource, view lifecycle.View, log *zap.Logger) (SocketServer, error)
+// and the cache's pods; past are the probe events kept from before this
+// run (the history file), oldest first.
+type SocketServerFunc func(status prober.StatusSource, view lifecycle.View, past []prober.Event, log *zap.Logger) (SocketServer, error)
 
 // TCPProberFunc builds the TCP prober for a --tcp-mode. A nil prober
 // leaves TCP probes to the engine's kubelet-style dialer. The prober lives
@@ -66,7 +69,9 @@ type parts struct {
 	recon   *lifecycle.Reconciler
 	metrics net.Listener
 	socket  SocketServer
-	kube    *kubeParts // nil: node-only
+	guard   *killguard.Guard // nil: --kill-guard off
+	kube    *kubeParts       // nil: node-only
+	history *history.Log     // nil: nothing survives a restart
 }
 
 // Option configures an Agent.

@@ -105,6 +105,7 @@ func testConfig(dir string) agent.Config {
 	cfg.MetricsBindAddress = "127.0.0.1:0"
 	cfg.TCPMode = "dial"
 	cfg.ReconcileInterval = agent.Duration{}
+	cfg.StateDir = filepath.Join(dir, "state")
 	return cfg
 }
 
@@ -164,7 +165,8 @@ func TestAgentProbesAndKillsEndToEnd(t *testing.T) {
 	}
 	testutil.WaitFor(t, "ready", func() bool { st, ok := a.Engine().Container("c1"); return ok && st.Ready })
 	_, metrics := get(t, base+"/metrics")
-	for _, m := range []string{"probelet_lifecycle_event_to_worker_seconds_count", "prober_probe_total", "probelet_nri_connected 1"} {
+	for _, m := range []string{"probelet_lifecycle_event_to_worker_seconds_count", "prober_probe_total", "probelet_nri_connected 1",
+		`probelet_kill_guard_state{state="Normal"} 1`, "probelet_kill_queue_length 0"} {
 		if !strings.Contains(metrics, m) {
 			t.Errorf("/metrics lacks %s", m)
 		}

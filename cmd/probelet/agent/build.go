@@ -7,9 +7,11 @@ import (
 	"net"
 
 	"github.com/probelet/probelet/cri/client"
+	"github.com/probelet/probelet/history"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/plugin"
 	"github.com/probelet/probelet/prober"
+	"go.uber.org/zap"
 )
 
 // build makes every component; on error it releases what it made.
@@ -36,8 +38,12 @@ func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 	if p.cri, err = client.New(a.cfg.RuntimeEndpoint, client.WithLogger(a.log.Named("cri"))); err != nil {
 		return nil, err
 	}
+	p.history = a.openHistory()
 	if p.tcp, err = a.tcp(ctx, a.cfg.TCPMode, a.cfg.TCPVerify, a.log.Named("tcp"), a.reg); err != nil {
 		return nil, fmt.Errorf("--tcp-mode %s: %w", a.cfg.TCPMode, err)
+	}
+	if p.guard, err = a.buildGuard(p); err != nil {
+		return nil, err
 	}
 	if p.engine, err = prober.NewManager(a.engineOptions(p)...); err != nil {
 		return nil, fmt.Errorf("probe engine: %w", err)
@@ -54,7 +60,11 @@ func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 		}
 	}
 	if a.socket != nil {
-		if p.socket, err = a.socket(p.engine, p.cache, a.log.Named("socket")); err != nil {
+		var past []prober.Event
+		if p.history != nil {
+			past = p.history.Events()
+		}
+		if p.socket, err = a.socket(p.engine, p.cache, past, a.log.Named("socket")); err != nil {
 			return nil, fmt.Errorf("socket server: %w", err)
 		}
 	}
@@ -70,11 +80,14 @@ func (a *Agent) engineOptions(p *parts) []prober.Option {
 		prober.WithLogger(a.log.Named("prober")),
 		prober.WithRegisterer(a.reg),
 		prober.WithExecRunner(p.cri),
-		prober.WithKiller(criKiller{p.cri}),
+		prober.WithKiller(p.killer()),
 		prober.WithLivenessAction(action),
 	}
 	if p.tcp != nil {
 		opts = append(opts, prober.WithTCPProber(p.tcp))
+	}
+	if p.history != nil {
+		opts = append(opts, prober.WithRestartHistory(p.history))
 	}
 	return append(opts, a.engineOpts...)
 }
@@ -112,4 +125,18 @@ func (p *parts) release() {
 	if p.cri != nil {
 		p.cri.Close()
 	}
+}
+
+// openHistory opens the history file in --state-dir. probelet starts
+// anyway when it cannot: the history is for troubleshooting, not probing.
+func (a *Agent) openHistory() *history.Log {
+	if a.cfg.StateDir == "" {
+		return nil
+	}
+	h, err := history.Open(a.cfg.StateDir, history.WithLogger(a.log.Named("history")))
+	if err != nil {
+		a.log.Warn("Probe events and restarts issued will not survive a restart", zap.String("stateDir", a.cfg.StateDir), zap.Error(err))
+		return nil
+	}
+	return h
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/probelet/probelet/cri/client"
+	"github.com/probelet/probelet/killguard"
 	"github.com/probelet/probelet/plugin"
 )
 
@@ -41,9 +42,23 @@ type Config struct {
 	TCPVerify bool `json:"tcpVerify,omitempty"`
 	// LivenessAction is restart (kill like the kubelet) or report (--liveness-action).
 	LivenessAction string `json:"livenessAction,omitempty"`
+	// KillGuard is on (hold liveness and startup kills back when many
+	// probes fail at once) or off (kill exactly like the kubelet) (--kill-guard).
+	KillGuard string `json:"killGuard,omitempty"`
+	// The kill guard's policy (--kill-guard-*; README "Kill guard").
+	KillGuardRate               float64  `json:"killGuardRate,omitempty"`
+	KillGuardBurst              int      `json:"killGuardBurst,omitempty"`
+	KillGuardSecondaryRate      float64  `json:"killGuardSecondaryRate,omitempty"`
+	KillGuardPartialThreshold   float64  `json:"killGuardPartialThreshold,omitempty"`
+	KillGuardUnhealthyThreshold float64  `json:"killGuardUnhealthyThreshold,omitempty"`
+	KillGuardMinFailing         int      `json:"killGuardMinFailing,omitempty"`
+	KillGuardCeiling            Duration `json:"killGuardCeiling,omitempty"`
 	// ReconcileInterval paces the CRI safety reconcile; 0 turns it off
 	// (--reconcile-interval).
 	ReconcileInterval Duration `json:"reconcileInterval,omitempty"`
+	// StateDir keeps what must survive a restart: probe events and the
+	// restarts probelet issued (--state-dir); empty keeps nothing.
+	StateDir string `json:"stateDir,omitempty"`
 	// Kubeconfig connects probelet to the API server (--kubeconfig); empty
 	// uses the in-cluster configuration when there is one, else probelet
 	// runs node-only.
@@ -56,10 +71,17 @@ type Config struct {
 	LogFormat string `json:"logFormat,omitempty"`
 	// LogLevel is debug, info, warn or error (--log-level).
 	LogLevel string `json:"logLevel,omitempty"`
+	// CRIProxyListen, unix:///path, turns on the CRI proxy the kubelet's
+	// --container-runtime-endpoint can point at; empty is off
+	// (--cri-proxy-listen).
+	CRIProxyListen string `json:"criProxyListen,omitempty"`
+	// CRIProxyVerify is the proxy's shadow mode (--cri-proxy-verify).
+	CRIProxyVerify bool `json:"criProxyVerify,omitempty"`
 }
 
 // Default returns the defaults of DESIGN.md and the deploy manifests.
 func Default() Config {
+	guard := killguard.Default()
 	return Config{
 		NRISocket:          plugin.DefaultSocketPath,
 		PluginIndex:        plugin.DefaultIndex,
@@ -68,10 +90,21 @@ func Default() Config {
 		MetricsBindAddress: "127.0.0.1:9809",
 		TCPMode:            "auto",
 		LivenessAction:     "restart",
-		ReconcileInterval:  Duration{5 * time.Minute},
-		NodeName:           defaultNodeName(),
-		LogFormat:          "console",
-		LogLevel:           "info",
+		KillGuard:          "on",
+
+		KillGuardRate:               guard.Rate,
+		KillGuardBurst:              guard.Burst,
+		KillGuardSecondaryRate:      guard.SecondaryRate,
+		KillGuardPartialThreshold:   guard.PartialThreshold,
+		KillGuardUnhealthyThreshold: guard.UnhealthyThreshold,
+		KillGuardMinFailing:         guard.MinFailing,
+		KillGuardCeiling:            Duration{guard.Ceiling},
+
+		ReconcileInterval: Duration{5 * time.Minute},
+		StateDir:          "/var/lib/probelet",
+		NodeName:          defaultNodeName(),
+		LogFormat:         "console",
+		LogLevel:          "info",
 	}
 }
 
@@ -113,15 +146,39 @@ func (c Config) Validate() error {
 	check("metrics-bind-address", hostPort(c.MetricsBindAddress))
 	check("tcp-mode", oneOf(c.TCPMode, "auto", "ebpf", "dial"))
 	check("liveness-action", oneOf(c.LivenessAction, "restart", "report"))
+	check("kill-guard", oneOf(c.KillGuard, "on", "off"))
+	errs = append(errs, c.killGuardErrors()...)
 	check("log-format", oneOf(c.LogFormat, "console", "json"))
 	check("log-level", oneOf(c.LogLevel, "debug", "info", "warn", "error"))
+	if c.StateDir != "" {
+		check("state-dir", absPath(c.StateDir))
+	}
 	if c.NodeName == "" {
 		check("node-name", errors.New("is empty and the hostname is unknown"))
 	}
+	check("cri-proxy-listen", c.validateProxy())
 	if c.ReconcileInterval.Duration < 0 {
 		check("reconcile-interval", fmt.Errorf("%s is negative (0 turns the reconcile off)", c.ReconcileInterval.Duration))
 	}
 	return errors.Join(errs...)
+}
+
+// KillGuardConfig is the kill guard's policy from the --kill-guard-* settings.
+func (c Config) KillGuardConfig() killguard.Config {
+	return killguard.Config{
+		Rate: c.KillGuardRate, Burst: c.KillGuardBurst, SecondaryRate: c.KillGuardSecondaryRate,
+		PartialThreshold: c.KillGuardPartialThreshold, UnhealthyThreshold: c.KillGuardUnhealthyThreshold,
+		MinFailing: c.KillGuardMinFailing, Ceiling: c.KillGuardCeiling.Duration,
+	}
+}
+
+// killGuardErrors names the flag of each invalid kill guard setting.
+func (c Config) killGuardErrors() []error {
+	var errs []error
+	for _, f := range killguard.Check(c.KillGuardConfig()) {
+		errs = append(errs, fmt.Errorf("--kill-guard-%s: %w", f.Setting, f.Err))
+	}
+	return errs
 }
 
 func absPath(p string) error {

@@ -32,6 +32,14 @@ func TestValidateNamesTheFlag(t *testing.T) {
 		{"log format", func(c *agent.Config) { c.LogFormat = "xml" }, "--log-format"},
 		{"log level", func(c *agent.Config) { c.LogLevel = "trace" }, "--log-level"},
 		{"negative reconcile", func(c *agent.Config) { c.ReconcileInterval.Duration = -time.Second }, "--reconcile-interval"},
+		{"kill guard", func(c *agent.Config) { c.KillGuard = "yes" }, `--kill-guard: "yes" is not one of on, off`},
+		{"kill guard rate", func(c *agent.Config) { c.KillGuardRate = 0 }, "--kill-guard-rate: 0 must be positive"},
+		{"kill guard burst", func(c *agent.Config) { c.KillGuardBurst = 0 }, "--kill-guard-burst: 0 must be at least 1"},
+		{"kill guard secondary rate", func(c *agent.Config) { c.KillGuardSecondaryRate = -1 }, "--kill-guard-secondary-rate: -1 must not be negative"},
+		{"kill guard thresholds", func(c *agent.Config) { c.KillGuardPartialThreshold = 0.8 }, "--kill-guard-partial-threshold: 0.8 must not exceed the unhealthy threshold 0.55"},
+		{"kill guard unhealthy threshold", func(c *agent.Config) { c.KillGuardUnhealthyThreshold = 1.5 }, "--kill-guard-unhealthy-threshold: 1.5 must be in (0, 1]"},
+		{"kill guard min failing", func(c *agent.Config) { c.KillGuardMinFailing = 0 }, "--kill-guard-min-failing: 0 must be at least 1"},
+		{"kill guard ceiling", func(c *agent.Config) { c.KillGuardCeiling.Duration = 0 }, "--kill-guard-ceiling: 0s must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,6 +70,10 @@ func TestLoadFile(t *testing.T) {
 		}},
 		{file: "config.json", check: func(c agent.Config) bool {
 			return c.MetricsBindAddress == "0.0.0.0:9809" && c.TCPVerify && c.LogFormat == "json"
+		}},
+		{file: "kill-guard.yaml", check: func(c agent.Config) bool {
+			return c.KillGuard == "on" && c.KillGuardSecondaryRate == 0 && c.KillGuardCeiling.Duration == 2*time.Minute &&
+				c.KillGuardBurst == 5 // unset: the default
 		}},
 		{file: "unknown-key.yaml", wantErr: `unknown field "tcpmode"`},
 		{file: "bad-duration.yaml", wantErr: "reconcileInterval"},

@@ -20,19 +20,34 @@ func NewFlags() *Flags { return &Flags{values: Default()} }
 
 // flagFields copies each flag's value into a Config.
 var flagFields = map[string]func(dst *Config, src Config){
-	"nri-socket":           func(d *Config, s Config) { d.NRISocket = s.NRISocket },
-	"plugin-index":         func(d *Config, s Config) { d.PluginIndex = s.PluginIndex },
-	"runtime-endpoint":     func(d *Config, s Config) { d.RuntimeEndpoint = s.RuntimeEndpoint },
-	"listen":               func(d *Config, s Config) { d.Listen = s.Listen },
-	"metrics-bind-address": func(d *Config, s Config) { d.MetricsBindAddress = s.MetricsBindAddress },
-	"tcp-mode":             func(d *Config, s Config) { d.TCPMode = s.TCPMode },
-	"tcp-verify":           func(d *Config, s Config) { d.TCPVerify = s.TCPVerify },
-	"liveness-action":      func(d *Config, s Config) { d.LivenessAction = s.LivenessAction },
-	"reconcile-interval":   func(d *Config, s Config) { d.ReconcileInterval = s.ReconcileInterval },
-	"kubeconfig":           func(d *Config, s Config) { d.Kubeconfig = s.Kubeconfig },
-	"node-name":            func(d *Config, s Config) { d.NodeName = s.NodeName },
-	"log-format":           func(d *Config, s Config) { d.LogFormat = s.LogFormat },
-	"log-level":            func(d *Config, s Config) { d.LogLevel = s.LogLevel },
+	"nri-socket":                func(d *Config, s Config) { d.NRISocket = s.NRISocket },
+	"plugin-index":              func(d *Config, s Config) { d.PluginIndex = s.PluginIndex },
+	"runtime-endpoint":          func(d *Config, s Config) { d.RuntimeEndpoint = s.RuntimeEndpoint },
+	"listen":                    func(d *Config, s Config) { d.Listen = s.Listen },
+	"metrics-bind-address":      func(d *Config, s Config) { d.MetricsBindAddress = s.MetricsBindAddress },
+	"tcp-mode":                  func(d *Config, s Config) { d.TCPMode = s.TCPMode },
+	"tcp-verify":                func(d *Config, s Config) { d.TCPVerify = s.TCPVerify },
+	"liveness-action":           func(d *Config, s Config) { d.LivenessAction = s.LivenessAction },
+	"kill-guard":                func(d *Config, s Config) { d.KillGuard = s.KillGuard },
+	"kill-guard-rate":           func(d *Config, s Config) { d.KillGuardRate = s.KillGuardRate },
+	"kill-guard-burst":          func(d *Config, s Config) { d.KillGuardBurst = s.KillGuardBurst },
+	"kill-guard-secondary-rate": func(d *Config, s Config) { d.KillGuardSecondaryRate = s.KillGuardSecondaryRate },
+	"kill-guard-partial-threshold": func(d *Config, s Config) {
+		d.KillGuardPartialThreshold = s.KillGuardPartialThreshold
+	},
+	"kill-guard-unhealthy-threshold": func(d *Config, s Config) {
+		d.KillGuardUnhealthyThreshold = s.KillGuardUnhealthyThreshold
+	},
+	"kill-guard-min-failing": func(d *Config, s Config) { d.KillGuardMinFailing = s.KillGuardMinFailing },
+	"kill-guard-ceiling":     func(d *Config, s Config) { d.KillGuardCeiling = s.KillGuardCeiling },
+	"reconcile-interval":     func(d *Config, s Config) { d.ReconcileInterval = s.ReconcileInterval },
+	"state-dir":              func(d *Config, s Config) { d.StateDir = s.StateDir },
+	"kubeconfig":             func(d *Config, s Config) { d.Kubeconfig = s.Kubeconfig },
+	"node-name":              func(d *Config, s Config) { d.NodeName = s.NodeName },
+	"log-format":             func(d *Config, s Config) { d.LogFormat = s.LogFormat },
+	"log-level":              func(d *Config, s Config) { d.LogLevel = s.LogLevel },
+	"cri-proxy-listen":       func(d *Config, s Config) { d.CRIProxyListen = s.CRIProxyListen },
+	"cri-proxy-verify":       func(d *Config, s Config) { d.CRIProxyVerify = s.CRIProxyVerify },
 }
 
 // Bind defines the flags on fs.
@@ -47,11 +62,22 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&v.TCPMode, "tcp-mode", v.TCPMode, "who answers TCP probes: auto, ebpf or dial")
 	fs.BoolVar(&v.TCPVerify, "tcp-verify", v.TCPVerify, "also dial to verify eBPF TCP answers")
 	fs.StringVar(&v.LivenessAction, "liveness-action", v.LivenessAction, "on liveness/startup failure: restart (like the kubelet) or report")
+	fs.StringVar(&v.KillGuard, "kill-guard", v.KillGuard, "on: hold liveness and startup kills back when many probes fail at once (README \"Kill guard\"); off: kill exactly like the kubelet")
+	fs.Float64Var(&v.KillGuardRate, "kill-guard-rate", v.KillGuardRate, "kills per second on a Normal node, after the burst")
+	fs.IntVar(&v.KillGuardBurst, "kill-guard-burst", v.KillGuardBurst, "kills that go at once on a Normal node")
+	fs.Float64Var(&v.KillGuardSecondaryRate, "kill-guard-secondary-rate", v.KillGuardSecondaryRate, "kills per second in a PartialDisruption; 0 pauses them")
+	fs.Float64Var(&v.KillGuardPartialThreshold, "kill-guard-partial-threshold", v.KillGuardPartialThreshold, "share of liveness probes failing that makes a PartialDisruption")
+	fs.Float64Var(&v.KillGuardUnhealthyThreshold, "kill-guard-unhealthy-threshold", v.KillGuardUnhealthyThreshold, "share of liveness probes failing that makes a FullDisruption (kills pause)")
+	fs.IntVar(&v.KillGuardMinFailing, "kill-guard-min-failing", v.KillGuardMinFailing, "fewest failing liveness probes that make a disruption")
+	fs.DurationVar(&v.KillGuardCeiling.Duration, "kill-guard-ceiling", v.KillGuardCeiling.Duration, "longest any kill waits")
 	fs.DurationVar(&v.ReconcileInterval.Duration, "reconcile-interval", v.ReconcileInterval.Duration, "CRI safety reconcile period; 0 turns it off")
+	fs.StringVar(&v.StateDir, "state-dir", v.StateDir, "directory for what survives a restart (probe events, restarts issued); empty keeps nothing")
 	fs.StringVar(&v.Kubeconfig, "kubeconfig", v.Kubeconfig, "kubeconfig of the API server (pod conditions, Events, pod specs); empty: in-cluster config if any, else node-only")
 	fs.StringVar(&v.NodeName, "node-name", v.NodeName, "this node's name in the API server (default: the hostname)")
 	fs.StringVar(&v.LogFormat, "log-format", v.LogFormat, "console or json")
 	fs.StringVar(&v.LogLevel, "log-level", v.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&v.CRIProxyListen, "cri-proxy-listen", v.CRIProxyListen, "serve a CRI proxy to --runtime-endpoint for the kubelet's --container-runtime-endpoint, unix:///path; off when empty")
+	fs.BoolVar(&v.CRIProxyVerify, "cri-proxy-verify", v.CRIProxyVerify, "CRI proxy shadow mode: compare cached answers with the runtime's and count differences")
 }
 
 // Config returns the defaults, overridden by the --config file, overridden

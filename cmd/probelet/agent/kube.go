@@ -9,6 +9,7 @@ import (
 
 	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/kube/events"
+	"github.com/probelet/probelet/kube/pdb"
 	"github.com/probelet/probelet/kube/podwatch"
 	"github.com/probelet/probelet/kube/readiness"
 )
@@ -19,6 +20,7 @@ type kubeParts struct {
 	pods      *podwatch.Watcher
 	readiness *readiness.Writer
 	events    *events.Recorder
+	budgets   *pdb.Checker // nil: --kill-guard off
 }
 
 // buildKube connects to the API server if probelet is configured to. It
@@ -54,6 +56,11 @@ func (a *Agent) buildKube(p *parts) (*kubeParts, error) {
 	if k.events, err = events.New(client, a.cfg.NodeName, p.engine, log.Named("events")); err != nil {
 		return nil, err
 	}
+	if p.guard != nil {
+		if k.budgets, err = pdb.New(client, k.pods.Lister()); err != nil {
+			return nil, err
+		}
+	}
 	log.Info("Connected to the API server", zap.String("host", cfg.Host), zap.String("node", a.cfg.NodeName))
 	return k, nil
 }
@@ -63,14 +70,18 @@ func (k *kubeParts) run(ctx context.Context) error {
 	if k == nil {
 		return nil
 	}
-	done := make(chan struct{}, 3)
-	for _, f := range []func(context.Context) error{k.pods.Run, k.readiness.Run, k.events.Run} {
+	runs := []func(context.Context) error{k.pods.Run, k.readiness.Run, k.events.Run}
+	if k.budgets != nil {
+		runs = append(runs, k.budgets.Run)
+	}
+	done := make(chan struct{}, len(runs))
+	for _, f := range runs {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			_ = f(ctx) // each logs its own trouble and returns nil
 		}()
 	}
-	for range 3 {
+	for range runs {
 		<-done
 	}
 	return nil

@@ -22,18 +22,39 @@ func (a *Agent) Run(ctx context.Context) error {
 	// Components get contexts that only shutdown cancels, one by one, so
 	// the order below holds whatever ends ctx.
 	base := context.WithoutCancel(ctx)
-	failed := make(chan error, 3)
+	failed := make(chan error, 4)
+	// The CRI proxy first: the kubelet's runtime must not wait for
+	// anything else (a launched plugin learns its flags from the runtime,
+	// so its proxy starts once configured).
+	var cri *proxyTask
+	if !a.launched {
+		var err error
+		if cri, err = a.startProxy(base, failed); err != nil {
+			return err
+		}
+	}
+	defer func() { cri.stop() }()
 	p, engine, nri, err := a.start(ctx, base, failed)
 	if err != nil || p == nil {
 		return err
 	}
 	defer p.release()
+	if a.launched {
+		if cri, err = a.startProxy(base, failed); err != nil {
+			nri.stop()
+			engine.stop()
+			return err
+		}
+	}
+	cri.attach(p.cache)
 	a.mu.Lock()
 	a.parts = p
 	a.mu.Unlock()
 
+	guard := a.goRun(base, p.runGuard, nil)
 	recon := a.goRun(base, func(ctx context.Context) error { p.recon.Run(ctx); return nil }, nil)
 	api := a.goRun(base, p.kube.run, nil)
+	hist := a.goRun(base, p.runHistory, nil)
 	sock := a.goRun(base, a.serveSocket(p), failed)
 	web := a.goRun(base, a.serveMetrics(p), failed)
 	a.log.Info("probelet started", zap.Any("config", a.cfg))
@@ -48,9 +69,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	nri.stop()
 	recon.stop()
 	sock.stop()
-	engine.stop()
-	api.stop() // after the engine: the last results and events are written
+	engine.stop() // cancels the kills the guard holds
+	guard.stop()
+	api.stop()  // after the engine: the last results and events are written
+	hist.stop() // likewise: the last events and restarts reach the file
 	web.stop()
+	// The proxy last: the kubelet's calls are served until the end.
+	cri.stop()
 	a.log.Info("probelet stopped")
 	return err
 }
@@ -133,4 +158,12 @@ func (a *Agent) serveMetrics(p *parts) func(context.Context) error {
 		}
 		return nil
 	}
+}
+
+// runHistory keeps the engine's events and restarts in the state directory.
+func (p *parts) runHistory(ctx context.Context) error {
+	if p.history == nil {
+		return nil
+	}
+	return p.history.Run(ctx, p.engine)
 }

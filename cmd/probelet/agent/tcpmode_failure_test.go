@@ -41,6 +41,7 @@ func failureConfig(t *testing.T, mode string) agent.Config {
 	cfg.Listen = "unix://" + filepath.Join(dir, "probelet.sock")
 	cfg.MetricsBindAddress = "127.0.0.1:0"
 	cfg.ReconcileInterval = agent.Duration{}
+	cfg.StateDir = filepath.Join(dir, "state")
 	cfg.TCPMode = mode
 	return cfg
 }

@@ -50,7 +50,7 @@ func startDaemon(ctx context.Context, bin string, b *bed) (*daemon, error) {
 	}
 	defer logFile.Close()
 	d.cmd = exec.Command(bin, "--nri-socket", b.nri, "--runtime-endpoint", b.cri,
-		"--listen", "unix://"+sock, "--metrics-bind-address", "127.0.0.1:0")
+		"--listen", "unix://"+sock, "--metrics-bind-address", "127.0.0.1:0", "--state-dir", filepath.Join(b.dir, "state"))
 	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
 	if err := d.cmd.Start(); err != nil {
 		return nil, err

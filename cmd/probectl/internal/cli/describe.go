@@ -104,6 +104,9 @@ func describeProbe(t *table, now time.Time, p *apiv1.Probe) {
 	if pv.OnHold {
 		result += ", on hold until the container restarts"
 	}
+	if pv.KillDeferred != "" {
+		result += ", kill deferred: " + pv.KillDeferred
+	}
 	t.row("  Result:", result)
 	t.row("  Last probe:", stamp(now, pv.LastProbeTime))
 	t.row("  Last output:", orDash(oneLine(pv.LastOutput, true)))

@@ -3,8 +3,12 @@ package cli_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/probelet/probelet/cri/server/servertest"
+	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/results"
 )
 
 // Every command's output against the fixture, compared with testdata/.
@@ -35,6 +39,41 @@ func TestGoldenOutputs(t *testing.T) {
 		{"version.txt", []string{"version"}},
 	}
 	for _, tt := range tests {
+		t.Run(tt.golden, func(t *testing.T) {
+			r := probectl(t, endpoint, tt.args...)
+			if r.code != 0 || r.errOut != "" {
+				t.Fatalf("probectl %s: exit %d, stderr %q", strings.Join(tt.args, " "), r.code, r.errOut)
+			}
+			servertest.Golden(t, tt.golden, []byte(r.out))
+		})
+	}
+}
+
+// A kill the kill guard holds back is marked in ps and explained by why.
+func TestGoldenKillDeferred(t *testing.T) {
+	_, endpoint, status, _ := servertest.StartFixture(t)
+	cs := servertest.Statuses()
+	for i := range cs {
+		if cs[i].ContainerID != servertest.DNSCoreID {
+			continue
+		}
+		live := cs[i].Probes[probe.Liveness]
+		live.Result, live.Consecutive, live.LastOutput = results.Failure, 7, "connection refused"
+		live.KillDeferred = "node in FullDisruption, 18 of 20 liveness probes failing since 11:59:53"
+		live.KillDeferredSince = live.LastProbeTime.Add(-2 * time.Second)
+		live.History = append(live.History, prober.ProbeRecord{Time: live.LastProbeTime.Add(time.Second),
+			Result: results.Failure, Duration: time.Millisecond, Output: "connection refused", Method: probe.MethodHTTP})
+		cs[i].Probes[probe.Liveness] = live
+	}
+	status.Set(cs...)
+	for _, tt := range []struct {
+		golden string
+		args   []string
+	}{
+		{"ps_kill_deferred.txt", []string{"ps"}},
+		{"ps_wide_kill_deferred.txt", []string{"ps", "-o", "wide"}},
+		{"why_kill_deferred.txt", []string{"why", "dns/coredns"}},
+	} {
 		t.Run(tt.golden, func(t *testing.T) {
 			r := probectl(t, endpoint, tt.args...)
 			if r.code != 0 || r.errOut != "" {

@@ -110,18 +110,22 @@ func (o *psOptions) printTable(cs []*apiv1.Container) error {
 }
 
 // probeCell is "-" for an unconfigured probe, else its result; wide adds
-// the current run and how it was answered ("Failure 3x http").
+// the current run and how it was answered ("Failure 3x http"). A kill the
+// kill guard holds back is marked "(kill deferred)".
 func probeCell(probes map[string]probeView, key string, wide bool) string {
 	p, ok := probes[key]
 	if !ok {
 		return "-"
 	}
-	if !wide {
-		return p.Result
+	cell := p.Result
+	if wide {
+		cell = fmt.Sprintf("%s %dx", p.Result, p.Consecutive)
+		if p.Method != "" {
+			cell += " " + p.Method
+		}
 	}
-	cell := fmt.Sprintf("%s %dx", p.Result, p.Consecutive)
-	if p.Method != "" {
-		cell += " " + p.Method
+	if p.KillDeferred != "" {
+		cell += " (kill deferred)"
 	}
 	return cell
 }
@@ -131,6 +135,11 @@ func probeCell(probes map[string]probeView, key string, wide bool) string {
 func message(v containerView) string {
 	if v.SpecError != "" {
 		return "spec rejected: " + v.SpecError
+	}
+	for _, k := range probeOrder {
+		if p, ok := v.Probes[k]; ok && p.KillDeferred != "" {
+			return k + " kill deferred: " + p.KillDeferred
+		}
 	}
 	for _, k := range probeOrder {
 		if p, ok := v.Probes[k]; ok && p.Result == "Failure" && p.LastOutput != "" {

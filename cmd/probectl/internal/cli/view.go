@@ -40,6 +40,7 @@ type probeView struct {
 	LastOutput       string     `json:"lastOutput"`
 	Method           string     `json:"method"`
 	OnHold           bool       `json:"onHold"`
+	KillDeferred     string     `json:"killDeferred,omitempty"`
 	SuccessThreshold int32      `json:"successThreshold"`
 	FailureThreshold int32      `json:"failureThreshold"`
 	Handler          string     `json:"handler"`
@@ -156,7 +157,7 @@ func newContainerView(c *apiv1.Container) containerView {
 func newProbeView(p *apiv1.Probe) probeView {
 	return probeView{
 		Result: resultString(p.Result), Consecutive: p.Consecutive, LastProbeTime: timeOf(p.LastProbeTime),
-		LastOutput: p.LastOutput, Method: methodString(p.Method), OnHold: p.OnHold,
+		LastOutput: p.LastOutput, Method: methodString(p.Method), OnHold: p.OnHold, KillDeferred: p.KillDeferred,
 		SuccessThreshold: p.GetSpec().GetSuccessThreshold(), FailureThreshold: p.GetSpec().GetFailureThreshold(),
 		Handler: p.GetSpec().GetHandler(),
 	}

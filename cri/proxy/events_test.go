@@ -1,0 +1,188 @@
+package proxy_test
+
+import (
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/probelet/probelet/cri/proxy"
+	"github.com/probelet/probelet/internal/fanout"
+	itu "github.com/probelet/probelet/internal/testutil"
+	"github.com/probelet/probelet/node"
+)
+
+// fakeLifecycle stands in for the node cache's runtime events.
+type fakeLifecycle struct {
+	hub *fanout.Hub[node.Event]
+	seq uint64
+}
+
+func newFakeLifecycle() *fakeLifecycle { return &fakeLifecycle{hub: fanout.New[node.Event](nil)} }
+
+func (f *fakeLifecycle) SubscribeRuntimeEvents(buffer int) (<-chan node.Event, func()) {
+	return f.hub.Subscribe(buffer)
+}
+
+func (f *fakeLifecycle) publish(ev node.Event) {
+	f.seq++
+	ev.Seq = f.seq
+	ev.Time = time.Now()
+	f.hub.Publish(ev)
+}
+
+type eventStream interface {
+	Recv() (*runtimeapi.ContainerEventResponse, error)
+}
+
+// recvEvents reads n events, failing after the wait limit.
+func recvEvents(t *testing.T, s eventStream, n int) []*runtimeapi.ContainerEventResponse {
+	t.Helper()
+	out := make(chan *runtimeapi.ContainerEventResponse, n)
+	errc := make(chan error, 1)
+	go func() {
+		for range n {
+			ev, err := s.Recv()
+			if err != nil {
+				errc <- err
+				return
+			}
+			out <- ev
+		}
+	}()
+	var evs []*runtimeapi.ContainerEventResponse
+	timeout := time.After(10 * time.Second)
+	for len(evs) < n {
+		select {
+		case ev := <-out:
+			evs = append(evs, ev)
+		case err := <-errc:
+			t.Fatalf("event stream ended after %d of %d events: %v", len(evs), n, err)
+		case <-timeout:
+			t.Fatalf("got %d of %d events in 10s: %v", len(evs), n, evs)
+		}
+	}
+	return evs
+}
+
+type seenEvent struct {
+	id  string
+	typ runtimeapi.ContainerEventType
+}
+
+func checkEvents(t *testing.T, got []*runtimeapi.ContainerEventResponse, want ...seenEvent) {
+	t.Helper()
+	for i, ev := range got {
+		if i >= len(want) || ev.GetContainerId() != want[i].id || ev.GetContainerEventType() != want[i].typ {
+			t.Errorf("event %d = %s %v, want %v", i, ev.GetContainerId(), ev.GetContainerEventType(), want)
+			continue
+		}
+		if ev.GetPodSandboxStatus().GetMetadata().GetUid() == "" {
+			t.Errorf("event %d has no sandbox status with a pod UID (the kubelet drops such events): %v", i, ev)
+		}
+	}
+}
+
+const (
+	evCreated = runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT
+	evStarted = runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT
+	evStopped = runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT
+	evDeleted = runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT
+)
+
+// TestEventsWaitForTheRuntimeToRecordTheChange: containerd sends NRI's
+// StopContainer before it records the exit. The stopped event reaches
+// the kubelet only once containerd answers EXITED, so the relist it
+// triggers sees the exit.
+func TestEventsWaitForTheRuntimeToRecordTheChange(t *testing.T) {
+	rt := startFakeRuntime(t)
+	rt.addPod("sb1", "c1", running)
+	lc := newFakeLifecycle()
+	h := startProxy(t, rt, proxy.WithLifecycle(lc))
+	h.waitLive(t)
+	stream, err := h.cli.GetContainerEvents(ctxT(t), &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	itu.WaitFor(t, "the stream to be subscribed", func() bool { return h.gauge("probelet_cri_proxy_event_streams") == 1 })
+
+	// NRI first: containerd still says RUNNING.
+	checks := rt.count("ContainerStatus")
+	lc.publish(node.Event{Type: node.ContainerStoppedEvent, SandboxID: "sb1", ContainerID: "c1", Pod: node.Pod{SandboxID: "sb1", UID: "uid-sb1"}})
+	itu.WaitFor(t, "the announcer to ask containerd", func() bool { return rt.count("ContainerStatus") > checks })
+	// Then containerd records the exit and sends its own event.
+	rt.setState("c1", runtimeapi.ContainerState_CONTAINER_EXITED)
+	rt.emit(&runtimeapi.ContainerEventResponse{ContainerId: "c1", ContainerEventType: evStopped, PodSandboxStatus: &runtimeapi.PodSandboxStatus{Id: "sb1"}})
+	evs := recvEvents(t, stream, 1)
+	checkEvents(t, evs, seenEvent{"c1", evStopped})
+	cs := evs[0].GetContainersStatuses()
+	if len(cs) != 1 || cs[0].GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
+		t.Errorf("event's container statuses = %v, want c1 EXITED", cs)
+	}
+	// The relist the kubelet makes now reads the exit, from the memo.
+	resp, err := h.cli.ContainerStatus(ctxT(t), &runtimeapi.ContainerStatusRequest{ContainerId: "c1"})
+	if err != nil || resp.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
+		t.Errorf("ContainerStatus after the event = %v, %v", resp, err)
+	}
+}
+
+// TestEventsSurviveARuntimeRestart: the kubelet's stream stays open while
+// containerd is down, and what changed meanwhile is announced once it is
+// back: an exit, a removal, a new pod.
+func TestEventsSurviveARuntimeRestart(t *testing.T) {
+	rt := startFakeRuntime(t)
+	rt.addPod("sb1", "c1", running)
+	rt.addPod("sb2", "c2", runtimeapi.ContainerState_CONTAINER_EXITED)
+	h := startProxy(t, rt)
+	h.waitLive(t)
+	stream, err := h.cli.GetContainerEvents(ctxT(t), &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	itu.WaitFor(t, "the stream to be subscribed", func() bool { return h.gauge("probelet_cri_proxy_event_streams") == 1 })
+
+	rt.stop()
+	itu.WaitFor(t, "the proxy to see the runtime gone", func() bool { return h.gauge("probelet_cri_proxy_runtime_events_connected") == 0 })
+	rt.setState("c1", runtimeapi.ContainerState_CONTAINER_EXITED)
+	rt.remove("c2")
+	rt.addPod("sb3", "c3", running)
+	resyncs := h.counter("probelet_cri_proxy_resyncs_total")
+	rt.start()
+	waitCounter(t, h, "probelet_cri_proxy_resyncs_total", resyncs+1)
+
+	// Sandboxes first (a new one before its containers), then
+	// containers, each in ID order.
+	checkEvents(t, recvEvents(t, stream, 6),
+		seenEvent{"sb3", evCreated}, seenEvent{"sb3", evStarted},
+		seenEvent{"c1", evStopped}, seenEvent{"c2", evDeleted},
+		seenEvent{"c3", evCreated}, seenEvent{"c3", evStarted})
+	if n := h.gauge("probelet_cri_proxy_event_streams"); n != 1 {
+		t.Errorf("%v streams open, want the same one", n)
+	}
+}
+
+// TestEventsFromNRIWhileTheRuntimeCannotBeAsked: a change NRI reports
+// while containerd does not answer is announced from the node cache's
+// snapshot, with a sandbox status the kubelet accepts.
+func TestEventsFromNRIWhileTheRuntimeCannotBeAsked(t *testing.T) {
+	rt := startFakeRuntime(t)
+	rt.addPod("sb1", "c1", running)
+	lc := newFakeLifecycle()
+	h := startProxy(t, rt, proxy.WithLifecycle(lc))
+	h.waitLive(t)
+	stream, err := h.cli.GetContainerEvents(ctxT(t), &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	itu.WaitFor(t, "the stream to be subscribed", func() bool { return h.gauge("probelet_cri_proxy_event_streams") == 1 })
+	rt.stop()
+	itu.WaitFor(t, "the proxy to see the runtime gone", func() bool { return h.gauge("probelet_cri_proxy_runtime_events_connected") == 0 })
+	lc.publish(node.Event{Type: node.ContainerStoppedEvent, SandboxID: "sb1", ContainerID: "c1", Pod: node.Pod{
+		SandboxID: "sb1", UID: "uid-sb1", Name: "pod-sb1", Namespace: "default",
+		Containers: []node.Container{{ID: "c1", Name: "c", State: node.StateExited, ExitCode: 3}}}})
+	evs := recvEvents(t, stream, 1)
+	checkEvents(t, evs, seenEvent{"c1", evStopped})
+	if cs := evs[0].GetContainersStatuses(); len(cs) != 1 || cs[0].GetExitCode() != 3 {
+		t.Errorf("container statuses from the snapshot = %v", cs)
+	}
+}

@@ -1,0 +1,184 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/probelet/probelet/node"
+)
+
+// maxMsgSize is above containerd's and the kubelet's own 16 MiB limits, so
+// the proxy never refuses a message either of them would accept.
+const maxMsgSize = 64 << 20
+
+// Proxy forwards CRI calls to the runtime and serves the relist reads and
+// the container event stream itself. New makes it; Serve runs it.
+type Proxy struct {
+	endpoint string
+	conn     *grpc.ClientConn
+	rt       runtimeapi.RuntimeServiceClient
+	clock    clock.WithTicker
+	log      *zap.Logger
+	reg      prometheus.Registerer
+	m        *metrics
+	memo     *memo
+	maxAge   time.Duration
+
+	lifecycle chan LifecycleSource
+	verify    bool
+	settle    time.Duration
+	forwardEv bool
+
+	events *announcer
+	verif  *verifier
+}
+
+// LifecycleSource is the node cache's feed of NRI-learned changes
+// (*lifecycle.Cache): every event invalidates the memo entries it touches
+// and asks the event announcer to look at what changed.
+type LifecycleSource interface {
+	SubscribeRuntimeEvents(buffer int) (events <-chan node.Event, cancel func())
+}
+
+// Option configures a Proxy.
+type Option func(*Proxy) error
+
+// WithLogger sets the logger.
+func WithLogger(l *zap.Logger) Option {
+	return func(p *Proxy) error {
+		if l == nil {
+			return errors.New("proxy: nil logger")
+		}
+		p.log = l
+		return nil
+	}
+}
+
+// WithRegisterer registers the proxy's metrics with r.
+func WithRegisterer(r prometheus.Registerer) Option {
+	return func(p *Proxy) error {
+		p.reg = r
+		return nil
+	}
+}
+
+// WithClock sets the clock for memo ages and event times.
+func WithClock(c clock.WithTicker) Option {
+	return func(p *Proxy) error {
+		if c == nil {
+			return errors.New("proxy: nil clock")
+		}
+		p.clock = c
+		return nil
+	}
+}
+
+// WithMaxAge bounds how long an answer is served without a change being
+// heard of (DefaultMaxAge).
+func WithMaxAge(d time.Duration) Option {
+	return func(p *Proxy) error {
+		if d <= 0 {
+			return fmt.Errorf("proxy: max age %s must be positive", d)
+		}
+		p.maxAge = d
+		return nil
+	}
+}
+
+// WithLifecycle feeds the proxy NRI-learned changes from the node cache
+// from the start (see AttachLifecycle).
+func WithLifecycle(src LifecycleSource) Option {
+	return func(p *Proxy) error {
+		if src == nil {
+			return errors.New("proxy: nil lifecycle source")
+		}
+		p.AttachLifecycle(src)
+		return nil
+	}
+}
+
+// AttachLifecycle feeds the proxy NRI-learned changes from the node cache
+// once that exists: the proxy serves before it (the kubelet must reach its
+// runtime while probelet is still starting). Only the first call counts.
+func (p *Proxy) AttachLifecycle(src LifecycleSource) {
+	select {
+	case p.lifecycle <- src:
+	default:
+	}
+}
+
+// WithVerify turns on shadow mode: cached answers are compared with the
+// runtime's fresh answer to the same request, and a difference that the
+// memo still holds settle later is counted and logged as a mismatch.
+func WithVerify(settle time.Duration) Option {
+	return func(p *Proxy) error {
+		if settle <= 0 {
+			return fmt.Errorf("proxy: verify settle time %s must be positive", settle)
+		}
+		p.verify, p.settle = true, settle
+		return nil
+	}
+}
+
+// WithForwardedEvents forwards GetContainerEvents to the runtime like any
+// other call instead of serving probelet's own stream.
+func WithForwardedEvents() Option {
+	return func(p *Proxy) error {
+		p.forwardEv = true
+		return nil
+	}
+}
+
+// New returns a proxy to the runtime at endpoint (unix:///path). It does
+// not dial; calls do.
+func New(endpoint string, opts ...Option) (*Proxy, error) {
+	path, ok := strings.CutPrefix(endpoint, "unix://")
+	if !ok || !strings.HasPrefix(path, "/") {
+		return nil, fmt.Errorf("proxy: runtime endpoint %q is not unix:///absolute/path", endpoint)
+	}
+	p := &Proxy{endpoint: endpoint, clock: clock.RealClock{}, log: zap.NewNop(), maxAge: DefaultMaxAge,
+		lifecycle: make(chan LifecycleSource, 1)}
+	for _, o := range opts {
+		if err := o(p); err != nil {
+			return nil, err
+		}
+	}
+	p.m = newMetrics()
+	if p.reg != nil {
+		if err := p.m.register(p.reg); err != nil {
+			return nil, err
+		}
+	}
+	conn, err := grpc.NewClient("unix://"+path,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
+		// A restarted runtime must be found again within about a second;
+		// the default backoff grows to two minutes.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: 5 * time.Second,
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("proxy: runtime endpoint %q: %w", endpoint, err)
+	}
+	p.conn, p.rt = conn, runtimeapi.NewRuntimeServiceClient(conn)
+	p.memo = newMemo(p.clock, p.maxAge)
+	p.events = newAnnouncer(p)
+	if p.verify {
+		p.verif = newVerifier(p)
+	}
+	return p, nil
+}
+
+// Close releases the connection to the runtime.
+func (p *Proxy) Close() error { return p.conn.Close() }

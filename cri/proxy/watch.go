@@ -1,0 +1,127 @@
+package proxy
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/probelet/probelet/node"
+)
+
+const (
+	// watchMinBackoff and watchMaxBackoff pace reconnecting to the
+	// runtime's event stream: a restarted containerd is back within a
+	// second or so, and the memo serves nothing until the stream is.
+	watchMinBackoff = 50 * time.Millisecond
+	watchMaxBackoff = time.Second
+	// lifecycleBuffer is the node cache subscription's buffer: a burst of
+	// NRI events (a Synchronize of a full node) fits; a loss is seen as a
+	// gap in Seq and handled.
+	lifecycleBuffer = 4096
+)
+
+// watchRuntime follows containerd's own container event stream until ctx
+// ends. containerd sends an event after its store reflects the change, so
+// the stream is the memo's authoritative invalidation: the memo keeps
+// answers only while it is connected, and every (re)connect makes the
+// announcer list again and announce what changed while it was down.
+func (p *Proxy) watchRuntime(ctx context.Context) {
+	wait := watchMinBackoff
+	for ctx.Err() == nil {
+		stream, err := p.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+		if err == nil {
+			wait = watchMinBackoff
+			p.memo.setLive(true)
+			p.m.runtimeStream.Set(1)
+			p.log.Info("Following the runtime's container events")
+			p.events.resync()
+			err = p.follow(stream)
+			p.memo.setLive(false)
+			p.m.runtimeStream.Set(0)
+			p.m.invalidations.WithLabelValues(sourceStream).Inc()
+			if ctx.Err() != nil {
+				return
+			}
+			if status.Code(err) == codes.Unimplemented {
+				// A runtime without the stream: nothing would ever tell the
+				// memo of a change, so it stays off and every call is
+				// forwarded.
+				p.log.Error("The runtime has no container event stream; the CRI proxy forwards every call and caches nothing", zap.Error(err))
+				return
+			}
+			p.log.Warn("The runtime's container event stream ended; answering from the runtime until it is back", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.clock.After(wait):
+		}
+		wait = min(2*wait, watchMaxBackoff)
+	}
+}
+
+// follow invalidates and announces on every runtime event until the
+// stream ends.
+func (p *Proxy) follow(stream runtimeapi.RuntimeService_GetContainerEventsClient) error {
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		id := ev.GetContainerId()
+		sandbox := ev.GetPodSandboxStatus().GetId()
+		p.memo.invalidate(id, sandbox)
+		p.m.invalidations.WithLabelValues(sourceRuntime).Inc()
+		p.events.enqueue(id, hint{sandbox: sandbox != "" && sandbox == id, sandboxID: sandbox, at: p.clock.Now()})
+	}
+}
+
+// watchLifecycle invalidates on every change the node cache learns over
+// NRI and has the announcer look at it. A gap in the events' numbers means
+// some were lost: the memo is dropped and the announcer lists again.
+func (p *Proxy) watchLifecycle(ctx context.Context) {
+	var src LifecycleSource
+	select {
+	case <-ctx.Done():
+		return
+	case src = <-p.lifecycle:
+	}
+	events, cancel := src.SubscribeRuntimeEvents(lifecycleBuffer)
+	defer cancel()
+	var last uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if last != 0 && ev.Seq != last+1 {
+				p.log.Warn("Lost node cache events; dropping the CRI memo", zap.Uint64("from", last+1), zap.Uint64("to", ev.Seq-1))
+				p.memo.flush()
+				p.m.invalidations.WithLabelValues(sourceLost).Inc()
+				p.events.resync()
+			}
+			last = ev.Seq
+			p.onLifecycle(ev)
+		}
+	}
+}
+
+func (p *Proxy) onLifecycle(ev node.Event) {
+	pod := ev.Pod
+	if ev.Type.Sandbox() {
+		p.memo.invalidate(ev.SandboxID)
+		p.m.invalidations.WithLabelValues(sourceNRI).Inc()
+		p.events.enqueue(ev.SandboxID, hint{sandbox: true, sandboxID: ev.SandboxID, at: ev.Time, nri: &pod, typ: ev.Type})
+		return
+	}
+	p.memo.invalidate(ev.ContainerID, ev.SandboxID)
+	p.m.invalidations.WithLabelValues(sourceNRI).Inc()
+	p.events.enqueue(ev.ContainerID, hint{sandboxID: ev.SandboxID, at: ev.Time, nri: &pod, typ: ev.Type})
+}

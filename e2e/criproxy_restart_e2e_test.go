@@ -1,0 +1,257 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/probelet/probelet/internal/cluster"
+	"github.com/probelet/probelet/internal/testbed"
+)
+
+const (
+	restartPods  = 20
+	restartTimes = 10
+	// maxStall is the longest a CRI call through the proxy may wait
+	// while probelet restarts (deploy/README.md documents it): the
+	// kubelet's own limits are far above it (a 2 min runtime request
+	// timeout, the runtime marked down after 30 s without a Status, PLEG
+	// unhealthy after 3 min without a relist).
+	maxStall = 2 * time.Second
+)
+
+// TestCRIProxySurvivesProbeletRestarts: the test holds the proxy's
+// listening socket, as systemd's probelet-cri-proxy.socket does, and
+// passes it to each probelet it starts (LISTEN_FDS). probelet restarts
+// 10 times while a kubelet runs 20 pods through the proxy: no pod
+// restarts, no container is killed, every CRI call made meanwhile
+// succeeds and waits at most maxStall, and the kubelet never reports its
+// runtime down.
+func TestCRIProxySurvivesProbeletRestarts(t *testing.T) {
+	bed := testbed.Start(t)
+	sock := filepath.Join(bed.Dir(), "cri.sock")
+	held := holdSocket(t, sock)
+	pl := startActivated(t, bed, held)
+	k := cluster.StartStandaloneKubelet(t, bed, cluster.WithNodeName("restarts"),
+		cluster.WithCRIEndpoint("unix://"+sock), cluster.WithImageEndpoint("unix://"+sock))
+	for i := range restartPods {
+		if err := k.AddStaticPod(fmt.Sprintf("p%d", i), staticPod(fmt.Sprintf("p%d", i), "exec sleep 3600", "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := waitAllRunning(t, k, restartPods)
+	// A kubelet logs "PLEG is not healthy" while it starts; only what it
+	// logs from here on counts.
+	logFrom := fileSize(t, k.LogPath())
+
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var watch stallWatch
+	go func() {
+		defer wg.Done()
+		watch.run(ctx, criClient(t, "unix://"+sock))
+	}()
+	for i := range restartTimes {
+		began := time.Now()
+		pl.stop()
+		pl.start()
+		t.Logf("restart %d: probelet serving again after %v", i+1, time.Since(began).Round(time.Millisecond))
+	}
+	stop()
+	wg.Wait()
+
+	t.Logf("%d CRI calls during the restarts: %d failed, longest %v", watch.calls, len(watch.errs), watch.longest)
+	if len(watch.errs) > 0 {
+		t.Errorf("calls through the proxy failed during restarts: %v", watch.errs)
+	}
+	if watch.longest > maxStall {
+		t.Errorf("a call waited %v, more than the documented %v", watch.longest, maxStall)
+	}
+	after := waitAllRunning(t, k, restartPods)
+	for name, id := range before {
+		if after[name] != id {
+			t.Errorf("%s: container %s replaced by %s", name, id, after[name])
+		}
+	}
+	data, err := os.ReadFile(k.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := data[logFrom:]
+	for _, bad := range []string{"Skipping pod synchronization", "Container runtime sanity check failed",
+		"Container runtime not ready", "PLEG is not healthy", "container runtime is down"} {
+		if strings.Contains(string(log), bad) {
+			t.Errorf("the kubelet logged %q", bad)
+		}
+	}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// waitAllRunning waits until the kubelet reports n pods ready with their
+// container never restarted, and returns pod name → container ID.
+func waitAllRunning(t *testing.T, k *cluster.Kubelet, n int) map[string]string {
+	t.Helper()
+	ids := map[string]string{}
+	eventually(t, 3*time.Minute, fmt.Sprintf("%d pods running, none restarted", n), func() (bool, string) {
+		pods, err := kubeletPods(k)
+		if err != nil {
+			return false, err.Error()
+		}
+		clear(ids)
+		ready := 0
+		for i := range pods {
+			p := &pods[i]
+			if len(p.Status.ContainerStatuses) != 1 {
+				continue
+			}
+			s := p.Status.ContainerStatuses[0]
+			if s.RestartCount != 0 {
+				t.Fatalf("%s restarted %d times", p.Name, s.RestartCount)
+			}
+			if podReady(p) && s.State.Running != nil {
+				ready++
+				ids[p.Name] = containerID(s)
+			}
+		}
+		return ready == n && len(pods) == n, fmt.Sprintf("%d of %d ready", ready, len(pods))
+	})
+	return ids
+}
+
+// stallWatch calls Version through the proxy back to back and records the
+// longest call and any failure.
+type stallWatch struct {
+	calls   int
+	longest time.Duration
+	errs    []string
+}
+
+func (w *stallWatch) run(ctx context.Context, cli runtimeapi.RuntimeServiceClient) {
+	for ctx.Err() == nil {
+		call, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		began := time.Now()
+		_, err := cli.Version(call, &runtimeapi.VersionRequest{})
+		took := time.Since(began)
+		cancel()
+		w.calls++
+		w.longest = max(w.longest, took)
+		if err != nil && len(w.errs) < 10 {
+			w.errs = append(w.errs, err.Error())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// holdSocket binds the proxy's socket the way systemd does for a socket
+// unit and keeps it for the whole test.
+func holdSocket(t *testing.T, path string) *os.File {
+	t.Helper()
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(true)
+	f, err := l.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close(); l.Close() })
+	return f
+}
+
+// activated is a probelet started as systemd starts a socket-activated
+// service: the socket on fd 3, LISTEN_FDS=1 and LISTEN_PID naming the
+// service's own PID.
+type activated struct {
+	t    *testing.T
+	bed  *testbed.Bed
+	sock *os.File
+	cmd  *exec.Cmd
+	done chan struct{}
+	runs int
+	log  string
+}
+
+func startActivated(t *testing.T, bed *testbed.Bed, sock *os.File) *activated {
+	a := &activated{t: t, bed: bed, sock: sock}
+	t.Cleanup(func() {
+		a.stop()
+		if t.Failed() {
+			data, _ := os.ReadFile(a.log)
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			t.Logf("last lines of %s:\n%s", a.log, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		}
+	})
+	a.start()
+	return a
+}
+
+// start runs probelet and waits until the proxy serves on the passed
+// socket (probelet logs it before it builds anything else).
+func (a *activated) start() {
+	a.t.Helper()
+	a.runs++
+	a.log = filepath.Join(a.bed.Dir(), fmt.Sprintf("activated-%d.log", a.runs))
+	logFile, err := os.Create(a.log)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer logFile.Close()
+	// sh sets LISTEN_PID to its own PID and execs probelet, which keeps it.
+	a.cmd = exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" "$@"`, bins.probelet,
+		"--nri-socket", a.bed.NRISocket(), "--runtime-endpoint", a.bed.CRIEndpoint(),
+		"--listen", "unix://"+filepath.Join(a.bed.Dir(), "pl.sock"), "--metrics-bind-address", "127.0.0.1:0",
+		"--log-format", "json", "--cri-proxy-listen", "unix://"+filepath.Join(a.bed.Dir(), "cri.sock"))
+	a.cmd.ExtraFiles = []*os.File{a.sock}
+	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
+	if err := a.cmd.Start(); err != nil {
+		a.t.Fatal(err)
+	}
+	a.done = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(a.cmd, a.done)
+	eventually(a.t, daemonStartTimeout, "the proxy to serve on the passed socket", func() (bool, string) {
+		data, _ := os.ReadFile(a.log)
+		return strings.Contains(string(data), `"socketActivated":true`), string(data)
+	})
+}
+
+// stop sends SIGTERM and waits for the exit.
+func (a *activated) stop() {
+	if a.cmd == nil || a.cmd.ProcessState != nil {
+		return
+	}
+	select {
+	case <-a.done:
+		return
+	default:
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-a.done:
+	case <-time.After(daemonStopTimeout):
+		_ = a.cmd.Process.Kill()
+		<-a.done
+		a.t.Errorf("probelet did not stop within %v of SIGTERM", daemonStopTimeout)
+	}
+}

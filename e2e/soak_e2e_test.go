@@ -1,0 +1,603 @@
+//go:build e2e && soak
+
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	apiv1 "github.com/probelet/probelet/api/v1alpha1"
+	"github.com/probelet/probelet/internal/testbed"
+	"github.com/probelet/probelet/prober/spec"
+)
+
+// TestSoak is the node-scale soak (make soak; build tags e2e and soak):
+// SOAK_PODS pods (default 110, the kubelet's maximum) with TCP, HTTP, gRPC
+// and exec probes at periods of 1-10 s, a tenth of them with readiness
+// targets that hang, some apps that die on schedule, and pods created and
+// deleted all along. Phase one (steady) measures RSS, goroutines and open
+// files (flat), period drift and missed ticks, and how fast dead apps are
+// killed; phase two (chaos) restarts containerd and SIGKILLs probelet
+// SOAK_CHAOS times each and checks that nothing is killed that should not
+// be, nothing that should be is missed, nothing shown READY is not, and the
+// socket answers within 2 s of each probelet restart. It fails on a breach
+// and logs a report. SOAK_DURATION (default 4m) is the whole run.
+func TestSoak(t *testing.T) {
+	s := newSoak(t)
+	steady, chaos := s.duration/2, s.duration-s.duration/2
+	s.start()
+	t.Logf("soak: %d pods running; steady phase %v, chaos phase %v with %d containerd restarts and %d probelet SIGKILLs",
+		len(s.pods), steady, chaos, s.chaos, s.chaos)
+
+	s.warmUntil = time.Now().Add(2 * soakMaxPeriod * time.Second)
+	s.runPhase(steady, false)
+	s.checkSteady()
+	s.runPhase(chaos, true)
+	s.checkChaos()
+	s.report()
+}
+
+// soakMaxPeriod is the longest probe period (s). Resources are sampled from
+// two of them after the pods started: every probe has run, every
+// connection pool and buffer has been made once.
+const soakMaxPeriod = 10
+
+// kinds of app. An app's liveness target stays healthy unless it is
+// "dying"; "hanging" apps have readiness targets that never answer.
+type kind int
+
+const (
+	kindTCP kind = iota
+	kindHTTP
+	kindGRPC
+	kindExec
+)
+
+func (k kind) String() string { return [...]string{"tcp", "http", "grpc", "exec"}[k] }
+
+type soakPod struct {
+	name    string
+	kind    kind
+	period  int32
+	hanging bool          // readiness never succeeds
+	dieIn   time.Duration // the liveness target dies this long after start; 0: never
+	podID   string
+	ctr     string
+	started time.Time
+	diedAt  time.Time // when the liveness target stopped (dieIn after start)
+	churn   bool
+	removed bool
+}
+
+type soak struct {
+	t        *testing.T
+	bed      *testbed.Bed
+	d        *daemon
+	duration time.Duration
+	chaos    int
+	npods    int
+
+	mu      sync.Mutex
+	pods    map[string]*soakPod // by container ID
+	seq     int
+	samples []resourceSample
+	// runs are the probe run times seen, per container and probe type.
+	runs map[string]map[string][]time.Time
+	// readyViolations are containers shown READY while they could not be.
+	readyViolations []string
+	socketGaps      []time.Duration
+	restarts        []time.Time // probelet restarts (run boundaries)
+	steadyEnd       time.Time
+	warmUntil       time.Time // resources are sampled from then on
+	rng             *rand.Rand
+}
+
+type resourceSample struct {
+	at              time.Time
+	rss             int64
+	goroutines, fds float64
+}
+
+func newSoak(t *testing.T) *soak {
+	s := &soak{t: t, duration: envDuration("SOAK_DURATION", 4*time.Minute), chaos: envInt("SOAK_CHAOS", 20),
+		npods: envInt("SOAK_PODS", 110), pods: map[string]*soakPod{}, runs: map[string]map[string][]time.Time{},
+		rng: rand.New(rand.NewPCG(1, 2))}
+	s.bed = testbed.Start(t)
+	s.d = startProbelet(t, s.bed)
+	return s
+}
+
+// start runs the pods: npods-10 long-lived ones and 10 that churn.
+func (s *soak) start() {
+	for i := range s.npods {
+		s.runPod(i, i >= s.npods-10)
+	}
+}
+
+// plan picks a pod's kind, period, hang and death from its index: every
+// combination occurs (4, 10 and 13 are coprime in pairs' products), a
+// tenth hangs, one in thirteen dies on schedule, of every kind.
+func (s *soak) plan(i int, churn bool) *soakPod {
+	p := &soakPod{kind: kind(i % 4), period: int32(1 + i%soakMaxPeriod), churn: churn}
+	p.hanging = i%10 == 3
+	if (p.hanging || p.kind == kindExec) && p.period < 2 {
+		// A hang's timeout (1 s) and an exec's round trip through the
+		// runtime fit within the period, so no tick is overrun.
+		p.period = 2
+	}
+	if i%13 == 5 && !p.hanging {
+		p.dieIn = time.Duration(20+i%40) * time.Second
+	}
+	s.seq++
+	p.name = fmt.Sprintf("soak-%s-%03d", p.kind, s.seq)
+	return p
+}
+
+func (s *soak) runPod(i int, churn bool) *soakPod {
+	p := s.plan(i, churn)
+	cmd, probes := p.app()
+	grace := int64(2)
+	anno, err := jsonString(spec.PodProbes{p.name: probes})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	podID, ctrID, err := s.bed.RunPod(testbed.PodSpec{Name: p.name, TerminationGracePeriodSeconds: &grace,
+		Annotations: map[string]string{spec.AnnotationProbes: anno},
+		Container:   testbed.ContainerSpec{Name: p.name, Command: shell(cmd), Ports: httpPort}})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	p.podID, p.ctr, p.started = podID, ctrID, time.Now()
+	if p.dieIn > 0 {
+		p.diedAt = p.started.Add(p.dieIn)
+	}
+	s.mu.Lock()
+	s.pods[ctrID] = p
+	s.mu.Unlock()
+	return p
+}
+
+// app is the pod's command and probes. Liveness uses the healthy target;
+// readiness the hanging one when the pod hangs.
+func (p *soakPod) app() (string, spec.ContainerProbes) {
+	die := ""
+	if p.dieIn > 0 {
+		die = fmt.Sprintf("sleep %d; killall %s; ", int(p.dieIn.Seconds()), p.targetProcess())
+	}
+	live, ready := p.probe(false), p.probe(p.hanging)
+	var cmd string
+	switch p.kind {
+	case kindTCP:
+		cmd = "nc -ll -p 8080 -e true &" // busybox: -ll -e is the persistent server
+	case kindHTTP:
+		cmd = "httpd -f -p 8080 -h /var/www &"
+	case kindGRPC:
+		cmd = "grpc-health -port 9090 &"
+	case kindExec:
+		cmd = "touch /tmp/alive; "
+		if p.dieIn > 0 {
+			die = fmt.Sprintf("sleep %d; rm /tmp/alive; ", int(p.dieIn.Seconds()))
+		}
+	}
+	if p.hanging {
+		cmd += " grpc-health -port 8081 -hang &" // accepts, never answers
+	}
+	return cmd + " " + die + "exec sleep 100000", spec.ContainerProbes{Liveness: live, Readiness: ready}
+}
+
+// targetProcess is the process name that dies (killall: busybox has no
+// pkill) to make the liveness target fail.
+func (p *soakPod) targetProcess() string {
+	return [...]string{"nc", "httpd", "grpc-health", ""}[p.kind]
+}
+
+func (p *soakPod) probe(hanging bool) *corev1.Probe {
+	pr := &corev1.Probe{PeriodSeconds: p.period, TimeoutSeconds: 1, FailureThreshold: 3, SuccessThreshold: 1}
+	port := intstr.FromInt32(8080)
+	if hanging {
+		port = intstr.FromInt32(8081)
+	}
+	switch {
+	case p.kind == kindTCP:
+		pr.TCPSocket = &corev1.TCPSocketAction{Port: port}
+	case p.kind == kindHTTP:
+		pr.HTTPGet = &corev1.HTTPGetAction{Path: "/", Port: port}
+	case p.kind == kindGRPC && hanging:
+		pr.GRPC = &corev1.GRPCAction{Port: 8081}
+	case p.kind == kindGRPC:
+		pr.GRPC = &corev1.GRPCAction{Port: 9090}
+	case hanging:
+		pr.Exec = &corev1.ExecAction{Command: []string{"sleep", "5"}}
+	default:
+		pr.Exec = &corev1.ExecAction{Command: []string{"test", "-f", "/tmp/alive"}}
+	}
+	return pr
+}
+
+// truly ready: a running, not-yet-dead app whose readiness target answers.
+// A TCP "hang" accepts, so its readiness is truly ready.
+func (p *soakPod) canBeReady(at time.Time) bool {
+	if p.hanging && p.kind != kindTCP {
+		return false
+	}
+	if p.dieIn > 0 && at.After(p.diedAt.Add(time.Duration(p.period*3+p.period)*time.Second)) {
+		return false // readiness had its threshold and a period to notice
+	}
+	return true
+}
+
+// runPhase churns pods and samples probelet for d; with chaos it also
+// restarts containerd and SIGKILLs probelet, s.chaos times each.
+func (s *soak) runPhase(d time.Duration, chaos bool) {
+	end := time.Now().Add(d)
+	var next time.Time
+	interval := d / time.Duration(2*s.chaos+1)
+	if chaos {
+		next = time.Now().Add(interval)
+	}
+	events := 0
+	lastChurn, lastSample := time.Time{}, time.Time{}
+	for time.Now().Before(end) {
+		now := time.Now()
+		if chaos && events < 2*s.chaos && now.After(next) {
+			if events%2 == 0 {
+				s.restartContainerd()
+			} else {
+				s.killProbelet()
+			}
+			events++
+			next = next.Add(interval)
+		}
+		if now.Sub(lastChurn) >= 2*time.Second {
+			s.churnOne()
+			lastChurn = now
+		}
+		if now.Sub(lastSample) >= 3*time.Second {
+			s.sample(chaos)
+			lastSample = now
+		}
+		time.Sleep(200 * time.Millisecond) // the driver's own pace, not a timing window
+	}
+	if !chaos {
+		s.steadyEnd = time.Now()
+	}
+}
+
+// churnOne replaces the oldest churn pod.
+func (s *soak) churnOne() {
+	s.mu.Lock()
+	var oldest *soakPod
+	for _, p := range s.pods {
+		if p.churn && !p.removed && (oldest == nil || p.started.Before(oldest.started)) {
+			oldest = p
+		}
+	}
+	if oldest != nil {
+		oldest.removed = true
+	}
+	s.mu.Unlock()
+	if oldest == nil {
+		return
+	}
+	if err := s.bed.RemovePod(oldest.podID); err != nil {
+		s.t.Errorf("soak: remove %s: %v", oldest.name, err)
+	}
+	s.runPod(s.seq, true)
+}
+
+func (s *soak) restartContainerd() {
+	if err := s.bed.RestartContainerd(); err != nil {
+		s.t.Errorf("soak: containerd restart: %v", err)
+	}
+}
+
+// killProbelet crashes probelet and starts it again, timing how long the
+// socket is without an answer.
+func (s *soak) killProbelet() {
+	s.d.kill()
+	begin := time.Now()
+	s.d.start()
+	gap := s.waitSocket(begin)
+	s.mu.Lock()
+	s.socketGaps = append(s.socketGaps, gap)
+	s.restarts = append(s.restarts, begin)
+	s.mu.Unlock()
+}
+
+func (s *soak) waitSocket(since time.Time) time.Duration {
+	for {
+		conn, err := grpc.NewClient(s.d.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_, err = apiv1.NewProbeletClient(conn).ListContainers(ctx, &apiv1.ListContainersRequest{Container: "none-such"})
+			cancel()
+			_ = conn.Close()
+			if err == nil {
+				return time.Since(since)
+			}
+		}
+		if time.Since(since) > 30*time.Second {
+			s.t.Fatalf("soak: probelet's socket did not answer within 30 s of a restart")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// sample records probelet's resources (steady phase), every probe run in
+// the history, and READY claims that cannot be true.
+func (s *soak) sample(chaos bool) {
+	if !chaos && time.Now().After(s.warmUntil) {
+		s.sampleResources()
+	}
+	conn, err := grpc.NewClient(s.d.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	api := apiv1.NewProbeletClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := api.ListContainers(ctx, &apiv1.ListContainersRequest{})
+	if err != nil {
+		return // a probelet restart in progress
+	}
+	now := time.Now()
+	for _, c := range list.Containers {
+		s.mu.Lock()
+		p := s.pods[c.ContainerId]
+		s.mu.Unlock()
+		if p == nil {
+			continue
+		}
+		if c.Ready && !p.canBeReady(now) {
+			s.mu.Lock()
+			s.readyViolations = append(s.readyViolations, fmt.Sprintf("%s shown READY at %s", p.name, now.Format(time.StampMilli)))
+			s.mu.Unlock()
+		}
+		if chaos {
+			continue
+		}
+		got, err := api.GetContainer(ctx, &apiv1.GetContainerRequest{Container: c.ContainerId})
+		if err != nil {
+			continue
+		}
+		for _, pr := range got.Container.Probes {
+			for _, run := range pr.History {
+				s.addRun(c.ContainerId, pr.Type.String(), run.Time.AsTime())
+			}
+		}
+	}
+}
+
+func (s *soak) addRun(ctr, probeType string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.runs[ctr] == nil {
+		s.runs[ctr] = map[string][]time.Time{}
+	}
+	if !slices.ContainsFunc(s.runs[ctr][probeType], at.Equal) {
+		s.runs[ctr][probeType] = append(s.runs[ctr][probeType], at)
+	}
+}
+
+func (s *soak) sampleResources() {
+	pid := s.d.cmd.Process.Pid
+	rss := procStatusKB(pid, "VmRSS")
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	g, err := s.d.gaugeValue("go_goroutines")
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	s.samples = append(s.samples, resourceSample{at: time.Now(), rss: rss, goroutines: g, fds: float64(len(fds))})
+	s.mu.Unlock()
+}
+
+func procStatusKB(pid int, field string) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// checkSteady: resources flat (first vs last quarter within 5 %), period
+// drift p99 ≤ 5 % of the period, no missed tick, every dead app killed in
+// time and no other kill.
+func (s *soak) checkSteady() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := len(s.samples) / 4
+	if q < 2 {
+		s.t.Errorf("soak: only %d resource samples", len(s.samples))
+		return
+	}
+	// Goroutines and open files rise and fall with the probes in flight
+	// (a hanging target holds its connection for the timeout): a leak
+	// raises what remains between them, each quarter's floor. RSS is
+	// compared by each quarter's median.
+	floor := func(xs []float64) float64 { return slices.Min(xs) }
+	median := func(xs []float64) float64 { xs = slices.Clone(xs); slices.Sort(xs); return xs[len(xs)/2] }
+	for _, m := range []struct {
+		name string
+		of   func(resourceSample) float64
+		stat func([]float64) float64
+		what string
+	}{
+		{"RSS", func(x resourceSample) float64 { return float64(x.rss) }, median, "median"},
+		{"goroutines", func(x resourceSample) float64 { return x.goroutines }, floor, "floor"},
+		{"open files", func(x resourceSample) float64 { return x.fds }, floor, "floor"},
+	} {
+		quarter := func(from, to int) float64 {
+			var xs []float64
+			for _, x := range s.samples[from:to] {
+				xs = append(xs, m.of(x))
+			}
+			return m.stat(xs)
+		}
+		first, last := quarter(0, q), quarter(len(s.samples)-q, len(s.samples))
+		s.t.Logf("soak: %s (%s) first quarter %.0f, last quarter %.0f (%+.1f%%)", m.name, m.what, first, last, 100*(last-first)/first)
+		if last > first*1.05 {
+			s.t.Errorf("soak: %s (%s) grew %.1f%% from the first to the last quarter (limit 5%%)", m.name, m.what, 100*(last-first)/first)
+		}
+	}
+	var drifts []float64
+	missed := 0
+	for ctr, byType := range s.runs {
+		p := s.pods[ctr]
+		for _, times := range byType {
+			slices.SortFunc(times, time.Time.Compare)
+			period := time.Duration(p.period) * time.Second
+			for i := 1; i < len(times); i++ {
+				gap := times[i].Sub(times[i-1])
+				if gap > period*3/2 {
+					missed++
+					s.t.Errorf("soak: %s missed a tick: runs %v apart, period %v", p.name, gap, period)
+					continue
+				}
+				drifts = append(drifts, float64(absDuration(gap-period))/float64(period))
+			}
+		}
+	}
+	slices.Sort(drifts)
+	p99 := 0.0
+	if len(drifts) > 0 {
+		p99 = drifts[min(len(drifts)-1, len(drifts)*99/100)]
+	}
+	s.t.Logf("soak: %d probe intervals, period drift p99 %.2f%% of the period, %d missed ticks", len(drifts), 100*p99, missed)
+	if p99 > 0.05 {
+		s.t.Errorf("soak: period drift p99 %.2f%% of the period (limit 5%%)", 100*p99)
+	}
+	s.checkKills(s.steadyEnd, true)
+}
+
+// checkChaos: no false or missed kill across the restarts, no false READY,
+// the socket back within 2 s of each probelet restart.
+func (s *soak) checkChaos() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checkKills(time.Now(), false)
+	for _, v := range s.readyViolations {
+		s.t.Errorf("soak: %s", v)
+	}
+	slices.Sort(s.socketGaps)
+	for _, g := range s.socketGaps {
+		if g > 2*time.Second {
+			s.t.Errorf("soak: the socket answered %v after a probelet restart (limit 2 s)", g)
+		}
+	}
+	if n := len(s.socketGaps); n > 0 {
+		s.t.Logf("soak: socket back after a probelet restart: median %v, max %v (%d restarts)",
+			s.socketGaps[n/2].Round(time.Millisecond), s.socketGaps[n-1].Round(time.Millisecond), n)
+	}
+}
+
+// checkKills matches every kill in probelet's logs (all runs) against the
+// apps that died: a kill of an app that did not die is false; a dead app
+// not killed is missed. In the steady phase the kill must also come within
+// failureThreshold × period + one period of the death.
+func (s *soak) checkKills(until time.Time, timed bool) {
+	killed := map[string]time.Time{}
+	for _, e := range s.d.allLogs() {
+		if e.str("msg") == "Killing container with a grace period" {
+			ts, _ := time.Parse(time.RFC3339Nano, e.str("ts"))
+			if _, ok := killed[e.str("containerID")]; !ok {
+				killed[e.str("containerID")] = ts
+			}
+		}
+	}
+	falseKills, missedKills := 0, 0
+	var took []time.Duration // death → kill, as a share of the budget
+	for id, at := range killed {
+		p := s.pods[id]
+		if p == nil || p.dieIn == 0 || at.Before(p.diedAt) {
+			falseKills++
+			s.t.Errorf("soak: false kill of %s at %s", describeSoakPod(p, id), at.Format(time.StampMilli))
+		}
+	}
+	for id, p := range s.pods {
+		if p.dieIn == 0 || p.removed {
+			continue
+		}
+		budget := time.Duration(p.period*3+p.period) * time.Second
+		if p.diedAt.Add(budget + 5*time.Second).After(until) {
+			continue // not due yet
+		}
+		at, ok := killed[id]
+		switch {
+		case !ok:
+			missedKills++
+			s.t.Errorf("soak: %s died at %s and was never killed", p.name, p.diedAt.Format(time.StampMilli))
+		case timed && !p.diedAt.Before(s.steadyStart()):
+			took = append(took, at.Sub(p.diedAt))
+			if at.Sub(p.diedAt) > budget+time.Second { // the death itself is only known to the second (sleep N)
+				s.t.Errorf("soak: %s killed %v after it died; budget %v", p.name, at.Sub(p.diedAt), budget)
+			}
+		}
+	}
+	s.t.Logf("soak (%s): %d kills, %d false, %d missed", map[bool]string{true: "steady", false: "all"}[timed], len(killed), falseKills, missedKills)
+	if len(took) > 0 {
+		slices.Sort(took)
+		s.t.Logf("soak: death → kill, steady phase: median %v, max %v (budget failureThreshold × period + period)",
+			took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
+	}
+}
+
+func (s *soak) steadyStart() time.Time {
+	var first time.Time
+	for _, p := range s.pods {
+		if first.IsZero() || p.started.Before(first) {
+			first = p.started
+		}
+	}
+	return first
+}
+
+func describeSoakPod(p *soakPod, id string) string {
+	if p == nil {
+		return "an unknown container " + id
+	}
+	return fmt.Sprintf("%s (%s, period %d, hanging %v, dies %v)", p.name, p.kind, p.period, p.hanging, p.dieIn)
+}
+
+func (s *soak) report() {
+	s.t.Logf("soak: %d pods created in all, %d probelet restarts, %d containerd restarts", s.seq, len(s.restarts), s.chaos)
+}
+
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// allLogs are the log lines of every run of the daemon.
+func (d *daemon) allLogs() []logEntry {
+	cur := d.logPath
+	defer func() { d.logPath = cur }()
+	var out []logEntry
+	for i := 1; i <= d.runs; i++ {
+		d.logPath = strings.TrimSuffix(cur, fmt.Sprintf("probelet-%d.log", d.runs)) + fmt.Sprintf("probelet-%d.log", i)
+		out = append(out, d.logs()...)
+	}
+	return out
+}

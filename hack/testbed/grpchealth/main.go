@@ -1,0 +1,83 @@
+// Command grpc-health is the test bed image's gRPC health server, written
+// with the standard library only (like every image source here, it builds
+// outside the module): unencrypted HTTP/2 (Go 1.24's
+// Protocols.SetUnencryptedHTTP2) answering grpc.health.v1.Health/Check with
+// a fixed status, enough for the kubelet's and probelet's gRPC probes.
+//
+//	grpc-health -port 9090 [-status SERVING|NOT_SERVING] [-hang]
+//
+// -hang accepts connections and never answers: a target that hangs.
+package main
+
+import (
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+)
+
+// Health status values of grpc.health.v1.HealthCheckResponse.
+var statuses = map[string]byte{"SERVING": 1, "NOT_SERVING": 2}
+
+func main() {
+	port := flag.Int("port", 9090, "port to listen on")
+	status := flag.String("status", "SERVING", "SERVING or NOT_SERVING")
+	hang := flag.Bool("hang", false, "accept connections and never answer")
+	flag.Parse()
+	code, ok := statuses[*status]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "grpc-health: unknown status %q\n", *status)
+		os.Exit(2)
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", *port))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if *hang {
+		holdForever(ln)
+	}
+	var protocols http.Protocols
+	protocols.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Handler: handler(code), Protocols: &protocols}
+	log.Fatal(srv.Serve(ln))
+}
+
+// handler answers Health/Check with status code; any other method is
+// Unimplemented (grpc-status 12), as a real gRPC server says.
+func handler(code byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/grpc")
+		w.Header().Set("Trailer", "Grpc-Status")
+		if r.URL.Path != "/grpc.health.v1.Health/Check" {
+			w.WriteHeader(http.StatusOK)
+			w.Header().Set("Grpc-Status", "12")
+			return
+		}
+		// HealthCheckResponse{status: code}: field 1, varint.
+		msg := []byte{0x08, code}
+		frame := make([]byte, 5, 5+len(msg))
+		binary.BigEndian.PutUint32(frame[1:], uint32(len(msg)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(append(frame, msg...))
+		w.Header().Set("Grpc-Status", "0")
+	}
+}
+
+// holdForever accepts connections and keeps them open, silent: each is
+// read until the client gives up.
+func holdForever(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			log.Fatal(err)
+		}
+		go func() {
+			defer c.Close()
+			_, _ = io.Copy(io.Discard, c)
+		}()
+	}
+}

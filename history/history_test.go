@@ -1,0 +1,134 @@
+package history_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/probelet/probelet/cri/server/servertest"
+	"github.com/probelet/probelet/history"
+	"github.com/probelet/probelet/internal/testutil"
+	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/probe"
+)
+
+var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+
+func restart(id string) prober.Restart {
+	return prober.Restart{Time: t0, ContainerID: id, ProbeType: probe.Liveness, GracePeriod: 30 * time.Second,
+		Message: "Container app failed liveness probe, will be restarted"}
+}
+
+// run feeds the log from a fake engine until the returned stop, which
+// flushes and waits.
+func run(t *testing.T, l *history.Log) (*servertest.Status, func()) {
+	t.Helper()
+	status := servertest.NewStatus()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx, status) }()
+	testutil.WaitFor(t, "the history's subscription", func() bool { n, _, _ := status.EventStats(); return n == 1 })
+	return status, func() { cancel(); <-done }
+}
+
+func TestHistorySurvivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	l, err := history.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, stop := run(t, l)
+	l.Save("uid-1", map[string][]prober.Restart{"app": {restart("c1")}})
+	status.PublishEvent(prober.Event{Time: t0, Type: "Normal", Reason: "Killing", PodUID: "uid-1", ContainerName: "app"})
+	testutil.WaitFor(t, "the event kept", func() bool { return len(l.Events()) == 1 })
+	stop()
+
+	again, err := history.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs := again.Events(); len(evs) != 1 || evs[0].Reason != "Killing" || !evs[0].Time.Equal(t0) {
+		t.Fatalf("events after reopening = %+v", evs)
+	}
+	if rs := again.Restarts("uid-1")["app"]; len(rs) != 1 || rs[0] != restart("c1") {
+		t.Fatalf("restarts after reopening = %+v", rs)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("state directory holds %d files, want only %s (no temporary files left)", len(entries), history.FileName)
+	}
+}
+
+func TestUnreadableFilesAreSetAside(t *testing.T) {
+	for name, content := range map[string]string{
+		"corrupt": `{"format": "probelet.io/history/v1", "events": [`,
+		"foreign": `{"kind": "Something", "apiVersion": "v1"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, history.FileName)
+			if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			core, logs := observer.New(zap.WarnLevel)
+			l, err := history.Open(dir, history.WithLogger(zap.New(core)))
+			if err != nil {
+				t.Fatalf("Open refused to start: %v", err)
+			}
+			if len(l.Events()) != 0 || logs.FilterMessageSnippet("set aside").Len() != 1 {
+				t.Fatalf("events %v, warnings %v; want an empty history and one warning", l.Events(), logs.All())
+			}
+			matches, _ := filepath.Glob(path + ".corrupt-*")
+			if len(matches) != 1 {
+				t.Fatalf("set-aside files = %v", matches)
+			}
+			if kept, _ := os.ReadFile(matches[0]); string(kept) != content {
+				t.Fatalf("the set-aside file changed: %q", kept)
+			}
+			if _, err := os.Stat(path); !os.IsNotExist(err) {
+				t.Fatalf("the unreadable file is still read next time: %v", err)
+			}
+		})
+	}
+}
+
+func TestBounds(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	l, err := history.Open(t.TempDir(), history.WithBounds(3, 2), history.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, stop := run(t, l)
+	defer stop()
+	for i := range 5 {
+		status.PublishEvent(prober.Event{Reason: string(rune('a' + i))})
+	}
+	testutil.WaitFor(t, "the newest three events", func() bool {
+		evs := l.Events()
+		return len(evs) == 3 && evs[0].Reason == "c" && evs[2].Reason == "e"
+	})
+	for _, uid := range []string{"u1", "u2", "u3"} { // u1 is the oldest
+		l.Save(uid, map[string][]prober.Restart{"app": {restart(uid)}})
+		clk.Step(time.Second)
+	}
+	if l.Restarts("u1") != nil || l.Restarts("u2") == nil || l.Restarts("u3") == nil {
+		t.Fatal("the oldest pod's restarts were not the ones dropped")
+	}
+}
+
+func TestAnUnusableDirectoryIsAnError(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := history.Open(filepath.Join(file, "state")); err == nil || !strings.Contains(err.Error(), "state directory") {
+		t.Fatalf("Open under a file = %v, want a state directory error", err)
+	}
+}

@@ -1,0 +1,297 @@
+package killguard
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
+
+	"github.com/probelet/probelet/prober"
+)
+
+// passInterval is how often the guard looks at the node again without a
+// new kill: the state follows the probes, a held kill goes through once
+// the node is Normal again, a token comes due.
+const passInterval = time.Second
+
+// CensusSource counts the node's liveness-probed, started containers and
+// how many fail; the engine's LivenessCensus.
+type CensusSource func() Census
+
+// Budget says why killing k would take its workload below its
+// PodDisruptionBudget, or "" when it would not (kube/pdb).
+type Budget func(k prober.Kill) string
+
+// Guard is the kill guard, a prober.ContainerKiller in front of the real
+// one. Run must run for kills to go through.
+type Guard struct {
+	inner  prober.ContainerKiller
+	cfg    Config
+	budget Budget
+	clock  clock.WithTicker
+	log    *zap.Logger
+	m      *Metrics
+
+	// primary is the Normal bucket, secondary the PartialDisruption one
+	// (separate, as the controller's: a partial disruption does not spend
+	// what a normal burst saved).
+	primary, secondary *rate.Limiter
+
+	kick chan struct{}
+
+	mu         sync.Mutex
+	queue      map[string]*request // by container ID
+	state      State
+	stateSince time.Time
+}
+
+var _ prober.ContainerKiller = (*Guard)(nil)
+
+// request is one kill in the queue.
+type request struct {
+	kill    prober.Kill
+	decided time.Time
+	admit   chan struct{} // closed when the kill may go
+	told    string        // the deferral reason last given to the engine
+	heldAt  time.Time     // when it was first held back
+}
+
+// ErrQueued refuses a second kill of a container whose kill is queued: the
+// queue holds each container once, at its first decision time.
+var ErrQueued = errors.New("killguard: a kill of this container is already queued")
+
+// Option configures a Guard.
+type Option func(*Guard)
+
+// WithClock sets the clock (tests: a fake one).
+func WithClock(c clock.WithTicker) Option { return func(g *Guard) { g.clock = c } }
+
+// WithLogger sets the logger.
+func WithLogger(l *zap.Logger) Option { return func(g *Guard) { g.log = l } }
+
+// WithMetrics sets the metrics (default: unregistered).
+func WithMetrics(m *Metrics) Option { return func(g *Guard) { g.m = m } }
+
+// WithBudget makes kills respect PodDisruptionBudgets too.
+func WithBudget(b Budget) Option { return func(g *Guard) { g.budget = b } }
+
+// New returns a guard in front of inner.
+func New(inner prober.ContainerKiller, cfg Config, opts ...Option) (*Guard, error) {
+	if inner == nil {
+		return nil, errors.New("killguard: nil killer")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("killguard: %w", err)
+	}
+	g := &Guard{inner: inner, cfg: cfg, clock: clock.RealClock{}, log: zap.NewNop(),
+		kick: make(chan struct{}, 1), queue: map[string]*request{}}
+	for _, o := range opts {
+		o(g)
+	}
+	if g.m == nil {
+		g.m = NewMetrics()
+	}
+	g.primary = rate.NewLimiter(rate.Limit(cfg.Rate), cfg.Burst)
+	// A secondary rate of 0 pauses kills in a partial disruption too: no
+	// token to start with.
+	g.secondary = rate.NewLimiter(rate.Limit(cfg.SecondaryRate), min(1, int(math.Ceil(cfg.SecondaryRate))))
+	g.stateSince = g.clock.Now()
+	g.m.setState(Normal)
+	return g, nil
+}
+
+// KillContainer queues k and returns once the kill went through the inner
+// killer, or with ctx's error when the engine cancelled it (the probe
+// recovered, a new container came, the engine stops). A container is
+// queued once: a repeat is refused with ErrQueued (the engine asks once
+// per container instance).
+func (g *Guard) KillContainer(ctx context.Context, k prober.Kill) error {
+	g.mu.Lock()
+	if _, ok := g.queue[k.ContainerID]; ok {
+		g.mu.Unlock()
+		return ErrQueued
+	}
+	decided := k.Decided
+	if decided.IsZero() {
+		decided = g.clock.Now()
+	}
+	r := &request{kill: k, decided: decided, admit: make(chan struct{})}
+	g.queue[k.ContainerID] = r
+	g.m.queue.Set(float64(len(g.queue)))
+	g.mu.Unlock()
+	g.signal()
+	select {
+	case <-r.admit:
+		return g.inner.KillContainer(ctx, k)
+	case <-ctx.Done():
+		g.drop(r)
+		return ctx.Err()
+	}
+}
+
+func (g *Guard) drop(r *request) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.queue[r.kill.ContainerID] == r {
+		delete(g.queue, r.kill.ContainerID)
+		g.m.queue.Set(float64(len(g.queue)))
+	}
+}
+
+func (g *Guard) signal() {
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run lets kills through until ctx ends. census is read on every pass.
+func (g *Guard) Run(ctx context.Context, census CensusSource) error {
+	tick := g.clock.NewTicker(passInterval)
+	defer tick.Stop()
+	for {
+		g.pass(census())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-g.kick:
+		case <-tick.C():
+		}
+	}
+}
+
+// held is a deferral to tell the engine, outside the guard's lock.
+type held struct {
+	r      *request
+	reason string
+}
+
+// pass classifies the node and lets through what may go, oldest decision
+// first; it tells the engine why the others wait.
+func (g *Guard) pass(c Census) {
+	lastFailed := g.lastFailures()
+	now := g.clock.Now()
+	var tell []held
+	g.mu.Lock()
+	g.transition(g.cfg.classify(c), c, now)
+	queue := make([]*request, 0, len(g.queue))
+	for _, r := range g.queue {
+		queue = append(queue, r)
+	}
+	slices.SortFunc(queue, func(a, b *request) int {
+		return cmp.Or(a.decided.Compare(b.decided), cmp.Compare(a.kill.ContainerID, b.kill.ContainerID))
+	})
+	for _, r := range queue {
+		why := ""
+		if now.Sub(r.decided) < g.cfg.Ceiling {
+			why = g.holdReason(r, c, now, lastFailed[r])
+		}
+		if why == "" {
+			delete(g.queue, r.kill.ContainerID)
+			close(r.admit)
+			continue
+		}
+		if why != r.told {
+			if r.told == "" {
+				g.m.deferred.Inc()
+				r.heldAt = now
+			}
+			r.told = why
+			tell = append(tell, held{r, why})
+		}
+	}
+	g.m.queue.Set(float64(len(g.queue)))
+	g.mu.Unlock()
+	for _, h := range tell {
+		if h.r.kill.Deferred != nil {
+			h.r.kill.Deferred(h.reason)
+		}
+	}
+}
+
+// lastFailures asks the engine, outside the guard's lock, when each queued
+// kill's probe last failed.
+func (g *Guard) lastFailures() map[*request]time.Time {
+	g.mu.Lock()
+	queue := make([]*request, 0, len(g.queue))
+	for _, r := range g.queue {
+		queue = append(queue, r)
+	}
+	g.mu.Unlock()
+	out := make(map[*request]time.Time, len(queue))
+	for _, r := range queue {
+		if r.kill.LastFailure != nil {
+			out[r] = r.kill.LastFailure()
+		} else {
+			out[r] = r.decided
+		}
+	}
+	return out
+}
+
+// holdReason says why r waits now, or "" when it may go (spending a token).
+// lastFailed is when r's probe last failed.
+func (g *Guard) holdReason(r *request, c Census, now, lastFailed time.Time) string {
+	since := g.stateSince.UTC().Format(time.TimeOnly)
+	if g.state == FullDisruption {
+		return fmt.Sprintf("node in FullDisruption, %s since %s", c, since)
+	}
+	// A kill held through a disruption goes only once its probe failed
+	// again since the node calmed down: as a shared outage ends, the
+	// probes recover one period at a time, and a probe that has not run
+	// since must not be killed for the outage's failures.
+	if r.told != "" && r.heldAt.Before(g.stateSince) && !lastFailed.After(g.stateSince) {
+		return fmt.Sprintf("node in %s since %s, %s: waiting for the probe to fail again before killing", g.state, since, c)
+	}
+	if g.budget != nil {
+		if why := g.budget(r.kill); why != "" {
+			return why
+		}
+	}
+	switch g.state {
+	case PartialDisruption:
+		if !g.secondary.AllowN(now, 1) {
+			pace := "kills paused (secondary rate 0)"
+			if g.cfg.SecondaryRate > 0 {
+				pace = "kills go at 1 per " + every(g.cfg.SecondaryRate)
+			}
+			return fmt.Sprintf("node in PartialDisruption, %s since %s: %s", c, since, pace)
+		}
+	default:
+		if !g.primary.AllowN(now, 1) {
+			return fmt.Sprintf("kill rate limit: %d at once, then 1 per %s", g.cfg.Burst, every(g.cfg.Rate))
+		}
+	}
+	return ""
+}
+
+// transition records a new state: a log line, the metric.
+func (g *Guard) transition(st State, c Census, now time.Time) {
+	if st == g.state {
+		return
+	}
+	g.log.Info("Kill guard: node state changed", zap.String("from", g.state.String()), zap.String("to", st.String()),
+		zap.Int("failing", c.Failing), zap.Int("probed", c.Probed), zap.Int("queued", len(g.queue)))
+	g.state, g.stateSince = st, now
+	g.m.setState(st)
+}
+
+// State reports the node's state and since when.
+func (g *Guard) State() (State, time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.state, g.stateSince
+}
+
+// every is the interval between kills at perSecond (> 0).
+func every(perSecond float64) string {
+	return (time.Duration(float64(time.Second) / perSecond)).Round(time.Millisecond).String()
+}
