@@ -2,6 +2,7 @@ package prober_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,9 +12,14 @@ import (
 )
 
 // coalesceBound is the most a probe may move off its period grid so that
-// it shares a wake-up: 10 ms, or 1% of the period when that is more. The
-// engine uses 10 ms for every period.
+// it shares a wake-up: 10 ms, or 1% of the period when that is more
+// (boundFor). The engine uses 10 ms for every period.
 const coalesceBound = 10 * time.Millisecond
+
+// boundFor is the coalescing bound for a probe of the given period.
+func boundFor(period time.Duration) time.Duration {
+	return max(coalesceBound, period/100)
+}
 
 // phasedPods adds one pod per offset, each with a readiness probe every
 // second on its own port (readyPort+i), whose first probe the start-up
@@ -129,4 +135,148 @@ func (h *harness) lastProbe(id string) time.Time {
 		h.t.Fatalf("container %s unknown", id)
 	}
 	return st.Probes[probe.Readiness].LastProbeTime
+}
+
+// coalescedWorker is one readiness probe of a bound test: added at addAt,
+// every period; while the agent is younger than the period its first probe
+// waits jitter (a fraction exact in binary, so the grid is exact) of it.
+type coalescedWorker struct {
+	period time.Duration
+	addAt  time.Duration
+	jitter float64
+}
+
+// firstDue is where w's period grid starts: the kubelet's rules, first
+// probe at once unless the agent is younger than one period.
+func (w coalescedWorker) firstDue(agentAge time.Duration) time.Duration {
+	if agentAge+w.addAt < w.period {
+		return w.addAt + time.Duration(w.jitter*float64(w.period))
+	}
+	return w.addAt
+}
+
+func TestCoalescingMovesNoProbeBeyondTheBound(t *testing.T) {
+	ms := time.Millisecond
+	cases := []struct {
+		name     string
+		agentAge time.Duration // at epoch
+		workers  []coalescedWorker
+		until    time.Duration
+		// wantMoved is whether some probe must run off its grid point: the
+		// case has probes close enough to share a wake-up.
+		wantMoved bool
+	}{
+		{
+			name:     "1 s probes 8 ms apart share every wake-up",
+			agentAge: 0,
+			workers:  []coalescedWorker{{time.Second, 0, 0.5}, {time.Second, 8 * ms, 0.5}},
+			until:    5 * time.Second, wantMoved: true,
+		},
+		{
+			name:     "11 ms apart: beyond the window, nothing moves",
+			agentAge: 0,
+			workers:  []coalescedWorker{{time.Second, 0, 0.5}, {time.Second, 11 * ms, 0.5}},
+			until:    5 * time.Second, wantMoved: false,
+		},
+		{
+			name:     "a chain 5 ms apart: no probe is carried further than the window",
+			agentAge: 0,
+			workers: []coalescedWorker{{time.Second, 0, 0.5}, {time.Second, 5 * ms, 0.5}, {time.Second, 10 * ms, 0.5},
+				{time.Second, 15 * ms, 0.5}, {time.Second, 20 * ms, 0.5}, {time.Second, 25 * ms, 0.5}},
+			until: 4 * time.Second, wantMoved: true,
+		},
+		{
+			name:     "periods 1, 2 and 4 s meeting every few periods",
+			agentAge: 0,
+			workers: []coalescedWorker{{time.Second, 0, 0.25}, {2 * time.Second, 4 * ms, 0.125},
+				{4 * time.Second, 9 * ms, 0.0625}, {4 * time.Second, 0, 0.75}},
+			until: 13 * time.Second, wantMoved: true,
+		},
+		{
+			name:     "agent older than every period: each first probe at once, later ones share wake-ups",
+			agentAge: time.Hour,
+			workers:  []coalescedWorker{{time.Second, 0, 0}, {time.Second, 5 * ms, 0}, {time.Second, 30 * ms, 0}, {3 * time.Second, 38 * ms, 0}},
+			until:    7 * time.Second, wantMoved: true,
+		},
+		{
+			name:     "64 s probes: 10 ms, well under 1% of the period",
+			agentAge: 0,
+			workers:  []coalescedWorker{{64 * time.Second, 0, 0.5}, {64 * time.Second, 7 * ms, 0.5}},
+			until:    3 * 64 * time.Second, wantMoved: true,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			runs := coalescedRuns(t, tc.agentAge, tc.workers, tc.until)
+			moved := 0
+			for i, w := range tc.workers {
+				first := w.firstDue(tc.agentAge)
+				// Once per grid point by until; one more when a grid point
+				// just after until may have run early.
+				want := int((tc.until-first)/w.period) + 1
+				early := int((tc.until+boundFor(w.period)-first)/w.period) + 1
+				if n := len(runs[i]); n < want || n > early {
+					t.Fatalf("worker %d ran %d times by %v, want %d, once per grid point from %v: %v", i, n, tc.until, want, first, runs[i])
+				}
+				for k, at := range runs[i] {
+					grid := first + time.Duration(k)*w.period
+					switch d := grid - at; {
+					case d < 0:
+						t.Errorf("worker %d, run %d: at %v, %v after its grid point %v (nothing may run late)", i, k, at, -d, grid)
+					case d > boundFor(w.period):
+						t.Errorf("worker %d, run %d: at %v, %v before its grid point %v, beyond the bound %v", i, k, at, d, grid, boundFor(w.period))
+					case k == 0 && first == w.addAt && d != 0:
+						t.Errorf("worker %d: first probe at %v, want at once (%v)", i, at, w.addAt)
+					case d > 0:
+						moved++
+					}
+				}
+			}
+			if got := moved > 0; got != tc.wantMoved {
+				t.Errorf("%d probes ran off their grid point, want some: %v", moved, tc.wantMoved)
+			}
+		})
+	}
+}
+
+// coalescedRuns adds the workers at their times and steps the fake clock
+// through every grid point until `until` (as the scheduler's alarm would
+// wake: at the earliest due time), returning each worker's probe times
+// relative to epoch.
+func coalescedRuns(t *testing.T, agentAge time.Duration, workers []coalescedWorker, until time.Duration) [][]time.Duration {
+	t.Helper()
+	var jitter float64
+	h := newHarness(t, prober.WithAgentStartTime(epoch.Add(-agentAge)),
+		prober.WithJitter(func() float64 { return jitter }))
+	var stops []time.Duration
+	for _, w := range workers {
+		stops = append(stops, w.addAt)
+		for at := w.firstDue(agentAge); at <= until; at += w.period {
+			stops = append(stops, at)
+		}
+	}
+	slices.Sort(stops)
+	stops = slices.Compact(stops)
+	runs := make([][]time.Duration, len(workers))
+	for _, at := range stops {
+		h.stepTo(at)
+		for i, w := range workers {
+			if w.addAt != at {
+				continue
+			}
+			jitter = w.jitter
+			pod := testPod(fmt.Sprintf("c%d", i), spec.ContainerProbes{Readiness: tcpProbe(readyPort+i, withPeriod(int32(w.period/time.Second)))})
+			pod.UID, pod.Name = fmt.Sprintf("uid-%d", i), fmt.Sprintf("web-%d", i)
+			h.update(pod)
+		}
+		for i, n := range h.counts(len(workers)) {
+			switch {
+			case n == len(runs[i])+1:
+				runs[i] = append(runs[i], h.lastProbe(fmt.Sprintf("c%d", i)).Sub(epoch))
+			case n != len(runs[i]):
+				t.Fatalf("worker %d ran %d times at once at %v", i, n-len(runs[i]), at)
+			}
+		}
+	}
+	return runs
 }
