@@ -114,7 +114,10 @@ func (e *env) startProbelet(ctx context.Context, tcpMode string) (*probelet, err
 	p := &probelet{log: logFile.Name(), done: make(chan error, 1)}
 	p.cmd = exec.Command(e.probelet, "--nri-socket", e.nriSocket(), "--runtime-endpoint", e.criEndpoint(),
 		"--listen", "unix://"+filepath.Join(e.bed, "pl.sock"), "--metrics-bind-address", "127.0.0.1:0",
-		"--tcp-mode", tcpMode)
+		"--tcp-mode", tcpMode,
+		// A state directory like a node's, but in the bed: never the
+		// host's /var/lib/probelet.
+		"--state-dir", filepath.Join(e.bed, "probelet-state"))
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.Env = append(os.Environ(), e.c.env...)
 	if err := p.cmd.Start(); err != nil {
