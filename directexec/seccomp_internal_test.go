@@ -66,7 +66,7 @@ func TestSeccompDescriptionFollowsRunc(t *testing.T) {
 		Architectures: []string{"SCMP_ARCH_X86_64", "SCMP_ARCH_X32"},
 		Syscalls: []ociSyscall{
 			{Names: []string{"read", "write"}, Action: "SCMP_ACT_ALLOW"},
-			{Names: []string{"mkdir"}, Action: "SCMP_ACT_ERRNO"},                        // the default: no rule
+			{Names: []string{"mkdir"}, Action: "SCMP_ACT_ERRNO"},                       // the default: no rule
 			{Names: []string{"clone3"}, Action: "SCMP_ACT_ERRNO", ErrnoRet: uintp(38)}, // not the default
 			{Names: []string{"personality"}, Action: "SCMP_ACT_ALLOW", Args: []ociSeccompArg{
 				{Index: 0, Value: 8, Op: "SCMP_CMP_EQ"}, {Index: 1, Value: 1, ValueTwo: 2, Op: "SCMP_CMP_MASKED_EQ"}}},
@@ -91,7 +91,7 @@ func TestSeccompDescriptionFollowsRunc(t *testing.T) {
 	want := []string{
 		"0x7fff0000 read ", "0x7fff0000 write ",
 		"0x50026 clone3 ",
-		"0x7fff0000 personality [0 4 8 0][1 7 1 2]", // different arguments: one rule
+		"0x7fff0000 personality [0 4 8 0][1 7 1 2]",                    // different arguments: one rule
 		"0x7fff0000 socket [0 2 38 0]", "0x7fff0000 socket [0 6 40 0]", // the same argument: a rule each
 		"0x80000000 kill ", "0x7ff00001 ptrace ", "0x7ffc0000 uname ",
 	}

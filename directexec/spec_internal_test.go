@@ -46,7 +46,9 @@ func TestParseConfigRefusesWhatItDoesNotApply(t *testing.T) {
 		{"an AppArmor profile", func(m map[string]any) { section(m, "process")["apparmorProfile"] = "cri-containerd.apparmor.d" }, reasonLSM},
 		{"an SELinux label", func(m map[string]any) { section(m, "process")["selinuxLabel"] = "system_u:system_r:container_t:s0" }, reasonLSM},
 		{"a scheduler", func(m map[string]any) { section(m, "process")["scheduler"] = map[string]any{"policy": "SCHED_IDLE"} }, reasonProcess},
-		{"an I/O priority", func(m map[string]any) { section(m, "process")["ioPriority"] = map[string]any{"class": "IOPRIO_CLASS_IDLE"} }, reasonProcess},
+		{"an I/O priority", func(m map[string]any) {
+			section(m, "process")["ioPriority"] = map[string]any{"class": "IOPRIO_CLASS_IDLE"}
+		}, reasonProcess},
 		{"an exec CPU affinity", func(m map[string]any) { section(m, "process")["execCPUAffinity"] = map[string]any{"final": "0"} }, reasonProcess},
 		{"no capabilities", func(m map[string]any) { delete(section(m, "process"), "capabilities") }, reasonProcess},
 		{"a Windows user name", func(m map[string]any) { section(section(m, "process"), "user")["username"] = "ContainerUser" }, reasonProcess},
