@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,18 +16,26 @@ import (
 	"github.com/probelet/probelet/prober/probe/execprobe"
 )
 
-// maxOutput is how much of each stream is kept: the probe reports 10 KiB
-// of stdout then stderr, the rest is read and dropped.
-const maxOutput = 10 << 10
+const (
+	// maxOutput is how much of each stream is kept: the probe reports 10
+	// KiB of stdout then stderr, the rest is read and dropped.
+	maxOutput = 10 << 10
+	// drainGrace is how long after the timeout the output of a command
+	// that exited is still read when something it left behind holds it
+	// open. containerd reads it to its end, and the kubelet waits that
+	// long (the timeout plus its 2 minute runtime request timeout) before
+	// it counts the probe as timed out.
+	drainGrace = 2 * time.Minute
+)
 
 type result struct {
 	stdout, stderr []byte
 	code           int32
 }
 
-// run starts the helper for one probe: the request goes over a socket
-// whose closing (by probelet, or its death) cancels the command; the
-// command writes straight into two pipes probelet reads.
+// run hands one probe to the helper: the request goes over a socket whose
+// closing (by probelet, or its death) cancels the command; the command
+// writes straight into two pipes probelet reads.
 func (r *Runner) run(ctx context.Context, p *profile, cmd []string, timeout time.Duration) (result, error) {
 	start := time.Now()
 	ms := max(uint64(timeout.Milliseconds()), 1)
@@ -49,44 +56,49 @@ func (r *Runner) run(ctx context.Context, p *profile, cmd []string, timeout time
 		outW.Close()
 		return result{}, err
 	}
-	c := &exec.Cmd{Path: r.helper, Args: []string{HelperName, "run"}, Env: []string{},
-		Stdin: theirs, Stdout: outW, Stderr: errW}
-	err = c.Start()
+	err = r.srv.send(theirs, outW, errW)
 	theirs.Close()
 	outW.Close()
 	errW.Close()
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		return result{}, unsupportedf(reasonSetup, "starting the helper: %v", err)
+		return result{}, unsupportedf(reasonSetup, "%v", err)
 	}
 
-	// The output is read until both pipes close or the probe's time is up
-	// (a process the command left behind may hold them open).
+	// The output is read until both pipes close: a process the command
+	// left behind may hold them open, as long as the runtime would wait.
 	deadline := start.Add(timeout)
 	var stdout, stderr capped
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go drain(outR, deadline, &stdout, &wg)
-	go drain(errR, deadline, &stderr, &wg)
+	go drain(outR, deadline.Add(drainGrace), &stdout, &wg)
+	go drain(errR, deadline.Add(drainGrace), &stderr, &wg)
 
+	// Closing ctl (deferred) cancels the command if the exchange failed.
 	line, err := exchange(ctx, ctl, p.request(cmd, ms), deadline.Add(statusGrace))
 	if err != nil {
-		_ = c.Process.Kill()
-	}
-	_ = c.Wait()
-	wg.Wait()
-	if err != nil {
+		stopDrains(&wg, outR, errR)
 		return result{}, fmt.Errorf("exec helper: %w", err)
 	}
 	code, err := outcome(ctx, line, cmd, timeout)
 	if err != nil {
+		stopDrains(&wg, outR, errR)
 		return result{}, err
 	}
+	wg.Wait()
 	if stdout.late || stderr.late {
-		return result{}, fmt.Errorf("%w: the output of %q stayed open after the command exited", execprobe.ErrTimeout, strings.Join(cmd, " "))
+		return result{}, fmt.Errorf("%w: the output of %q stayed open %s after the command exited", execprobe.ErrTimeout, strings.Join(cmd, " "), drainGrace)
 	}
 	return result{stdout: stdout.b, stderr: stderr.b, code: code}, nil
+}
+
+// stopDrains ends the reads of an output nobody will look at.
+func stopDrains(wg *sync.WaitGroup, files ...*os.File) {
+	for _, f := range files {
+		_ = f.SetReadDeadline(time.Now())
+	}
+	wg.Wait()
 }
 
 // socketpair returns probelet's end (pollable, for deadlines) and the

@@ -29,7 +29,7 @@ const (
 	// compileTimeout bounds compiling one container's seccomp profile.
 	compileTimeout = 10 * time.Second
 	// statusGrace is how long after the probe's timeout the helper may
-	// take to kill and reap the command before probelet kills the helper.
+	// take to kill and reap the command before probelet gives up on it.
 	statusGrace = 5 * time.Second
 )
 
@@ -49,6 +49,7 @@ type Runner struct {
 	log       *zap.Logger
 	metrics   *Metrics
 	lastCap   uint
+	srv       *server
 
 	mountsMu sync.Mutex
 	cgMounts []cgroupMount
@@ -144,7 +145,14 @@ func New(fallback execprobe.Runner, opts ...Option) (*Runner, error) {
 	}
 	r.lastCap = readLastCap(r.procRoot)
 	r.refreshMounts()
+	r.srv = newServer(r.helper, r.log)
 	return r, nil
+}
+
+// Close stops the helper; probes still running finish.
+func (r *Runner) Close() error {
+	r.srv.close()
+	return nil
 }
 
 // defaultHelper is probelet-exec next to the running executable.

@@ -13,6 +13,8 @@
 //   probelet-exec run       fd 0: a unix socket carrying the request in and
 //                           one status line out; fds 1 and 2: the command's
 //                           stdout and stderr
+//   probelet-exec serve     runs `run` in a child per probe whose three fds
+//                           arrive over the SOCK_SEQPACKET socket on fd 0
 //
 // The request is what probelet read from the container's OCI bundle: every
 // credential the command gets comes from there; the helper adds nothing.
@@ -45,6 +47,8 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -512,6 +516,16 @@ static void read_request(int fd, struct request *r)
 
 // ---------------------------------------------------------------- child
 
+// errstr is strerror in Go's words (lower case), as runc's messages have it.
+static const char *errstr(int err)
+{
+	static char b[128];
+	snprintf(b, sizeof(b), "%s", strerror(err));
+	if (b[0] >= 'A' && b[0] <= 'Z' && !(b[1] >= 'A' && b[1] <= 'Z'))
+		b[0] = (char)(b[0] - 'A' + 'a');
+	return b;
+}
+
 // The child reports a failure before execve through a close-on-exec pipe:
 // 'E' and a message when the runtime would fail the exec the same way (the
 // command cannot be found or run), 'S' when the helper could not set up
@@ -763,9 +777,9 @@ static char *look_path(const char *name, char **env)
 	if (strchr(name, '/')) {
 		int err = find_executable(name, &from_stat);
 		if (err && from_stat)
-			fail('E', "exec: \"%s\": stat %s: %s", name, name, strerror(err));
+			fail('E', "exec: \"%s\": stat %s: %s", name, name, errstr(err));
 		if (err)
-			fail('E', "exec: \"%s\": %s", name, strerror(err));
+			fail('E', "exec: \"%s\": %s", name, errstr(err));
 		return (char *)name;
 	}
 	const char *dirs = "";
@@ -899,7 +913,7 @@ child(struct request *r, struct ns *ns, int nns, int *cgroupfds, int devnull)
 		load_seccomp(r);
 	r->args[r->nargs] = NULL;
 	execve(path, r->args, r->env);
-	fail('E', "exec %s: %s", path, strerror(errno));
+	fail('E', "exec %s: %s", path, errstr(errno));
 }
 
 // ---------------------------------------------------------------- parent
@@ -933,8 +947,9 @@ static int exited(int pidfd)
 	return poll(&p, 1, 0) == 1;
 }
 
-// start_time reads field 22 of /proc/PID/stat; state gets field 3.
-static int start_time(pid_t pid, uint64_t *t, char *state)
+// read_stat reads /proc/PID/stat: field 3 (state), 9 (flags) and 22
+// (start time).
+static int read_stat(pid_t pid, char *state, unsigned long *flags, uint64_t *start)
 {
 	char path[64], b[1024];
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
@@ -956,9 +971,22 @@ static int start_time(pid_t pid, uint64_t *t, char *state)
 		if (!p)
 			return -1;
 		p++;
+		if (field == 8)
+			*flags = strtoul(p, NULL, 10);
 	}
-	*t = strtoull(p, NULL, 10);
+	*start = strtoull(p, NULL, 10);
 	return 0;
+}
+
+// init_exiting reports whether the container's init has exited or is
+// exiting (PF_EXITING): the kernel then kills every process of its pid
+// namespace, the command among them.
+static int init_exiting(int initfd, pid_t pid)
+{
+	char state;
+	unsigned long flags = 0;
+	uint64_t start;
+	return exited(initfd) || read_stat(pid, &state, &flags, &start) < 0 || (flags & 0x4 /* PF_EXITING */);
 }
 
 // kill_tree stops the command and every descendant it has (so none can
@@ -1024,8 +1052,9 @@ static int run(void)
 	// it is the process probelet read the container's settings for.
 	int initfd = pidfd_open(r.pid);
 	uint64_t started;
+	unsigned long flags;
 	char state;
-	if (initfd < 0 || start_time(r.pid, &started, &state) < 0 || started != r.start_time || state == 'Z' ||
+	if (initfd < 0 || read_stat(r.pid, &state, &flags, &started) < 0 || started != r.start_time || state == 'Z' ||
 	    state == 'X') {
 		status("gone the container's init process %d is not running", r.pid);
 		return 0;
@@ -1180,29 +1209,106 @@ static int run(void)
 	}
 	msg[msglen] = 0;
 
-	// When the container's init exits, the kernel kills every process of
-	// its pid namespace and finishes the init's exit only once they are
-	// reaped: give its pidfd a moment to tell.
-	if (!ended && WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL) {
-		struct pollfd ip = {.fd = initfd, .events = POLLIN};
-		poll(&ip, 1, 200);
-	}
 	if (ended == 1)
 		status("timeout");
 	else if (ended == 2)
 		status("cancelled");
 	else if (msglen > 0 && msg[0] == 'E')
 		status("exec-error %s", msg + 1);
-	else if (msglen > 0 && exited(initfd))
+	else if (msglen > 0 && init_exiting(initfd, r.pid))
 		status("gone the container's init process %d exited", r.pid);
 	else if (msglen > 0)
 		status("setup-error %s", msg + 1);
-	else if (exited(initfd))
+	else if (init_exiting(initfd, r.pid))
 		status("container-exited");
 	else if (WIFSIGNALED(ws))
 		status("signal %d", WTERMSIG(ws));
 	else
 		status("exit %d", WEXITSTATUS(ws));
+	return 0;
+}
+
+// ---------------------------------------------------------------- serve
+
+// serve keeps one helper running for all probes, so a probe costs a fork
+// of this small process instead of starting a program: fd 0 is a
+// SOCK_SEQPACKET socket on which probelet sends, per probe, one message
+// carrying three fds (the probe's control socket, stdout, stderr). Each
+// probe runs in a child that does what `run` does; the server reaps the
+// children (so their CPU time is accounted to it) and exits when probelet
+// closes the socket.
+static int serve(void)
+{
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		die("serve: signalfd: %s", strerror(errno));
+	signal(SIGPIPE, SIG_IGN);
+	for (;;) {
+		struct pollfd p[2] = {{.fd = 0, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			die("serve: poll: %s", strerror(errno));
+		}
+		if (p[1].revents) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) > 0)
+				;
+			while (waitpid(-1, NULL, WNOHANG) > 0)
+				;
+		}
+		if (!p[0].revents)
+			continue;
+		char byte;
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(3 * sizeof(int))];
+		} cm;
+		struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof(cm.b)};
+		ssize_t n = recvmsg(0, &m, MSG_CMSG_CLOEXEC);
+		if (n == 0)
+			break; // probelet is gone
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			die("serve: recvmsg: %s", strerror(errno));
+		}
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		int fds[3] = {-1, -1, -1};
+		int nfds = 0;
+		if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			memcpy(fds, CMSG_DATA(c), (size_t)(nfds > 3 ? 3 : nfds) * sizeof(int));
+		}
+		if (nfds != 3 || byte != 'r' || (m.msg_flags & MSG_CTRUNC)) {
+			for (int i = 0; i < 3 && i < nfds; i++)
+				close(fds[i]);
+			continue; // not a probe: the control socket closes, probelet sees no status
+		}
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(sfd);
+			sigprocmask(SIG_UNBLOCK, &chld, NULL);
+			// The probe's control socket, stdout and stderr become 0, 1, 2.
+			for (int i = 0; i < 3; i++) {
+				int fd = fds[i] > 2 ? fds[i] : fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+				fds[i] = fd;
+			}
+			for (int i = 0; i < 3; i++)
+				if (dup2(fds[i], i) < 0)
+					_exit(2);
+			for (int i = 0; i < 3; i++)
+				close(fds[i]);
+			_exit(run());
+		}
+		for (int i = 0; i < 3; i++)
+			close(fds[i]);
+	}
 	return 0;
 }
 
@@ -1216,6 +1322,8 @@ int main(int argc, char **argv)
 		return compile();
 	if (argc == 2 && strcmp(argv[1], "run") == 0)
 		return run();
-	fprintf(stderr, "usage: probelet-exec version|compile|run (started by probelet)\n");
+	if (argc == 2 && strcmp(argv[1], "serve") == 0)
+		return serve();
+	fprintf(stderr, "usage: probelet-exec version|compile|run|serve (started by probelet)\n");
 	return 2;
 }

@@ -125,6 +125,9 @@ func (p *parts) release() {
 	if c, ok := p.tcp.(io.Closer); ok {
 		c.Close()
 	}
+	if p.direct != nil {
+		p.direct.Close()
+	}
 	if p.cri != nil {
 		p.cri.Close()
 	}
