@@ -48,6 +48,7 @@ func TestKustomizations(t *testing.T) {
 		{name: "overlays/example", dir: "overlays/example", want: expect{agent: true,
 			image: "registry.example.com/probelet/probelet:v0.1.0", flags: map[string]string{"--liveness-action": "report"}}},
 		{name: "overlays/preinstalled", dir: "overlays/preinstalled", want: expect{installer: true, image: "probelet:latest"}},
+		{name: "overlays/testbed", dir: "overlays/testbed", want: expect{agent: true, image: "localhost/probelet/probelet:e2e", flags: baseFlags}},
 		{name: "components/metrics-on-all-interfaces", wrap: withComponents("metrics-on-all-interfaces"),
 			want: expect{agent: true, image: "probelet:latest", flags: map[string]string{"--metrics-bind-address": "0.0.0.0:9809"}}},
 		{name: "components/report-only", wrap: withComponents("report-only"),

@@ -162,6 +162,9 @@ func builtBinaries(t *testing.T, s stage) []string {
 		if want := makefileStamp(t); !strings.Contains(in.args, "-X "+want+"=") {
 			t.Errorf("line %d: ldflags do not set %s like the Makefile does", in.line, want)
 		}
+		if got, want := goBuildFlags(in.args), imageBuildFlags(t); got != want {
+			t.Errorf("line %d: go build flags\n  %s\nwant hack/image/build.sh's\n  %s", in.line, got, want)
+		}
 	}
 	if len(out) == 0 {
 		t.Error("no go build in the build stage")
@@ -169,22 +172,33 @@ func builtBinaries(t *testing.T, s stage) []string {
 	return out
 }
 
+// checkImageStage checks the image stage: an empty base, every COPY with
+// explicit modes, binaries only from the build stage, other files only from
+// hack/image/rootfs (what `make image` adds too), and the binaries the
+// manifests run.
 func checkImageStage(t *testing.T, s stage, from string, built []string) {
-	if !strings.HasPrefix(s.base, "gcr.io/distroless/static") {
-		t.Errorf("image stage FROM %s, want distroless/static", s.base)
+	if s.base != "scratch" {
+		t.Errorf("image stage FROM %s, want scratch (what `make image` builds on)", s.base)
 	}
 	if users := s.all("USER"); len(users) > 0 {
 		t.Errorf("line %d: USER set; probelet needs root for the runtime sockets", users[0].line)
 	}
 	var installed []string
 	for _, in := range s.all("COPY") {
-		if !strings.Contains(in.args, "--from="+from) {
-			t.Errorf("line %d: the image copies only from the %s stage", in.line, from)
+		if copyFlag(in, "chmod") == "" {
+			t.Errorf("line %d: COPY without --chmod: the checkout's umask would decide the modes", in.line)
 		}
 		srcs := copySources(in)
 		for _, src := range srcs {
-			if !slices.Contains(built, src) {
-				t.Errorf("line %d: %s is not built by the build stage (%v)", in.line, src, built)
+			switch {
+			case copyFlag(in, "from") == from:
+				if !slices.Contains(built, src) {
+					t.Errorf("line %d: %s is not built by the build stage (%v)", in.line, src, built)
+				}
+			case copyFlag(in, "from") != "":
+				t.Errorf("line %d: the image copies only from the %s stage and the context", in.line, from)
+			case !strings.HasPrefix(src, imageRootfs+"/"):
+				t.Errorf("line %d: %s: context files come from %s, like `make image`'s", in.line, src, imageRootfs)
 			}
 		}
 		installed = append(installed, copyTargets(in, srcs)...)
@@ -197,6 +211,16 @@ func checkImageStage(t *testing.T, s stage, from string, built []string) {
 	if ep := argsOf(s.all("ENTRYPOINT")); !slices.Equal(ep, []string{`["` + daemonBinary + `"]`}) {
 		t.Errorf("ENTRYPOINT %v, want [%q]", ep, daemonBinary)
 	}
+}
+
+// copyFlag is the value of a COPY's --name=value flag, "" when unset.
+func copyFlag(in instruction, name string) string {
+	for _, f := range strings.Fields(in.args) {
+		if v, ok := strings.CutPrefix(f, "--"+name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // copySources are a COPY's sources (flags dropped, destination dropped).

@@ -81,7 +81,9 @@ func TestKillGuard(t *testing.T) {
 	})
 	unguarded.waitLive()
 	reportBreak := unguarded.arm(unguarded.apps, 2*stormThreshold*stormPeriod)
-	eventually(t, stormThreshold*stormPeriod+10*time.Second, "a WouldRestart report for every container", func() (bool, string) {
+	// Arming takes seconds; the reports are due failureThreshold periods
+	// after the break, not after arming.
+	eventually(t, time.Until(reportBreak)+stormThreshold*stormPeriod+10*time.Second, "a WouldRestart report for every container", func() (bool, string) {
 		n := len(unguarded.reported())
 		return n == stormPods, fmt.Sprintf("%d reported", n)
 	})
@@ -89,7 +91,10 @@ func TestKillGuard(t *testing.T) {
 		t.Errorf("--liveness-action report killed %d containers", len(k))
 	}
 	t.Logf("report: all %d failures reported %v after the break, no kill", stormPods, time.Since(reportBreak).Round(time.Millisecond))
-	unguarded.waitLive()
+	// A reported container's liveness worker is on hold, as the kubelet's
+	// is after a kill, until the container changes: the restart below
+	// probes afresh, once every app listens again.
+	unguarded.waitListening()
 	unguarded.d.stop()
 	unguarded.d.args = append(slices.DeleteFunc(unguarded.d.args, func(a string) bool { return a == "--liveness-action=report" }),
 		"--kill-guard=off")
@@ -158,6 +163,23 @@ func (s *storm) waitLive() {
 			}
 		}
 		return live == len(want), fmt.Sprintf("%d of %d", live, len(want))
+	})
+}
+
+// waitListening waits until every storm app listens on its port again,
+// seen from inside its container (probelet may not be probing).
+func (s *storm) waitListening() {
+	s.t.Helper()
+	// 8080 is 1F90; 0A is TCP_LISTEN.
+	listening := "grep -q ':1F90 [0-9A-F:]* 0A' /proc/net/tcp /proc/net/tcp6"
+	eventually(s.t, 60*time.Second, "every storm app listening", func() (bool, string) {
+		n := 0
+		for _, a := range s.apps {
+			if _, code, err := s.bed.Exec(a.ctr, "sh", "-c", listening); err == nil && code == 0 {
+				n++
+			}
+		}
+		return n == len(s.apps), fmt.Sprintf("%d of %d", n, len(s.apps))
 	})
 }
 

@@ -16,6 +16,8 @@ import (
 // exec helper sits next to probelet, where probelet looks for it.
 var bins struct {
 	probelet, probectl, execHelper string
+	// dir holds them, and whatever else is built once per test binary.
+	dir string
 }
 
 func TestMain(m *testing.M) {
@@ -29,6 +31,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	bins.dir = dir
 	bins.probelet = filepath.Join(dir, "probelet")
 	bins.probectl = filepath.Join(dir, "probectl")
 	for out, pkg := range map[string]string{bins.probelet: "./cmd/probelet", bins.probectl: "./cmd/probectl"} {

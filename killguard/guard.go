@@ -61,6 +61,7 @@ type request struct {
 	decided time.Time
 	admit   chan struct{} // closed when the kill may go
 	told    string        // the deferral reason last given to the engine
+	heldAt  time.Time     // when it was first held back
 }
 
 // ErrQueued refuses a second kill of a container whose kill is queued: the
@@ -176,6 +177,7 @@ type held struct {
 // pass classifies the node and lets through what may go, oldest decision
 // first; it tells the engine why the others wait.
 func (g *Guard) pass(c Census) {
+	lastFailed := g.lastFailures()
 	now := g.clock.Now()
 	var tell []held
 	g.mu.Lock()
@@ -190,7 +192,7 @@ func (g *Guard) pass(c Census) {
 	for _, r := range queue {
 		why := ""
 		if now.Sub(r.decided) < g.cfg.Ceiling {
-			why = g.holdReason(r, c, now)
+			why = g.holdReason(r, c, now, lastFailed[r])
 		}
 		if why == "" {
 			delete(g.queue, r.kill.ContainerID)
@@ -200,6 +202,7 @@ func (g *Guard) pass(c Census) {
 		if why != r.told {
 			if r.told == "" {
 				g.m.deferred.Inc()
+				r.heldAt = now
 			}
 			r.told = why
 			tell = append(tell, held{r, why})
@@ -214,11 +217,39 @@ func (g *Guard) pass(c Census) {
 	}
 }
 
+// lastFailures asks the engine, outside the guard's lock, when each queued
+// kill's probe last failed.
+func (g *Guard) lastFailures() map[*request]time.Time {
+	g.mu.Lock()
+	queue := make([]*request, 0, len(g.queue))
+	for _, r := range g.queue {
+		queue = append(queue, r)
+	}
+	g.mu.Unlock()
+	out := make(map[*request]time.Time, len(queue))
+	for _, r := range queue {
+		if r.kill.LastFailure != nil {
+			out[r] = r.kill.LastFailure()
+		} else {
+			out[r] = r.decided
+		}
+	}
+	return out
+}
+
 // holdReason says why r waits now, or "" when it may go (spending a token).
-func (g *Guard) holdReason(r *request, c Census, now time.Time) string {
+// lastFailed is when r's probe last failed.
+func (g *Guard) holdReason(r *request, c Census, now, lastFailed time.Time) string {
 	since := g.stateSince.UTC().Format(time.TimeOnly)
 	if g.state == FullDisruption {
 		return fmt.Sprintf("node in FullDisruption, %s since %s", c, since)
+	}
+	// A kill held through a disruption goes only once its probe failed
+	// again since the node calmed down: as a shared outage ends, the
+	// probes recover one period at a time, and a probe that has not run
+	// since must not be killed for the outage's failures.
+	if r.told != "" && r.heldAt.Before(g.stateSince) && !lastFailed.After(g.stateSince) {
+		return fmt.Sprintf("node in %s since %s, %s: waiting for the probe to fail again before killing", g.state, since, c)
 	}
 	if g.budget != nil {
 		if why := g.budget(r.kill); why != "" {

@@ -47,12 +47,15 @@ type env struct {
 	census killguard.Census
 	told   map[string][]string // container → deferral reasons told
 	done   map[string]chan error
+	// lastFail is when a container's probe last failed; absent, it fails
+	// all the time (now).
+	lastFail map[string]time.Time
 }
 
 func start(t *testing.T, cfg killguard.Config, opts ...killguard.Option) *env {
 	t.Helper()
 	e := &env{t: t, inner: &inner{}, clock: clocktesting.NewFakeClock(t0), census: killguard.Census{Probed: 20},
-		told: map[string][]string{}, done: map[string]chan error{}}
+		told: map[string][]string{}, done: map[string]chan error{}, lastFail: map[string]time.Time{}}
 	g, err := killguard.New(e.inner, cfg, append([]killguard.Option{killguard.WithClock(e.clock)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +90,13 @@ func (e *env) kill(ctx context.Context, id string, decided time.Time) {
 		e.mu.Lock()
 		e.told[id] = append(e.told[id], reason)
 		e.mu.Unlock()
+	}, LastFailure: func() time.Time {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if at, ok := e.lastFail[id]; ok {
+			return at
+		}
+		return e.clock.Now()
 	}}
 	go func() { done <- e.g.KillContainer(ctx, k) }()
 }
@@ -144,10 +154,38 @@ func TestFullDisruptionPausesAndRecoveryCancels(t *testing.T) {
 	if err := <-e.done["a"]; err == nil {
 		t.Fatal("a cancelled kill reported success")
 	}
-	// The node is Normal again: b, still failing, goes at once.
+	// The node is Normal again: b, still failing, goes with its next
+	// failure.
 	e.setCensus(1)
 	e.clock.Step(time.Second)
+	e.waitTold("b", "node in Normal since 10:01:01, 1 of 20 liveness probes failing: waiting for the probe to fail again")
+	e.clock.Step(time.Second)
 	e.waitKilled("b")
+}
+
+// As an outage ends the probes recover a period at a time: a held kill
+// whose probe has not failed since the node calmed down waits for it to
+// fail again (and is cancelled by the engine if it succeeds instead).
+func TestHeldKillWaitsForAFreshFailure(t *testing.T) {
+	e := start(t, killguard.Default())
+	e.setCensus(20)
+	e.mu.Lock()
+	e.lastFail["a"] = t0
+	e.mu.Unlock()
+	e.kill(context.Background(), "a", t0)
+	e.waitTold("a", "FullDisruption")
+	e.setCensus(10) // half recovered: PartialDisruption, a token to spend
+	e.clock.Step(time.Second)
+	e.waitTold("a", "node in PartialDisruption since 10:00:01, 10 of 20 liveness probes failing: waiting for the probe to fail again before killing")
+	e.clock.Step(5 * time.Second)
+	if k := e.inner.killed(); len(k) != 0 {
+		t.Fatalf("killed %v before the probe failed again", k)
+	}
+	e.mu.Lock()
+	e.lastFail["a"] = e.clock.Now()
+	e.mu.Unlock()
+	e.clock.Step(time.Second)
+	e.waitKilled("a")
 }
 
 func TestPartialDisruptionUsesTheSecondaryRate(t *testing.T) {
@@ -178,8 +216,11 @@ func TestQueueOrderAndDeduplication(t *testing.T) {
 		t.Fatalf("a second kill of a queued container = %v, want ErrQueued", err)
 	}
 	// PartialDisruption lets one through (the secondary bucket's token):
-	// the oldest decision, whatever the order the kills arrived in.
+	// the oldest decision, whatever the order the kills arrived in, once
+	// its probe failed again.
 	e.setCensus(8)
+	e.clock.Step(time.Second)
+	e.waitTold("early", "waiting for the probe to fail again")
 	e.clock.Step(time.Second)
 	e.waitKilled("early")
 	e.waitTold("late", "PartialDisruption")

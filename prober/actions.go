@@ -71,9 +71,14 @@ func (m *Manager) act(w *worker, output string) {
 func (m *Manager) kill(w *worker, k Kill) {
 	pe := w.pod
 	ctx, cancel := context.WithCancel(m.ctx)
-	pk := &pendingKill{containerID: k.ContainerID, cancel: cancel}
+	pk := &pendingKill{containerID: k.ContainerID, cancel: cancel, lastFailure: k.Decided}
 	w.pending = pk
 	k.Deferred = func(reason string) { m.deferred(w, pk, k, reason) }
+	k.LastFailure = func() time.Time {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return pk.lastFailure
+	}
 	issued := false
 	k.Issuing = func() {
 		m.mu.Lock()

@@ -275,6 +275,13 @@ func TestDeferredKillOfAStillFailingContainerGoesThrough(t *testing.T) {
 	if k := h.killer.calls(); len(k) != 0 {
 		t.Fatalf("stopped while held: %+v", k)
 	}
+	// The probe keeps failing while the kill waits, and the killer sees it.
+	h.killer.mu.Lock()
+	held := h.killer.held
+	h.killer.mu.Unlock()
+	if last := held.LastFailure(); !last.After(held.Decided) {
+		t.Fatalf("LastFailure %v after 30 s of failures held; the decision was at %v", last, held.Decided)
+	}
 	close(h.killer.hold)
 	testutil.WaitFor(t, "the released kill", func() bool { st, _ := h.m.Container("c1"); return len(st.Restarts) == 1 })
 	if k := h.killer.calls(); len(k) != 1 || k[0].id != "c1" {

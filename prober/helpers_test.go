@@ -158,6 +158,8 @@ type fakeKiller struct {
 	hold   chan struct{}
 	// cancelled counts kills cancelled while held.
 	cancelled int
+	// held is the kill being held, for its LastFailure.
+	held prober.Kill
 }
 
 func (k *fakeKiller) KillContainer(ctx context.Context, req prober.Kill) error {
@@ -165,6 +167,9 @@ func (k *fakeKiller) KillContainer(ctx context.Context, req prober.Kill) error {
 	hold := k.hold
 	k.mu.Unlock()
 	if hold != nil {
+		k.mu.Lock()
+		k.held = req
+		k.mu.Unlock()
 		req.Deferred("node in FullDisruption")
 		select {
 		case <-hold:

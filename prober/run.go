@@ -67,6 +67,9 @@ func (m *Manager) record(w *worker, o outcome) {
 		return
 	}
 	publish, kill := w.settle(j.result)
+	if w.pending != nil && j.result == results.Failure {
+		w.pending.lastFailure = m.clock.Now()
+	}
 	if w.onHold && w.pending != nil && w.pending.deferred != "" {
 		// The killer holds this container's kill back: keep probing, so
 		// a recovery can cancel it.

@@ -44,6 +44,10 @@ type Kill struct {
 	// keeps probing, and cancels the kill's context when the probe succeeds
 	// again: a container that recovers while its kill waits is never killed.
 	Deferred func(reason string)
+	// LastFailure is when the probe last failed, the decision's run or a
+	// later one: the engine keeps probing while a kill waits, so a killer
+	// that held the kill can see whether the probe still fails.
+	LastFailure func() time.Time
 }
 
 // ContainerKiller stops containers whose liveness or startup probe failed.

@@ -16,8 +16,8 @@ import (
 // daemonFunc runs the daemon; tests replace it to see the final Config.
 type daemonFunc func(ctx context.Context, cfg agent.Config, stderr io.Writer) error
 
-// newRootCommand builds `probelet` (the daemon) with its `version` and
-// `validate` subcommands, writing to the given streams.
+// newRootCommand builds `probelet` (the daemon) with its `version`,
+// `validate` and `convert` subcommands, writing to the given streams.
 func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	return newRootCommandWith(runDaemon, runValidate, stdin, stdout, stderr)
 }
@@ -49,7 +49,8 @@ func newRootCommandWith(daemon daemonFunc, validate validateFunc, stdin io.Reade
 	cmd.SetErr(stderr)
 	f.Bind(cmd.Flags())
 	cmd.CompletionOptions.DisableDefaultCmd = true
-	cmd.AddCommand(newVersionCommand(), newValidateCommand(validate, stdin, stdout, stderr))
+	cmd.AddCommand(newVersionCommand(), newValidateCommand(validate, stdin, stdout, stderr),
+		newConvertCommand(stdin, stdout, stderr))
 	return cmd
 }
 

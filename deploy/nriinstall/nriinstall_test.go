@@ -252,3 +252,52 @@ func sameDevice(t *testing.T, a, b string) bool {
 	}
 	return sa.Dev == sb.Dev
 }
+
+// TestInstallComparesLargeExecutablesInChunks: an executable larger than
+// one comparison chunk is left alone when equal and rewritten when it
+// differs anywhere, even at the same size.
+func TestInstallComparesLargeExecutablesInChunks(t *testing.T) {
+	big := strings.Repeat("probelet", 40_000) // 320 kB, five chunks
+	l := newLayout(t, big)
+	inst := mustNew(t, l)
+	if res, err := inst.Install(l.binary, nil); err != nil || !res.PluginChanged {
+		t.Fatalf("first install: %+v, %v", res, err)
+	}
+	steps := []struct {
+		name, exe string
+		changed   bool
+	}{
+		{"same", big, false},
+		{"last byte differs", big[:len(big)-1] + "X", true},
+		{"first byte differs", "X" + big[1:len(big)-1] + "X", true},
+		{"shorter", big[:len(big)-8], true},
+	}
+	for _, s := range steps {
+		writeFile(t, l.binary, s.exe, 0o700)
+		res, err := inst.Install(l.binary, nil)
+		if err != nil || res.PluginChanged != s.changed {
+			t.Errorf("%s: %+v, %v; want changed %v", s.name, res, err, s.changed)
+		}
+		assertFile(t, inst.PluginPath(), s.exe, 0o755)
+	}
+}
+
+// TestInstallRemovesStaleStagedCopies: an installer killed between staging
+// and renaming (an OOM kill, a node reboot) leaves a temporary copy; the
+// next install removes it, and nothing else.
+func TestInstallRemovesStaleStagedCopies(t *testing.T) {
+	l := newLayout(t, "exe")
+	inst := mustNew(t, l)
+	if err := os.MkdirAll(l.conf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	staging := filepath.Dir(l.plugins)
+	writeFile(t, filepath.Join(staging, ".probelet-install-123"), "half an executable", 0o600)
+	writeFile(t, filepath.Join(l.conf, ".probelet-install-456"), "half a config", 0o600)
+	writeFile(t, filepath.Join(staging, ".keep"), "someone else's", 0o644)
+	if _, err := inst.Install(l.binary, []byte("--tcp-mode=auto\n")); err != nil {
+		t.Fatal(err)
+	}
+	assertNoLeftovers(t, l)
+	assertFile(t, filepath.Join(staging, ".keep"), "someone else's", 0o644)
+}

@@ -36,6 +36,7 @@ type Bed struct {
 	cacheDir     string
 	startTimeout time.Duration
 	crictl       string
+	ctr          string
 	bridge       string
 	cgroupParent string
 
@@ -110,8 +111,9 @@ func (b *Bed) build() error {
 	if err != nil {
 		return err
 	}
-	if b.crictl = keyValues(out)["crictl"]; b.crictl == "" {
-		return fmt.Errorf("build.sh did not print crictl=PATH:\n%s", out)
+	kv := keyValues(out)
+	if b.crictl, b.ctr = kv["crictl"], kv["ctr"]; b.crictl == "" || b.ctr == "" {
+		return fmt.Errorf("build.sh did not print crictl=PATH and ctr=PATH:\n%s", out)
 	}
 	return nil
 }

@@ -3,6 +3,8 @@
 // restarts without looking), the way the eviction API decides a
 // disruption: a budget with disruptions left allows it, and so does one
 // whose pod is already unhealthy when the healthy pods meet the budget.
+// Where the eviction API refuses a pod with two budgets outright, probelet
+// holds the kill if either forbids it.
 package pdb
 
 import (
@@ -58,7 +60,7 @@ func (c *Checker) Budget(k prober.Kill) string {
 		return ""
 	}
 	pod, err := c.pods.Pods(k.PodNamespace).Get(k.PodName)
-	if err != nil || string(pod.UID) != k.PodUID {
+	if err != nil || string(pod.UID) != k.PodUID || ignoresBudgets(pod) {
 		return ""
 	}
 	list, err := c.budgets.PodDisruptionBudgets(pod.Namespace).List(labels.Everything())
@@ -67,32 +69,53 @@ func (c *Checker) Budget(k prober.Kill) string {
 	}
 	for _, b := range list {
 		if blocks(b, pod) {
-			return fmt.Sprintf("would take %s/%s below its PodDisruptionBudget (%d disruptions allowed, %d of %d pods healthy)",
-				b.Namespace, b.Name, b.Status.DisruptionsAllowed, b.Status.CurrentHealthy, b.Status.DesiredHealthy)
+			return fmt.Sprintf("would take %s/%s below its PodDisruptionBudget %s (%d disruptions allowed, %d of %d pods healthy)",
+				pod.Namespace, pod.Name, b.Name, b.Status.DisruptionsAllowed, b.Status.CurrentHealthy, b.Status.DesiredHealthy)
 		}
 	}
 	return ""
 }
 
-// blocks reports whether budget b covers pod and forbids disrupting it.
+// blocks reports whether budget b covers pod and forbids disrupting it,
+// in the eviction API's order (pkg/registry/core/pod/storage/eviction.go).
 func blocks(b *policyv1.PodDisruptionBudget, pod *corev1.Pod) bool {
+	if !covers(b, pod) {
+		return false
+	}
+	if !podReady(pod) {
+		// An unhealthy pod is not among the healthy ones the budget
+		// counts: it may go always (AlwaysAllow), or while the healthy
+		// pods meet the budget (IfHealthyBudget, the default).
+		if p := b.Spec.UnhealthyPodEvictionPolicy; p != nil && *p == policyv1.AlwaysAllow {
+			return false
+		}
+		if b.Status.CurrentHealthy >= b.Status.DesiredHealthy && b.Status.DesiredHealthy > 0 {
+			return false
+		}
+	}
+	// A budget the disruption controller has not caught up with yet
+	// allows nothing, as the eviction API answers 429.
+	return b.Status.ObservedGeneration < b.Generation || b.Status.DisruptionsAllowed <= 0
+}
+
+// covers reports whether b selects pod: an empty selector selects every
+// pod of the namespace, a missing one none (policy/v1).
+func covers(b *policyv1.PodDisruptionBudget, pod *corev1.Pod) bool {
+	if b.Namespace != pod.Namespace {
+		return false
+	}
 	sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
-	if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
-		return false
-	}
-	if b.Status.DisruptionsAllowed > 0 {
-		return false
-	}
-	if podReady(pod) {
+	return err == nil && sel.Matches(labels.Set(pod.Labels))
+}
+
+// ignoresBudgets is the eviction API's canIgnorePDB: a pod that is
+// finished, pending or being deleted is not protected by a budget.
+func ignoresBudgets(pod *corev1.Pod) bool {
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded, corev1.PodFailed, corev1.PodPending:
 		return true
 	}
-	// An unhealthy pod is not among the healthy ones the budget counts:
-	// the eviction API lets it go when the healthy pods meet the budget
-	// (IfHealthyBudget), or always (AlwaysAllow).
-	if p := b.Spec.UnhealthyPodEvictionPolicy; p != nil && *p == policyv1.AlwaysAllow {
-		return false
-	}
-	return b.Status.CurrentHealthy < b.Status.DesiredHealthy
+	return pod.DeletionTimestamp != nil
 }
 
 func podReady(pod *corev1.Pod) bool {

@@ -12,15 +12,16 @@ func TestBlocks(t *testing.T) {
 	web := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 	always := policyv1.AlwaysAllow
 	budget := func(sel *metav1.LabelSelector, allowed, healthy, desired int32, policy *policyv1.UnhealthyPodEvictionPolicyType) *policyv1.PodDisruptionBudget {
-		return &policyv1.PodDisruptionBudget{Spec: policyv1.PodDisruptionBudgetSpec{Selector: sel, UnhealthyPodEvictionPolicy: policy},
-			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed, CurrentHealthy: healthy, DesiredHealthy: desired}}
+		return &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Generation: 1},
+			Spec:   policyv1.PodDisruptionBudgetSpec{Selector: sel, UnhealthyPodEvictionPolicy: policy},
+			Status: policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, DisruptionsAllowed: allowed, CurrentHealthy: healthy, DesiredHealthy: desired}}
 	}
 	pod := func(ready bool) *corev1.Pod {
 		s := corev1.ConditionFalse
 		if ready {
 			s = corev1.ConditionTrue
 		}
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Labels: map[string]string{"app": "web"}},
 			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: s}}}}
 	}
 	tests := []struct {
@@ -35,7 +36,19 @@ func TestBlocks(t *testing.T) {
 		{"none left, unready pod, below the budget", budget(web, 0, 1, 2, nil), pod(false), true},
 		{"none left, unready pod, AlwaysAllow", budget(web, 0, 1, 2, &always), pod(false), false},
 		{"another workload's budget", budget(&metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, 0, 1, 1, nil), pod(true), false},
-		{"empty selector selects nothing", budget(&metav1.LabelSelector{}, 0, 1, 1, nil), pod(true), false},
+		{"an empty selector selects the whole namespace", budget(&metav1.LabelSelector{}, 0, 1, 1, nil), pod(true), true},
+		{"a missing selector selects nothing", budget(nil, 0, 1, 1, nil), pod(true), false},
+		{"none left, unready pod, a budget of zero", budget(web, 0, 0, 0, nil), pod(false), true},
+		{"a budget not yet observed", func() *policyv1.PodDisruptionBudget {
+			b := budget(web, 1, 3, 2, nil)
+			b.Generation = 2
+			return b
+		}(), pod(true), true},
+		{"another namespace's budget", func() *policyv1.PodDisruptionBudget {
+			b := budget(web, 0, 1, 1, nil)
+			b.Namespace = "other"
+			return b
+		}(), pod(true), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -49,9 +49,12 @@ type holder struct {
 // decide computes the condition for pod from its annotation (parsed) and
 // the engine's state of its containers. undecided is true while a probed
 // container has no result yet since the agent started (its first probe is
-// pending after a restart of probelet): the condition then stays as it is,
-// so restarting probelet never flaps a pod's readiness.
-func decide(parsed *spec.Parsed, sts []prober.ContainerStatus) (v verdict, undecided bool) {
+// pending after a restart of probelet), or while a container the kubelet
+// reports running (apiRunning, by name) is not known to probelet yet (it
+// has just started and not synchronized with the runtime): the condition
+// then stays as it is, so restarting probelet never flaps a pod's
+// readiness.
+func decide(parsed *spec.Parsed, sts []prober.ContainerStatus, apiRunning map[string]bool) (v verdict, undecided bool) {
 	byName := make(map[string]*prober.ContainerStatus, len(sts))
 	for i := range sts {
 		byName[sts[i].ContainerName] = &sts[i]
@@ -62,6 +65,8 @@ func decide(parsed *spec.Parsed, sts []prober.ContainerStatus) (v verdict, undec
 		switch {
 		case parsed.Probes[name].Readiness == nil:
 			held = append(held, holder{name, ReasonSpecRejected, "its probes were rejected: " + parsed.ErrorFor(name)})
+		case st == nil && apiRunning[name]:
+			return verdict{}, true
 		case st == nil:
 			held = append(held, holder{name, ReasonNotCreatedYet, "the container has not been created yet"})
 		case pending(st):
@@ -147,6 +152,17 @@ func falseVerdict(held []holder) verdict {
 		msg += fmt.Sprintf(" (also not ready: %s)", strings.Join(others, ", "))
 	}
 	return verdict{status: corev1.ConditionFalse, reason: first.reason, message: msg}
+}
+
+// runningInAPI names the pod's containers the kubelet reports running.
+func runningInAPI(pod *corev1.Pod) map[string]bool {
+	out := map[string]bool{}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.State.Running != nil {
+			out[cs.Name] = true
+		}
+	}
+	return out
 }
 
 // current is the pod's condition, if it has one.

@@ -41,34 +41,44 @@ func TestDecide(t *testing.T) {
 		wantReason    string
 		wantMessage   string // substring
 		wantUndecided bool
+		apiRunning    []string // containers the kubelet reports running
 	}{
 		{"ready", webOnly, []prober.ContainerStatus{ctr("web", running, true, true, readiness(results.Success, false))},
-			corev1.ConditionTrue, "", messageAllReady, false},
+			corev1.ConditionTrue, "", messageAllReady, false, nil},
 		{"readiness failing", webOnly, []prober.ContainerStatus{ctr("web", running, true, false, readiness(results.Failure, false))},
-			corev1.ConditionFalse, ReasonNotReady, "container web: the readiness probe failed 3 times in a row", false},
+			corev1.ConditionFalse, ReasonNotReady, "container web: the readiness probe failed 3 times in a row", false, nil},
 		{"not started", webOnly, []prober.ContainerStatus{ctr("web", running, false, false, map[probe.Type]prober.ProbeStatus{
 			probe.Startup: {Type: probe.Startup, Result: results.Unknown, FailureThreshold: 30}, probe.Readiness: {Type: probe.Readiness, Result: results.Failure}})},
-			corev1.ConditionFalse, ReasonNotStarted, "container web: the startup probe has not run yet", false},
+			corev1.ConditionFalse, ReasonNotStarted, "container web: the startup probe has not run yet", false, nil},
 		{"exited", webOnly, []prober.ContainerStatus{ctr("web", exited, false, false, readiness(results.Failure, false))},
-			corev1.ConditionFalse, ReasonNotRunning, "container web: the container exited", false},
-		{"not created yet", webOnly, nil, corev1.ConditionFalse, ReasonNotCreatedYet, "container web: the container has not been created yet", false},
+			corev1.ConditionFalse, ReasonNotRunning, "container web: the container exited", false, nil},
+		{"not created yet", webOnly, nil, corev1.ConditionFalse, ReasonNotCreatedYet, "container web: the container has not been created yet", false, nil},
 		{"second container holds", webSide, []prober.ContainerStatus{
 			ctr("side", running, true, false, readiness(results.Failure, false)), ctr("web", running, true, true, readiness(results.Success, false))},
-			corev1.ConditionFalse, ReasonNotReady, "container side:", false},
+			corev1.ConditionFalse, ReasonNotReady, "container side:", false, nil},
 		{"both hold: the first named, the others listed", webSide, []prober.ContainerStatus{
 			ctr("side", running, true, false, readiness(results.Failure, false)), ctr("web", running, true, false, readiness(results.Failure, false))},
-			corev1.ConditionFalse, ReasonNotReady, "(also not ready: web)", false},
+			corev1.ConditionFalse, ReasonNotReady, "(also not ready: web)", false, nil},
 		{"rejected readiness spec holds (fail safe)", badSide, []prober.ContainerStatus{ctr("web", running, true, true, readiness(results.Success, false))},
-			corev1.ConditionFalse, ReasonSpecRejected, "container side: its probes were rejected: readinessProbe", false},
+			corev1.ConditionFalse, ReasonSpecRejected, "container side: its probes were rejected: readinessProbe", false, nil},
 		{"no readiness probes: True", liveOnly, []prober.ContainerStatus{ctr("web", running, true, true, nil)},
-			corev1.ConditionTrue, "", messageNoProbes, false},
-		{"no annotation: True", "", nil, corev1.ConditionTrue, "", messageNoProbes, false},
+			corev1.ConditionTrue, "", messageNoProbes, false, nil},
+		{"no annotation: True", "", nil, corev1.ConditionTrue, "", messageNoProbes, false, nil},
 		{"after a probelet restart, not probed yet: leave it", webOnly,
-			[]prober.ContainerStatus{ctr("web", running, true, false, readiness(results.Unknown, true))}, "", "", "", true},
+			[]prober.ContainerStatus{ctr("web", running, true, false, readiness(results.Unknown, true))}, "", "", "", true, nil},
+		{"running in the API, not known to probelet yet (before its runtime sync): leave it", webOnly, nil,
+			"", "", "", true, []string{"web"}},
+		{"running in the API, another container unknown: not created", webSide,
+			[]prober.ContainerStatus{ctr("web", running, true, true, readiness(results.Success, false))},
+			corev1.ConditionFalse, ReasonNotCreatedYet, "container side: the container has not been created yet", false, []string{"web"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v, undecided := decide(spec.NewMemo(4).Parse(tc.annotation), tc.sts)
+			apiRunning := map[string]bool{}
+			for _, name := range tc.apiRunning {
+				apiRunning[name] = true
+			}
+			v, undecided := decide(spec.NewMemo(4).Parse(tc.annotation), tc.sts, apiRunning)
 			if undecided != tc.wantUndecided {
 				t.Fatalf("undecided = %v, want %v (%+v)", undecided, tc.wantUndecided, v)
 			}

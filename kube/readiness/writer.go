@@ -187,7 +187,7 @@ func (w *Writer) sync(ctx context.Context, key types.NamespacedName) error {
 	if err != nil || !hasGate(pod) {
 		return err
 	}
-	v, undecided := decide(w.specs.Parse(pod.Annotations[spec.AnnotationProbes]), w.status.Pod(string(pod.UID)))
+	v, undecided := decide(w.specs.Parse(pod.Annotations[spec.AnnotationProbes]), w.status.Pod(string(pod.UID)), runningInAPI(pod))
 	if undecided {
 		return nil
 	}

@@ -2,9 +2,12 @@ package main
 
 import (
 	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -19,8 +22,10 @@ const (
 	mediaTypeIndex    = "application/vnd.oci.image.index.v1+json"
 	mediaTypeConfig   = "application/vnd.oci.image.config.v1+json"
 	mediaTypeLayer    = "application/vnd.oci.image.layer.v1.tar"
-	annotationName    = "io.containerd.image.name"
-	annotationRefName = "org.opencontainers.image.ref.name"
+	// mediaTypeLayerGzip is a gzip'ed layer, what registries usually hold.
+	mediaTypeLayerGzip = "application/vnd.oci.image.layer.v1.tar+gzip"
+	annotationName     = "io.containerd.image.name"
+	annotationRefName  = "org.opencontainers.image.ref.name"
 )
 
 // Image is what the archive says about the image besides its layer.
@@ -97,31 +102,112 @@ func jsonBlob(mediaType string, v any) (blob, error) {
 	return newBlob(mediaType, data), nil
 }
 
+// Platform is one architecture of a multi-platform image: its root
+// filesystem as an uncompressed tar (TarDir).
+type Platform struct {
+	// Arch is the GOARCH-style architecture (amd64, arm64).
+	Arch string
+	// Layer is the uncompressed tar of the root filesystem.
+	Layer []byte
+}
+
 // Layout returns the files of an OCI image layout (path → content) holding
 // img with the single uncompressed layer.
 func Layout(img Image, layer []byte) (map[string][]byte, error) {
-	lb := newBlob(mediaTypeLayer, layer)
-	cfg, err := jsonBlob(mediaTypeConfig, imageConfig{
-		Architecture: img.Arch, OS: "linux",
-		Config: runConfig{Env: img.Env, Entrypoint: img.Entrypoint, Cmd: img.Cmd, WorkingDir: "/"},
-		RootFS: rootFS{Type: "layers", DiffIDs: []string{lb.desc.Digest}},
-	})
+	blobs, entry, err := platformImage(img, Platform{Arch: img.Arch, Layer: layer}, false)
 	if err != nil {
 		return nil, err
+	}
+	return layoutFiles(img.Name, entry, blobs)
+}
+
+// IndexLayout returns the files of an OCI image layout holding a
+// multi-platform image: index.json names one image index (the blob a
+// registry serves for the tag), which lists one manifest per platform in
+// the order given. With compress the layers are gzip'ed (deterministically:
+// no name, no time in the gzip header).
+func IndexLayout(img Image, platforms []Platform, compress bool) (map[string][]byte, error) {
+	if len(platforms) == 0 {
+		return nil, errors.New("no platform")
+	}
+	var blobs []blob
+	var manifests []descriptor
+	seen := map[string]bool{}
+	for _, p := range platforms {
+		if seen[p.Arch] {
+			return nil, fmt.Errorf("platform linux/%s given twice", p.Arch)
+		}
+		seen[p.Arch] = true
+		pb, entry, err := platformImage(img, p, compress)
+		if err != nil {
+			return nil, err
+		}
+		blobs = append(blobs, pb...)
+		manifests = append(manifests, entry)
+	}
+	idx, err := jsonBlob(mediaTypeIndex, index{SchemaVersion: 2, MediaType: mediaTypeIndex, Manifests: manifests})
+	if err != nil {
+		return nil, err
+	}
+	return layoutFiles(img.Name, idx.desc, append(blobs, idx))
+}
+
+// platformImage returns the layer, config and manifest blobs of one
+// platform's image and the manifest's descriptor with its platform.
+func platformImage(img Image, p Platform, compress bool) ([]blob, descriptor, error) {
+	lb := newBlob(mediaTypeLayer, p.Layer)
+	diffID := lb.desc.Digest
+	if compress {
+		gz, err := gzipBytes(p.Layer)
+		if err != nil {
+			return nil, descriptor{}, err
+		}
+		lb = newBlob(mediaTypeLayerGzip, gz)
+	}
+	cfg, err := jsonBlob(mediaTypeConfig, imageConfig{
+		Architecture: p.Arch, OS: "linux",
+		Config: runConfig{Env: img.Env, Entrypoint: img.Entrypoint, Cmd: img.Cmd, WorkingDir: "/"},
+		RootFS: rootFS{Type: "layers", DiffIDs: []string{diffID}},
+	})
+	if err != nil {
+		return nil, descriptor{}, err
 	}
 	mf, err := jsonBlob(mediaTypeManifest, manifest{SchemaVersion: 2, MediaType: mediaTypeManifest, Config: cfg.desc, Layers: []descriptor{lb.desc}})
 	if err != nil {
-		return nil, err
+		return nil, descriptor{}, err
 	}
 	entry := mf.desc
-	entry.Platform = &platform{Architecture: img.Arch, OS: "linux"}
-	entry.Annotations = map[string]string{annotationName: img.Name, annotationRefName: tagOf(img.Name)}
+	entry.Platform = &platform{Architecture: p.Arch, OS: "linux"}
+	return []blob{lb, cfg, mf}, entry, nil
+}
+
+// gzipBytes compresses data with a header that carries no name and no
+// time, so the same data always gives the same bytes (with one Go version).
+func gzipBytes(data []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(data); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// layoutFiles returns the layout's files: the blobs, oci-layout, and
+// index.json naming entry (a manifest or an index) as the image name.
+func layoutFiles(name string, entry descriptor, blobs []blob) (map[string][]byte, error) {
+	entry.Annotations = map[string]string{annotationName: name, annotationRefName: tagOf(name)}
 	idx, err := json.Marshal(index{SchemaVersion: 2, MediaType: mediaTypeIndex, Manifests: []descriptor{entry}})
 	if err != nil {
 		return nil, err
 	}
 	files := map[string][]byte{"oci-layout": []byte(`{"imageLayoutVersion":"1.0.0"}`), "index.json": idx}
-	for _, b := range []blob{lb, cfg, mf} {
+	for _, b := range blobs {
 		files["blobs/sha256/"+strings.TrimPrefix(b.desc.Digest, "sha256:")] = b.data
 	}
 	return files, nil
@@ -135,12 +221,18 @@ func tagOf(ref string) string {
 	return "latest"
 }
 
-// WriteArchive writes the layout as a tar to path, atomically.
+// WriteArchive writes the layout of img with one uncompressed layer as a
+// tar to path, atomically.
 func WriteArchive(path string, img Image, layer []byte) error {
 	files, err := Layout(img, layer)
 	if err != nil {
 		return err
 	}
+	return writeFiles(path, files)
+}
+
+// writeFiles writes layout files as a tar to path, atomically.
+func writeFiles(path string, files map[string][]byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".mkimage-*")
 	if err != nil {
 		return err
@@ -176,4 +268,16 @@ func writeTar(f *os.File, files map[string][]byte) error {
 		}
 	}
 	return tw.Close()
+}
+
+// imageDigest is the digest of the image index.json names.
+func imageDigest(files map[string][]byte) (string, error) {
+	var idx index
+	if err := json.Unmarshal(files["index.json"], &idx); err != nil {
+		return "", err
+	}
+	if len(idx.Manifests) != 1 {
+		return "", fmt.Errorf("index.json names %d images, want 1", len(idx.Manifests))
+	}
+	return idx.Manifests[0].Digest, nil
 }

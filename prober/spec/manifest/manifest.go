@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,6 +46,7 @@ type Pod struct {
 // isManifest is false when data is not a Kubernetes manifest (no document
 // with a string apiVersion or kind), e.g. a bare annotation value; data too
 // broken to parse is a manifest only if it has an apiVersion or kind line.
+// The items of a List are read like documents.
 // Documents without a pod (a Service) are skipped; ErrNoPods is returned
 // when none has one.
 func Read(data []byte) (pods []Pod, isManifest bool, err error) {
@@ -59,9 +61,7 @@ func Read(data []byte) (pods []Pod, isManifest bool, err error) {
 		return nil, false, nil
 	}
 	for _, doc := range docs {
-		if p, ok := readPod(doc); ok {
-			pods = append(pods, p)
-		}
+		pods = append(pods, readPods(doc)...)
 	}
 	if len(pods) == 0 {
 		return nil, true, ErrNoPods
@@ -114,6 +114,26 @@ func (o *object) podTemplate() *corev1.PodTemplateSpec {
 		return o.Spec.JobTemplate.Spec.Template
 	}
 	return o.Template
+}
+
+// readPods reads one document: its pod, or the pods of the items of a List
+// (kind List, PodList, DeploymentList, ...).
+func readPods(doc []byte) []Pod {
+	var list struct {
+		Kind  string            `json:"kind"`
+		Items []json.RawMessage `json:"items"`
+	}
+	if json.Unmarshal(doc, &list) == nil && strings.HasSuffix(list.Kind, "List") && list.Items != nil {
+		var pods []Pod
+		for _, item := range list.Items {
+			pods = append(pods, readPods(item)...)
+		}
+		return pods
+	}
+	if p, ok := readPod(doc); ok {
+		return []Pod{p}
+	}
+	return nil
 }
 
 // readPod reads one document; ok is false when it carries no pod.

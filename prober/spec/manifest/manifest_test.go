@@ -106,3 +106,24 @@ func TestRead_NoPods(t *testing.T) {
 		t.Errorf("Read: manifest=%v err=%v, want ErrNoPods", isManifest, err)
 	}
 }
+
+func TestRead_ListItems(t *testing.T) {
+	in := `{"apiVersion": "v1", "kind": "List", "items": [
+	  {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}},
+	  {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "annotations": {"probelet.io/probes": "{}"}}, "spec": {"containers": [{"name": "a"}]}},
+	  {"apiVersion": "apps/v1", "kind": "DeploymentList", "items": [
+	    {"kind": "Deployment", "metadata": {"name": "d", "namespace": "x"}, "spec": {"template": {"spec": {"containers": [{"name": "b"}]}}}}]}]}`
+	pods, isManifest, err := manifest.Read([]byte(in))
+	if err != nil || !isManifest {
+		t.Fatalf("Read: manifest=%v err=%v", isManifest, err)
+	}
+	want := []summary{{"Pod", "default/p", "{}", true, false, 1}, {"Deployment", "x/d", "", false, false, 1}}
+	if len(pods) != len(want) {
+		t.Fatalf("got %d pods, want %d: %+v", len(pods), len(want), pods)
+	}
+	for i, w := range want {
+		if got := summarize(pods[i]); got != w {
+			t.Errorf("pod %d = %+v, want %+v", i, got, w)
+		}
+	}
+}
