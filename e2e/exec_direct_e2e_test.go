@@ -347,26 +347,34 @@ func firstRuns(t *testing.T, d *daemon, apps []app, settle bool) []runView {
 // probes it runs).
 func helperPIDs(t *testing.T, d *daemon) []int {
 	t.Helper()
-	var pids []int
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
+	pids := descendants(d.cmd.Process.Pid)
+	if len(pids) == 0 {
+		t.Fatal("no probelet-exec process under probelet")
 	}
-	root := d.cmd.Process.Pid
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		for p := pid; p > 1; p = procStat(p).ppid {
-			if p == root && pid != root {
+	return pids
+}
+
+// descendants are the live processes under root.
+func descendants(root int) []int {
+	var pids []int
+	for _, pid := range allPIDs() {
+		for p := procStat(pid).ppid; p > 1; p = procStat(p).ppid {
+			if p == root {
 				pids = append(pids, pid)
 				break
 			}
 		}
 	}
-	if len(pids) == 0 {
-		t.Fatal("no probelet-exec process under probelet")
+	return pids
+}
+
+func allPIDs() []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
 	}
 	return pids
 }
@@ -397,12 +405,7 @@ func noLastingZombies(t *testing.T, parents []int) {
 	t.Helper()
 	seen := map[int]int{}
 	for range 10 {
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
+		for _, pid := range allPIDs() {
 			s := procStat(pid)
 			if s.state == "Z" && slices.Contains(parents, s.ppid) {
 				seen[pid]++
