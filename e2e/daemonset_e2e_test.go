@@ -100,13 +100,10 @@ func TestDaemonSetOnCluster(t *testing.T) {
 	notReady, polls := watch.stop()
 	t.Logf("during the rollout probectl answered %d polls; the workload was missing or not ready in %d: %q",
 		polls, len(notReady), notReady[:min(3, len(notReady))])
-	// TODO(#14): the merged API server side lets the new instance publish
-	// its first readiness verdict (not ready, before its first probe) over
-	// the old one's: measured here, Ready drops for one poll during the
-	// rollout. Make this an error once the readiness writer holds the
-	// condition until the new instance has probed.
+	// The new instance leaves the condition alone until it knows the
+	// container and has probed it (kube/readiness decide).
 	if f := flaps(); len(f) > 0 {
-		t.Logf("KNOWN FLAP: the workload's Ready condition dropped during the rollout: %q", f)
+		t.Errorf("the workload's Ready condition dropped during the rollout: %q", f)
 	}
 
 	logFrom = logSize(t, bed)
@@ -203,36 +200,44 @@ func waitNoAgentPods(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 	}
 }
 
-// watchPodReady polls the pod's Ready condition until the returned stop
-// function is called, which returns every moment it was not True.
+// watchPodReady watches the pod until the returned stop function is
+// called, which returns every version of it whose Ready was not True and
+// every change of probelet's condition (with who wrote it), so a flap
+// shorter than any poll is still seen and explained.
 func watchPodReady(ctx context.Context, c *cluster.Cluster, namespace, name string) func() []string {
-	done, stopped := make(chan struct{}), make(chan struct{})
+	ctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan struct{})
 	var seen []string
+	w, err := c.Client().CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		cancel()
+		return func() []string { return []string{"watch: " + err.Error()} }
+	}
 	go func() {
 		defer close(stopped)
-		for {
-			p, err := c.Client().CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
-			if err == nil && cluster.PodCondition(p, corev1.PodReady) != corev1.ConditionTrue {
-				gate := "absent"
-				for _, c := range p.Status.Conditions {
-					if c.Type == "probelet.io/ready" {
-						gate = fmt.Sprintf("%s (%s: %s)", c.Status, c.Reason, c.Message)
-					}
+		defer w.Stop()
+		lastGate := ""
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			gate := "absent"
+			for _, c := range p.Status.Conditions {
+				if c.Type == "probelet.io/ready" {
+					gate = fmt.Sprintf("%s (%s: %s) since %s", c.Status, c.Reason, c.Message, c.LastTransitionTime.Format(time.TimeOnly))
 				}
-				seen = append(seen, fmt.Sprintf("%s Ready=%s probelet.io/ready=%s", time.Now().Format("15:04:05.000"),
-					cluster.PodCondition(p, corev1.PodReady), gate))
 			}
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-time.After(100 * time.Millisecond):
+			ready := cluster.PodCondition(p, corev1.PodReady)
+			if ready != corev1.ConditionTrue || (lastGate != "" && gate != lastGate) {
+				seen = append(seen, fmt.Sprintf("%s rv %s Ready=%s probelet.io/ready=%s", time.Now().Format("15:04:05.000"),
+					p.ResourceVersion, ready, gate))
 			}
+			lastGate = gate
 		}
 	}()
 	return func() []string {
-		close(done)
+		cancel()
 		<-stopped
 		return seen
 	}

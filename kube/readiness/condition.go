@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -47,14 +48,13 @@ type holder struct {
 }
 
 // decide computes the condition for pod from its annotation (parsed) and
-// the engine's state of its containers. undecided is true while a probed
-// container has no result yet since the agent started (its first probe is
-// pending after a restart of probelet), or while a container the kubelet
-// reports running (apiRunning, by name) is not known to probelet yet (it
-// has just started and not synchronized with the runtime): the condition
-// then stays as it is, so restarting probelet never flaps a pod's
-// readiness.
-func decide(parsed *spec.Parsed, sts []prober.ContainerStatus, apiRunning map[string]bool) (v verdict, undecided bool) {
+// the engine's state of its containers. undecided is true while what a
+// previous probelet wrote must stand: a running container that started
+// before this agent (since) and has not been probed by it yet, or one the
+// kubelet reports running (apiRunning, by name) that probelet does not
+// know yet (it has not synchronized with the runtime). The condition then
+// stays as it is, so restarting probelet never flaps a pod's readiness.
+func decide(parsed *spec.Parsed, sts []prober.ContainerStatus, apiRunning map[string]bool, since time.Time) (v verdict, undecided bool) {
 	byName := make(map[string]*prober.ContainerStatus, len(sts))
 	for i := range sts {
 		byName[sts[i].ContainerName] = &sts[i]
@@ -69,7 +69,7 @@ func decide(parsed *spec.Parsed, sts []prober.ContainerStatus, apiRunning map[st
 			return verdict{}, true
 		case st == nil:
 			held = append(held, holder{name, ReasonNotCreatedYet, "the container has not been created yet"})
-		case pending(st):
+		case pending(st, since):
 			return verdict{}, true
 		default:
 			if h, ok := holds(st); ok {
@@ -105,15 +105,18 @@ func readinessProbed(parsed *spec.Parsed) []string {
 	return slices.Compact(out)
 }
 
-// pending reports whether a running container's startup or readiness has
-// no published result for this instance yet: it ran before probelet
-// (re)started and was not probed since.
-func pending(st *prober.ContainerStatus) bool {
-	if st.State != node.StateRunning {
+// pending reports whether a running container that started before this
+// agent (since) has had no startup or readiness probe run by this agent.
+// The engine publishes the kubelet's initial "not ready" as soon as a
+// worker follows a container: right for a container that has just
+// started, wrong to write over what the previous instance found. A start
+// time the runtime did not give counts as before.
+func pending(st *prober.ContainerStatus, since time.Time) bool {
+	if st.State != node.StateRunning || st.StartedAt.After(since) {
 		return false
 	}
 	for _, t := range []probe.Type{probe.Startup, probe.Readiness} {
-		if ps, ok := st.Probes[t]; ok && ps.Unpublished {
+		if ps, ok := st.Probes[t]; ok && (ps.Unpublished || ps.LastProbeTime.IsZero()) {
 			return true
 		}
 	}

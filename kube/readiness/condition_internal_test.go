@@ -21,8 +21,26 @@ const (
 	badSide  = `{"web": {"readinessProbe": {"tcpSocket": {"port": 80}}}, "side": {"readinessProbe": {}}}`
 )
 
+// agentStart is when the agent under test started; ctr's containers start
+// after it unless oldCtr says otherwise.
+var agentStart = time.Unix(1e9, 0)
+
 func ctr(name string, state node.ContainerState, started, ready bool, probes map[probe.Type]prober.ProbeStatus) prober.ContainerStatus {
-	return prober.ContainerStatus{ContainerName: name, ContainerID: name + "-1", State: state, Started: started, Ready: ready, Probes: probes}
+	return prober.ContainerStatus{ContainerName: name, ContainerID: name + "-1", State: state, Started: started, Ready: ready, Probes: probes,
+		StartedAt: agentStart.Add(time.Second)}
+}
+
+// oldCtr is c running since before the agent started (probelet restarted).
+func oldCtr(c prober.ContainerStatus) prober.ContainerStatus {
+	c.StartedAt = agentStart.Add(-time.Hour)
+	return c
+}
+
+// notProbedYet is readiness as the engine publishes it when a worker
+// first follows a container: the kubelet's initial Failure, no run.
+func notProbedYet() map[probe.Type]prober.ProbeStatus {
+	return map[probe.Type]prober.ProbeStatus{probe.Readiness: {Type: probe.Readiness, Result: results.Failure,
+		FailureThreshold: 3, SuccessThreshold: 1}}
 }
 
 func readiness(r results.Result, unpublished bool) map[probe.Type]prober.ProbeStatus {
@@ -64,8 +82,19 @@ func TestDecide(t *testing.T) {
 		{"no readiness probes: True", liveOnly, []prober.ContainerStatus{ctr("web", running, true, true, nil)},
 			corev1.ConditionTrue, "", messageNoProbes, false, nil},
 		{"no annotation: True", "", nil, corev1.ConditionTrue, "", messageNoProbes, false, nil},
-		{"after a probelet restart, not probed yet: leave it", webOnly,
-			[]prober.ContainerStatus{ctr("web", running, true, false, readiness(results.Unknown, true))}, "", "", "", true, nil},
+		{"after a probelet restart, not followed yet: leave it", webOnly,
+			[]prober.ContainerStatus{oldCtr(ctr("web", running, true, false, readiness(results.Unknown, true)))}, "", "", "", true, nil},
+		{"after a probelet restart, the initial not-ready published but not probed yet: leave it", webOnly,
+			[]prober.ContainerStatus{oldCtr(ctr("web", running, true, false, notProbedYet()))}, "", "", "", true, nil},
+		{"after a probelet restart, probed and failing: not ready", webOnly,
+			[]prober.ContainerStatus{oldCtr(ctr("web", running, true, false, readiness(results.Failure, false)))},
+			corev1.ConditionFalse, ReasonNotReady, "container web: the readiness probe failed", false, nil},
+		{"a container started since probelet did, not probed yet: starts not ready", webOnly,
+			[]prober.ContainerStatus{ctr("web", running, true, false, notProbedYet())},
+			corev1.ConditionFalse, ReasonNotReady, "container web: the readiness probe has not run yet", false, nil},
+		{"an exited container from before the restart: not running", webOnly,
+			[]prober.ContainerStatus{oldCtr(ctr("web", exited, true, false, notProbedYet()))},
+			corev1.ConditionFalse, ReasonNotRunning, "container web: the container exited", false, nil},
 		{"running in the API, not known to probelet yet (before its runtime sync): leave it", webOnly, nil,
 			"", "", "", true, []string{"web"}},
 		{"running in the API, another container unknown: not created", webSide,
@@ -78,7 +107,7 @@ func TestDecide(t *testing.T) {
 			for _, name := range tc.apiRunning {
 				apiRunning[name] = true
 			}
-			v, undecided := decide(spec.NewMemo(4).Parse(tc.annotation), tc.sts, apiRunning)
+			v, undecided := decide(spec.NewMemo(4).Parse(tc.annotation), tc.sts, apiRunning, agentStart)
 			if undecided != tc.wantUndecided {
 				t.Fatalf("undecided = %v, want %v (%+v)", undecided, tc.wantUndecided, v)
 			}

@@ -47,6 +47,9 @@ type Writer struct {
 	log      *zap.Logger
 	m        *Metrics
 	queue    workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	// started is when this agent started: containers running from before
+	// keep their condition until this agent has probed them.
+	started time.Time
 
 	mu sync.Mutex
 	// written is what this writer last wrote per pod UID, with the pod's
@@ -87,6 +90,7 @@ func New(o Options) (*Writer, error) {
 	if w.clock == nil {
 		w.clock = clock.RealClock{}
 	}
+	w.started = w.clock.Now()
 	if w.log == nil {
 		w.log = zap.NewNop()
 	}
@@ -187,7 +191,7 @@ func (w *Writer) sync(ctx context.Context, key types.NamespacedName) error {
 	if err != nil || !hasGate(pod) {
 		return err
 	}
-	v, undecided := decide(w.specs.Parse(pod.Annotations[spec.AnnotationProbes]), w.status.Pod(string(pod.UID)), runningInAPI(pod))
+	v, undecided := decide(w.specs.Parse(pod.Annotations[spec.AnnotationProbes]), w.status.Pod(string(pod.UID)), runningInAPI(pod), w.started)
 	if undecided {
 		return nil
 	}
