@@ -17,12 +17,15 @@
 #      and after a containerd restart;
 #   6. (root) the readiness gate on a real control plane and kubelet:
 #      result change → condition seen by a watch, API writes per minute
-#      with BENCH_READINESS_PODS pods flapping.
+#      with BENCH_READINESS_PODS pods flapping;
+#   7. (root) exec probes at BENCH_EXEC_PODS pods: CPU per probe of
+#      containerd, shims, runc, probelet and its helper, --exec-mode
+#      runtime vs direct, on one containerd test bed.
 #
 # Env: GO (default go), BENCH_NET_ITERATIONS (2000), BENCH_TCP_WINDOW (15s),
 # BENCH_CONTAINERS (40), BENCH_PROXY_PODS (100), BENCH_PROXY_WINDOW (30s),
-# BENCH_READINESS_PODS (100), BENCH_READINESS_WINDOW (2m), BENCH_ONLY (a
-# section number to run alone).
+# BENCH_READINESS_PODS (100), BENCH_READINESS_WINDOW (2m), BENCH_EXEC_PODS
+# (20), BENCH_EXEC_WINDOW (30s), BENCH_ONLY (a section number to run alone).
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
@@ -88,6 +91,10 @@ summary() {
 	if [ -s "$OUT/6" ]; then
 		grep -E 'readiness gate,|result change →|result changes' "$OUT/6" | sed 's/^ *readiness_bench_e2e_test.go:[0-9]*: */  /'
 	fi
+	if [ -s "$OUT/7" ]; then
+		grep -E 'exec probes side by side|CPU ms per probe|^ +exec_bench_e2e_test.go:[0-9]+: (total|net of idle)|cheaper than runtime' "$OUT/7" |
+			sed 's/^ *exec_bench_e2e_test.go:[0-9]*: */  /'
+	fi
 }
 
 main() {
@@ -102,6 +109,8 @@ main() {
 		"$GO" run ./hack/bench/criproxy -pods "${BENCH_PROXY_PODS:-100}" -window "${BENCH_PROXY_WINDOW:-30s}"
 	root 6 "Readiness gate on a real cluster (e2e/readiness_bench_e2e_test.go)" \
 		env PROBELET_E2E=1 "$GO" test -tags 'e2e bench' -count=1 -timeout 30m -run '^TestBenchReadinessCondition$' -v ./e2e/
+	root 7 "Exec probes: --exec-mode runtime vs direct (e2e/exec_bench_e2e_test.go)" \
+		env PROBELET_E2E=1 "$GO" test -tags 'e2e bench' -count=1 -timeout 15m -run '^TestBenchExecProbes$' -v ./e2e/
 	summary
 	if [ ${#failed[@]} -gt 0 ]; then
 		printf '\nbench: FAILED: %s\n' "${failed[*]}" >&2
