@@ -23,10 +23,12 @@ export GOTOOLCHAIN := local
 
 all: build
 
-## build: compile bin/probelet, bin/probectl and bin/probelet-nri-install
+## build: compile bin/probelet, bin/probectl, bin/probelet-nri-install and
+## bin/probelet-exec (the static C helper of --exec-mode direct)
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/probelet ./cmd/probelet
+	hack/build-exec-helper.sh $(BIN)/probelet-exec
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/probectl ./cmd/probectl
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/probelet-nri-install ./cmd/probelet-nri-install
 

@@ -40,7 +40,7 @@ const (
 // probectl through the host socket and, through the API server, writes the
 // workload's probelet.io/ready readiness gate so the pod becomes Ready.
 // `kubectl rollout restart` stops no workload container (its Ready
-// condition is watched meanwhile; a drop is logged, see the TODO);
+// condition is watched meanwhile and must never drop);
 // `kubectl delete -k` leaves no socket, no container and no NRI
 // registration.
 //

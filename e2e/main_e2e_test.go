@@ -12,9 +12,10 @@ import (
 	"testing"
 )
 
-// bins are the binaries under test, built once by TestMain.
+// bins are the binaries under test, built once by TestMain. The direct
+// exec helper sits next to probelet, where probelet looks for it.
 var bins struct {
-	probelet, probectl string
+	probelet, probectl, execHelper string
 	// dir holds them, and whatever else is built once per test binary.
 	dir string
 }
@@ -39,7 +40,23 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
+	bins.execHelper = filepath.Join(dir, "probelet-exec")
+	if err := buildExecHelper(bins.execHelper); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
 	return m.Run()
+}
+
+// buildExecHelper builds the direct exec helper as `make build` does.
+func buildExecHelper(out string) error {
+	cmd := exec.Command(filepath.Join(repoRoot(), "hack", "build-exec-helper.sh"), out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("hack/build-exec-helper.sh: %w\n%s", err, stderr.String())
+	}
+	return nil
 }
 
 // goBuild builds pkg of this module into out, as `make build` does.

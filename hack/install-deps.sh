@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build, tests and test bed need, once.
+# Installs the Debian packages the build, tests and test bed need, once
+# (gcc, libc6-dev and libseccomp-dev build the static exec helper,
+# hack/build-exec-helper.sh, which installs them itself when missing).
 set -euo pipefail
 
-pkgs=(git make gcc iproute2 iptables libseccomp-dev pkg-config busybox-static util-linux procps)
+pkgs=(git make gcc libc6-dev iproute2 iptables libseccomp-dev pkg-config busybox-static util-linux procps)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -265,6 +265,39 @@ func TestDeferredKillIsCancelledWhenTheProbeRecovers(t *testing.T) {
 	h.wantResult("c1", probe.Liveness, results.Success)
 }
 
+// A held kill is for one container instance: when the container is
+// replaced (it exited and the runtime started a new one), the kill is
+// cancelled and the new instance is not stopped for the old one's failures.
+func TestDeferredKillIsCancelledWhenTheContainerIsReplaced(t *testing.T) {
+	h := newHarness(t)
+	h.killer.hold = make(chan struct{})
+	h.tcp.always(livePort, failure)
+	pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort, withThresholds(1, 3))})
+	h.update(pod)
+	h.step(20 * time.Second) // three failures: the kill asked for, and held
+	if st, _ := h.m.Container("c1"); st.Probes[probe.Liveness].KillDeferred == "" {
+		t.Fatalf("liveness = %+v, want a held kill", st.Probes[probe.Liveness])
+	}
+	h.tcp.always(livePort, success)
+	h.update(withContainerID(pod, "c2", epoch.Add(20*time.Second)))
+	h.step(time.Second)
+	testutil.WaitFor(t, "the held kill to be cancelled", func() bool {
+		h.killer.mu.Lock()
+		defer h.killer.mu.Unlock()
+		return h.killer.cancelled == 1
+	})
+	close(h.killer.hold) // the guard would let it through now: nothing must go
+	h.step(10 * time.Second)
+	if k := h.killer.calls(); len(k) != 0 {
+		t.Fatalf("stopped %+v; want nothing stopped", k)
+	}
+	st, _ := h.m.Container("c2")
+	if ps := st.Probes[probe.Liveness]; ps.KillDeferred != "" || len(st.Restarts) != 0 {
+		t.Fatalf("the new instance: liveness %+v, restarts %+v", ps, st.Restarts)
+	}
+	h.wantResult("c2", probe.Liveness, results.Success)
+}
+
 // One that keeps failing is killed once the killer lets the kill through,
 // and asked for only once meanwhile.
 func TestDeferredKillOfAStillFailingContainerGoesThrough(t *testing.T) {

@@ -51,13 +51,50 @@ type podLinux struct {
 }
 
 type securityContext struct {
-	NamespaceOptions namespaceOptions `json:"namespace_options"`
+	NamespaceOptions   namespaceOptions `json:"namespace_options"`
+	Privileged         bool             `json:"privileged,omitempty"`
+	RunAsUser          *int64Value      `json:"run_as_user,omitempty"`
+	RunAsGroup         *int64Value      `json:"run_as_group,omitempty"`
+	SupplementalGroups []int64          `json:"supplemental_groups,omitempty"`
+	Capabilities       *capabilities    `json:"capabilities,omitempty"`
+	NoNewPrivs         bool             `json:"no_new_privs,omitempty"`
+	ReadonlyRootfs     bool             `json:"readonly_rootfs,omitempty"`
+	Seccomp            *securityProfile `json:"seccomp,omitempty"`
 }
 
 // namespaceOptions: network and IPC default to POD (0), as the kubelet's;
 // PID is per container.
 type namespaceOptions struct {
-	Pid int `json:"pid"`
+	Pid           int            `json:"pid"`
+	UsernsOptions *usernsOptions `json:"userns_options,omitempty"`
+}
+
+type int64Value struct {
+	Value int64 `json:"value"`
+}
+
+type capabilities struct {
+	AddCapabilities  []string `json:"add_capabilities,omitempty"`
+	DropCapabilities []string `json:"drop_capabilities,omitempty"`
+}
+
+// securityProfile: profile_type RuntimeDefault is 0, Localhost 2.
+type securityProfile struct {
+	ProfileType  int    `json:"profile_type"`
+	LocalhostRef string `json:"localhost_ref,omitempty"`
+}
+
+// usernsOptions: mode POD (0), the kubelet's for hostUsers: false.
+type usernsOptions struct {
+	Mode int         `json:"mode"`
+	Uids []idMapping `json:"uids"`
+	Gids []idMapping `json:"gids"`
+}
+
+type idMapping struct {
+	HostID      uint32 `json:"host_id"`
+	ContainerID uint32 `json:"container_id"`
+	Length      uint32 `json:"length"`
 }
 
 type containerConfig struct {
@@ -100,8 +137,49 @@ func buildPodConfig(p PodSpec, logDir, cgroupParent string) podConfig {
 		LogDirectory: logDir,
 		Labels:       labels,
 		Annotations:  p.Annotations,
-		Linux:        podLinux{CgroupParent: cgroupParent, SecurityContext: securityContext{namespaceOptions{Pid: namespaceModeContainer}}},
+		Linux: podLinux{CgroupParent: cgroupParent, SecurityContext: securityContext{
+			NamespaceOptions: namespaceOpts(p), Privileged: p.Privileged,
+		}},
 	}
+}
+
+// namespaceOpts: a PID namespace per container, and the pod's user
+// namespace when it has one.
+func namespaceOpts(p PodSpec) namespaceOptions {
+	ns := namespaceOptions{Pid: namespaceModeContainer}
+	if u := p.UserNamespace; u != nil {
+		m := []idMapping{{HostID: u.HostID, ContainerID: 0, Length: u.Length}}
+		ns.UsernsOptions = &usernsOptions{Mode: 0, Uids: m, Gids: m}
+	}
+	return ns
+}
+
+// containerSecurity is the container's CRI security context.
+func containerSecurity(p PodSpec) securityContext {
+	sc := securityContext{NamespaceOptions: namespaceOpts(p)}
+	s := p.Container.Security
+	if s == nil {
+		return sc
+	}
+	sc.Privileged, sc.NoNewPrivs, sc.ReadonlyRootfs = s.Privileged, s.NoNewPrivs, s.ReadOnlyRootfs
+	if s.RunAsUser != nil {
+		sc.RunAsUser = &int64Value{*s.RunAsUser}
+	}
+	if s.RunAsGroup != nil {
+		sc.RunAsGroup = &int64Value{*s.RunAsGroup}
+	}
+	sc.SupplementalGroups = s.SupplementalGroups
+	if len(s.AddCapabilities)+len(s.DropCapabilities) > 0 {
+		sc.Capabilities = &capabilities{AddCapabilities: s.AddCapabilities, DropCapabilities: s.DropCapabilities}
+	}
+	switch {
+	case s.Seccomp == nil:
+	case s.Seccomp.Localhost != "":
+		sc.Seccomp = &securityProfile{ProfileType: 2, LocalhostRef: s.Seccomp.Localhost}
+	case s.Seccomp.RuntimeDefault:
+		sc.Seccomp = &securityProfile{ProfileType: 0}
+	}
+	return sc
 }
 
 // buildContainerConfig returns the container config for p.Container, with
@@ -134,6 +212,6 @@ func buildContainerConfig(p PodSpec, attempt uint32) (containerConfig, error) {
 		Command:  c.Command, Args: c.Args, Envs: envs,
 		Labels: labels, Annotations: ann,
 		LogPath: path.Join(c.Name, strconv.FormatUint(uint64(attempt), 10)+".log"),
-		Linux:   containerLinux{SecurityContext: securityContext{namespaceOptions{Pid: namespaceModeContainer}}},
+		Linux:   containerLinux{SecurityContext: containerSecurity(p)},
 	}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,6 +69,51 @@ func TestContainerConfigGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "container.golden.json", cfg)
+}
+
+// TestSecurityConfigGolden: the security context fields crictl reads, as
+// runtime.v1 names them, and a pod user namespace on pod and container.
+func TestSecurityConfigGolden(t *testing.T) {
+	p := webPod()
+	p.Privileged = true
+	p.UserNamespace = &UserNamespace{HostID: 200000, Length: 65536}
+	p.Container.Security = &SecurityContext{
+		RunAsUser: int64p(1000), RunAsGroup: int64p(3000), SupplementalGroups: []int64{4000},
+		DropCapabilities: []string{"ALL"}, AddCapabilities: []string{"NET_BIND_SERVICE"},
+		NoNewPrivs: true, ReadOnlyRootfs: true, Seccomp: &SeccompProfile{Localhost: "/profiles/deny-mkdir.json"},
+	}
+	cfg, err := buildContainerConfig(p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "container-security.golden.json", cfg.Linux)
+	golden(t, "pod-security.golden.json", buildPodConfig(p, "/logs", "/cg").Linux)
+}
+
+func TestSecurityValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*PodSpec)
+		want string
+	}{
+		{"privileged container, unprivileged pod", func(p *PodSpec) {
+			p.Container.Security = &SecurityContext{Privileged: true}
+		}, "needs a privileged pod"},
+		{"two seccomp profiles", func(p *PodSpec) {
+			p.Container.Security = &SecurityContext{Seccomp: &SeccompProfile{RuntimeDefault: true, Localhost: "/p.json"}}
+		}, "either RuntimeDefault or Localhost"},
+		{"an empty seccomp profile", func(p *PodSpec) { p.Container.Security = &SecurityContext{Seccomp: &SeccompProfile{}} }, "security.seccomp"},
+		{"an empty user namespace", func(p *PodSpec) { p.UserNamespace = &UserNamespace{HostID: 1} }, "userNamespace.length"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := webPod()
+			tt.edit(&p)
+			if err := p.validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("validate = %v, want %q", err, tt.want)
+			}
+		})
+	}
 }
 
 func TestContainerConfigCallerAnnotationsWin(t *testing.T) {

@@ -22,8 +22,20 @@ type PodSpec struct {
 	// TerminationGracePeriodSeconds goes into the container annotation
 	// io.kubernetes.pod.terminationGracePeriod; nil means the API default, 30.
 	TerminationGracePeriodSeconds *int64
+	// Privileged makes the sandbox privileged, which a privileged
+	// container needs.
+	Privileged bool
+	// UserNamespace, when set, gives the pod its own user namespace
+	// (CRI userns_options, mode POD) mapping container IDs 0..Length-1 to
+	// host IDs HostID..; the container shares it.
+	UserNamespace *UserNamespace
 	// Container is the pod's one container.
 	Container ContainerSpec
+}
+
+// UserNamespace is a pod user namespace's UID and GID mapping.
+type UserNamespace struct {
+	HostID, Length uint32
 }
 
 // ContainerSpec describes one container of a pod.
@@ -41,6 +53,35 @@ type ContainerSpec struct {
 	Ports []corev1.ContainerPort
 	// Labels and Annotations are added to the kubelet's (and win over them).
 	Labels, Annotations map[string]string
+	// Security is the container's security context as the kubelet passes
+	// it to the runtime; nil: the runtime's defaults.
+	Security *SecurityContext
+}
+
+// SecurityContext is the CRI LinuxContainerSecurityContext fields the
+// kubelet derives from a pod's securityContext.
+type SecurityContext struct {
+	// Privileged needs PodSpec.Privileged too.
+	Privileged bool
+	// RunAsUser and RunAsGroup: nil, the image's.
+	RunAsUser, RunAsGroup *int64
+	SupplementalGroups    []int64
+	// AddCapabilities and DropCapabilities name capabilities without the
+	// CAP_ prefix, as the kubelet passes them ("ALL" drops every one).
+	AddCapabilities, DropCapabilities []string
+	// NoNewPrivs is allowPrivilegeEscalation: false.
+	NoNewPrivs bool
+	// ReadOnlyRootfs is readOnlyRootFilesystem.
+	ReadOnlyRootfs bool
+	// Seccomp is the profile; nil: unconfined, as the kubelet's default.
+	Seccomp *SeccompProfile
+}
+
+// SeccompProfile is a container's seccomp profile: RuntimeDefault, or
+// Localhost with the path of a profile file on the node.
+type SeccompProfile struct {
+	RuntimeDefault bool
+	Localhost      string
 }
 
 // validate names the pod, container and field at fault.
@@ -51,6 +92,17 @@ func (p PodSpec) validate() error {
 	where := fmt.Sprintf("pod %s/%s", p.Namespace, p.Name)
 	if g := p.TerminationGracePeriodSeconds; g != nil && *g < 0 {
 		return fmt.Errorf("testbed: %s: terminationGracePeriodSeconds %d is negative", where, *g)
+	}
+	if u := p.UserNamespace; u != nil && u.Length == 0 {
+		return fmt.Errorf("testbed: %s: userNamespace.length is 0", where)
+	}
+	if s := p.Container.Security; s != nil {
+		if s.Privileged && !p.Privileged {
+			return fmt.Errorf("testbed: %s container %s: security.privileged needs a privileged pod", where, p.Container.Name)
+		}
+		if s.Seccomp != nil && s.Seccomp.RuntimeDefault == (s.Seccomp.Localhost != "") {
+			return fmt.Errorf("testbed: %s container %s: security.seccomp needs either RuntimeDefault or Localhost", where, p.Container.Name)
+		}
 	}
 	return p.Container.validate(where)
 }

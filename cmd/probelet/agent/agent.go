@@ -14,12 +14,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/probelet/probelet/cri/client"
+	"github.com/probelet/probelet/directexec"
 	"github.com/probelet/probelet/history"
 	"github.com/probelet/probelet/killguard"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/plugin"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/probe/execprobe"
 )
 
 // SocketServer serves probelet's CRI-style socket until ctx ends;
@@ -69,9 +71,11 @@ type parts struct {
 	recon   *lifecycle.Reconciler
 	metrics net.Listener
 	socket  SocketServer
-	guard   *killguard.Guard // nil: --kill-guard off
-	kube    *kubeParts       // nil: node-only
-	history *history.Log     // nil: nothing survives a restart
+	guard   *killguard.Guard   // nil: --kill-guard off
+	kube    *kubeParts         // nil: node-only
+	history *history.Log       // nil: nothing survives a restart
+	exec    execprobe.Runner   // what exec probes go through (--exec-mode)
+	direct  *directexec.Runner // nil: --exec-mode runtime
 }
 
 // Option configures an Agent.

@@ -45,6 +45,9 @@ func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 	if p.guard, err = a.buildGuard(p); err != nil {
 		return nil, err
 	}
+	if p.exec, err = a.execRunner(p); err != nil {
+		return nil, err
+	}
 	if p.engine, err = prober.NewManager(a.engineOptions(p)...); err != nil {
 		return nil, fmt.Errorf("probe engine: %w", err)
 	}
@@ -79,7 +82,7 @@ func (a *Agent) engineOptions(p *parts) []prober.Option {
 	opts := []prober.Option{
 		prober.WithLogger(a.log.Named("prober")),
 		prober.WithRegisterer(a.reg),
-		prober.WithExecRunner(p.cri),
+		prober.WithExecRunner(p.exec),
 		prober.WithKiller(p.killer()),
 		prober.WithLivenessAction(action),
 	}
@@ -121,6 +124,9 @@ func (p *parts) release() {
 	}
 	if c, ok := p.tcp.(io.Closer); ok {
 		c.Close()
+	}
+	if p.direct != nil {
+		p.direct.Close()
 	}
 	if p.cri != nil {
 		p.cri.Close()

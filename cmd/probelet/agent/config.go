@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/probelet/probelet/cri/client"
+	"github.com/probelet/probelet/directexec"
 	"github.com/probelet/probelet/killguard"
 	"github.com/probelet/probelet/plugin"
 )
@@ -77,6 +78,16 @@ type Config struct {
 	CRIProxyListen string `json:"criProxyListen,omitempty"`
 	// CRIProxyVerify is the proxy's shadow mode (--cri-proxy-verify).
 	CRIProxyVerify bool `json:"criProxyVerify,omitempty"`
+	// ExecMode picks who runs exec probes: runtime (CRI ExecSync) or
+	// direct (probelet's helper, falling back to ExecSync for any container
+	// it cannot serve exactly as the runtime) (--exec-mode).
+	ExecMode string `json:"execMode,omitempty"`
+	// RuntimeStateDir is containerd's state directory, where direct exec
+	// reads the containers' OCI bundles (--runtime-state-dir).
+	RuntimeStateDir string `json:"runtimeStateDir,omitempty"`
+	// ExecHelper is the direct exec helper binary; empty: probelet-exec
+	// next to the probelet binary (--exec-helper).
+	ExecHelper string `json:"execHelper,omitempty"`
 }
 
 // Default returns the defaults of DESIGN.md and the deploy manifests.
@@ -100,6 +111,8 @@ func Default() Config {
 		KillGuardMinFailing:         guard.MinFailing,
 		KillGuardCeiling:            Duration{guard.Ceiling},
 
+		ExecMode:          "runtime",
+		RuntimeStateDir:   directexec.DefaultStateDir,
 		ReconcileInterval: Duration{5 * time.Minute},
 		StateDir:          "/var/lib/probelet",
 		NodeName:          defaultNodeName(),
@@ -147,6 +160,11 @@ func (c Config) Validate() error {
 	check("tcp-mode", oneOf(c.TCPMode, "auto", "ebpf", "dial"))
 	check("liveness-action", oneOf(c.LivenessAction, "restart", "report"))
 	check("kill-guard", oneOf(c.KillGuard, "on", "off"))
+	check("exec-mode", oneOf(c.ExecMode, "runtime", "direct"))
+	check("runtime-state-dir", absPath(c.RuntimeStateDir))
+	if c.ExecHelper != "" {
+		check("exec-helper", absPath(c.ExecHelper))
+	}
 	errs = append(errs, c.killGuardErrors()...)
 	check("log-format", oneOf(c.LogFormat, "console", "json"))
 	check("log-level", oneOf(c.LogLevel, "debug", "info", "warn", "error"))

@@ -40,6 +40,9 @@ func TestValidateNamesTheFlag(t *testing.T) {
 		{"kill guard unhealthy threshold", func(c *agent.Config) { c.KillGuardUnhealthyThreshold = 1.5 }, "--kill-guard-unhealthy-threshold: 1.5 must be in (0, 1]"},
 		{"kill guard min failing", func(c *agent.Config) { c.KillGuardMinFailing = 0 }, "--kill-guard-min-failing: 0 must be at least 1"},
 		{"kill guard ceiling", func(c *agent.Config) { c.KillGuardCeiling.Duration = 0 }, "--kill-guard-ceiling: 0s must be positive"},
+		{"exec mode", func(c *agent.Config) { c.ExecMode = "nsenter" }, `--exec-mode: "nsenter" is not one of runtime, direct`},
+		{"relative runtime state dir", func(c *agent.Config) { c.RuntimeStateDir = "run/containerd" }, "--runtime-state-dir"},
+		{"relative exec helper", func(c *agent.Config) { c.ExecHelper = "probelet-exec" }, "--exec-helper"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,7 +72,8 @@ func TestLoadFile(t *testing.T) {
 				c.NRISocket == "/run/nri/nri.sock" && c.LogLevel == "info" // unset keys keep the defaults
 		}},
 		{file: "config.json", check: func(c agent.Config) bool {
-			return c.MetricsBindAddress == "0.0.0.0:9809" && c.TCPVerify && c.LogFormat == "json"
+			return c.MetricsBindAddress == "0.0.0.0:9809" && c.TCPVerify && c.LogFormat == "json" &&
+				c.ExecMode == "direct" && c.RuntimeStateDir == "/run/k3s/containerd" && c.ExecHelper == ""
 		}},
 		{file: "kill-guard.yaml", check: func(c agent.Config) bool {
 			return c.KillGuard == "on" && c.KillGuardSecondaryRate == 0 && c.KillGuardCeiling.Duration == 2*time.Minute &&

@@ -48,6 +48,9 @@ var flagFields = map[string]func(dst *Config, src Config){
 	"log-level":              func(d *Config, s Config) { d.LogLevel = s.LogLevel },
 	"cri-proxy-listen":       func(d *Config, s Config) { d.CRIProxyListen = s.CRIProxyListen },
 	"cri-proxy-verify":       func(d *Config, s Config) { d.CRIProxyVerify = s.CRIProxyVerify },
+	"exec-mode":              func(d *Config, s Config) { d.ExecMode = s.ExecMode },
+	"runtime-state-dir":      func(d *Config, s Config) { d.RuntimeStateDir = s.RuntimeStateDir },
+	"exec-helper":            func(d *Config, s Config) { d.ExecHelper = s.ExecHelper },
 }
 
 // Bind defines the flags on fs.
@@ -78,6 +81,9 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&v.LogLevel, "log-level", v.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&v.CRIProxyListen, "cri-proxy-listen", v.CRIProxyListen, "serve a CRI proxy to --runtime-endpoint for the kubelet's --container-runtime-endpoint, unix:///path; off when empty")
 	fs.BoolVar(&v.CRIProxyVerify, "cri-proxy-verify", v.CRIProxyVerify, "CRI proxy shadow mode: compare cached answers with the runtime's and count differences")
+	fs.StringVar(&v.ExecMode, "exec-mode", v.ExecMode, "who runs exec probes: runtime (CRI ExecSync) or direct (probelet's helper, with the container's exact confinement; any container it cannot serve so goes to the runtime)")
+	fs.StringVar(&v.RuntimeStateDir, "runtime-state-dir", v.RuntimeStateDir, "containerd's state directory (its OCI bundles, for --exec-mode direct)")
+	fs.StringVar(&v.ExecHelper, "exec-helper", v.ExecHelper, "the direct exec helper binary (default: probelet-exec next to probelet)")
 }
 
 // Config returns the defaults, overridden by the --config file, overridden

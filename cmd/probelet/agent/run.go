@@ -55,6 +55,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	recon := a.goRun(base, func(ctx context.Context) error { p.recon.Run(ctx); return nil }, nil)
 	api := a.goRun(base, p.kube.run, nil)
 	hist := a.goRun(base, p.runHistory, nil)
+	forget := a.goRun(base, p.runExecForget, nil)
 	sock := a.goRun(base, a.serveSocket(p), failed)
 	web := a.goRun(base, a.serveMetrics(p), failed)
 	a.log.Info("probelet started", zap.Any("config", a.cfg))
@@ -73,6 +74,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	guard.stop()
 	api.stop()  // after the engine: the last results and events are written
 	hist.stop() // likewise: the last events and restarts reach the file
+	forget.stop()
 	web.stop()
 	// The proxy last: the kubelet's calls are served until the end.
 	cri.stop()
