@@ -225,9 +225,12 @@ func (m *Manager) deferred(w *worker, pk *pendingKill, k Kill, reason string) {
 	}
 }
 
-// recovered cancels w's waiting kill after its probe succeeded again.
+// recovered cancels w's waiting kill after its probe succeeded again. The
+// kill is forgotten at once, so the status stops showing it when the
+// result changes, not when the killer's goroutine has returned.
 func (m *Manager) recovered(w *worker) {
 	if w.pending != nil && w.pending.deferred != "" {
 		w.pending.cancel()
+		w.pending = nil
 	}
 }
