@@ -112,13 +112,13 @@ func NewManager(opts ...Option) (*Manager, error) {
 	if m.agentStart.IsZero() {
 		m.agentStart = m.queue.base
 	}
+	m.pool = newPool(m.concurrency, m.execute)
 	var err error
-	if m.metrics, err = newMetrics(m.registerer); err != nil {
+	if m.metrics, err = newMetrics(m.registerer, m.pool.runners); err != nil {
 		return nil, err
 	}
 	m.changes = fanout.New[ResultChange](m.metrics.dropped.WithLabelValues("results").Inc)
 	m.events = fanout.New[Event](m.metrics.dropped.WithLabelValues("events").Inc)
-	m.pool = newPool(m.concurrency, m.execute)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m, nil
 }

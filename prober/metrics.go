@@ -29,9 +29,11 @@ type metrics struct {
 	// errored counts discarded runs. The kubelet throws them away before
 	// its metrics, so they stay out of prober_probe_total.
 	errored *prometheus.CounterVec
+	runners prometheus.GaugeFunc
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics registers the engine's series; runners reads the pool's size.
+func newMetrics(reg prometheus.Registerer, runners func() int) (*metrics, error) {
 	m := &metrics{
 		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Subsystem: "prober",
@@ -53,8 +55,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name:      "probe_errors_total",
 			Help:      "Probe runs discarded because the prober itself failed (after 3 tries); the kubelet does not count these in prober_probe_total.",
 		}, []string{"probe_type"}),
+		runners: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "probelet",
+			Name:      "probe_runners",
+			Help:      "Goroutines that run probes: started on demand up to the engine's concurrency and kept between bursts, so this is the most probes that ran at once, not a leak.",
+		}, func() float64 { return float64(runners()) }),
 	}
-	if err := promutil.Register(reg, m.probes, m.duration, m.dropped, m.errored); err != nil {
+	if err := promutil.Register(reg, m.probes, m.duration, m.dropped, m.errored, m.runners); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -75,6 +75,14 @@ func (p *pool) next() (*worker, bool) {
 	return w, true
 }
 
+// runners reports how many runner goroutines exist: the most probes that
+// ran at once so far, at most max (parked runners are kept, not retired).
+func (p *pool) runners() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.active
+}
+
 // close lets the runners finish the queued work and exit, and waits for them.
 func (p *pool) close() {
 	p.mu.Lock()

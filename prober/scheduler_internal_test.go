@@ -94,6 +94,9 @@ func TestPoolBoundsRunnersAndClosesThem(t *testing.T) {
 	done.Wait()
 	done.Add(1)
 	p.submit(&worker{}) // a parked runner takes it
+	if n := p.runners(); n != 3 {
+		t.Fatalf("runners = %d after 10 probes at once, want the bound 3, kept parked", n)
+	}
 	p.close()
 	if peak.Load() > 3 {
 		t.Fatalf("peak runners = %d, want at most 3", peak.Load())
