@@ -78,9 +78,12 @@ JSON
 }
 
 # write_crictl_config: crictl otherwise warns about a missing /etc/crictl.yaml
-# on every call.
+# on every call. The timeout is the kubelet's --runtime-request-timeout
+# (2m): a sandbox set up or torn down while containerd recovers from a
+# restart on a loaded node can take longer than crictl's default (the soak
+# saw RunPodSandbox exceed 10 s), and the kubelet would wait for it.
 write_crictl_config() {
-	printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 10\n' "$BED_SOCK" "$BED_SOCK" >"$BED_CRICTL_CONFIG"
+	printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 120\n' "$BED_SOCK" "$BED_SOCK" >"$BED_CRICTL_CONFIG"
 }
 
 write_containerd_config() {
