@@ -73,20 +73,7 @@ func TestConvertCommand_Golden(t *testing.T) {
 	for _, tc := range convertCases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := runConvertWith(t, fixture(t, tc.stdin), tc.args...).golden(tc.args, tc.stdin)
-			path := filepath.Join(convertFixtures, tc.name+".golden")
-			if *updateGolden {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -run TestConvertCommand_Golden -update)", err)
-			}
-			if got != string(want) {
-				t.Errorf("output differs from %s:\n--- got\n%s--- want\n%s", path, got, want)
-			}
+			checkGolden(t, filepath.Join(convertFixtures, tc.name+".golden"), got)
 		})
 	}
 }

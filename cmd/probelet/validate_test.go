@@ -13,7 +13,7 @@ import (
 	"github.com/probelet/probelet/prober/spec"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/validate/")
+var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/validate/ and testdata/convert/")
 
 const fixtures = "testdata/validate/"
 
@@ -84,20 +84,7 @@ func TestValidateCommand_Golden(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := runValidateWith(t, tc.stdin, tc.args...).golden(tc.args, tc.stdin)
-			path := filepath.Join(fixtures, tc.name+".golden")
-			if *updateGolden {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -run TestValidateCommand_Golden -update)", err)
-			}
-			if got != string(want) {
-				t.Errorf("output differs from %s:\n--- got\n%s--- want\n%s", path, got, want)
-			}
+			checkGolden(t, filepath.Join(fixtures, tc.name+".golden"), got)
 		})
 	}
 }
@@ -193,5 +180,24 @@ func TestValidateCommand_ValidContainersPrintedDespiteErrors(t *testing.T) {
 	}
 	if _, bad := out.Containers["web"]; bad {
 		t.Error("invalid container web printed as valid")
+	}
+}
+
+// checkGolden compares got with the golden file at path, or rewrites it
+// when the tests run with -update.
+func checkGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *updateGolden {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run %s -update)", err, t.Name())
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s:\n--- got\n%s--- want\n%s", path, got, want)
 	}
 }
