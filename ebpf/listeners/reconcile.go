@@ -54,7 +54,6 @@ func (t *Table) Reconcile(netns uint32, observed []Listener, since uint64) Drift
 	}
 	sp.verified = true
 	t.seq++
-	sp.reconciled = t.seq
 	return d
 }
 
