@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -62,12 +63,19 @@ func New(client kubernetes.Interface, nodeName string, status prober.StatusSourc
 	}, nil
 }
 
+// shutdownWait bounds the flush at exit. After an API server outage the
+// broadcaster's sink may be sleeping between retries (client-go tries an
+// event 12 times, 10 s apart), and Shutdown waits for it: probelet's exit
+// must not (found by the e2e API server outage: still running 15 s after
+// SIGTERM).
+const shutdownWait = 2 * time.Second
+
 // Run records events until ctx ends or the engine's subscription closes,
-// then flushes the broadcaster.
+// then flushes the broadcaster for at most shutdownWait.
 func (r *Recorder) Run(ctx context.Context) error {
 	evs, cancel := r.status.SubscribeEvents(buffer)
 	defer cancel()
-	defer r.broadcaster.Shutdown()
+	defer r.shutdown()
 	for {
 		select {
 		case <-ctx.Done():
@@ -78,6 +86,22 @@ func (r *Recorder) Run(ctx context.Context) error {
 			}
 			r.record(ev)
 		}
+	}
+}
+
+// shutdown stops the broadcaster, waiting for its flush at most
+// shutdownWait; Events still unsent are then lost, as a kubelet's are when
+// it exits.
+func (r *Recorder) shutdown() {
+	done := make(chan struct{})
+	go func() {
+		r.broadcaster.Shutdown()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(shutdownWait):
+		r.log.Warn("Events not yet sent to the API server are dropped at exit", zap.Duration("waited", shutdownWait))
 	}
 }
 
