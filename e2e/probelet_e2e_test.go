@@ -152,10 +152,31 @@ func (d *daemon) signal(sig syscall.Signal) error {
 	case <-d.done:
 		return nil
 	case <-time.After(daemonStopTimeout):
-		_ = d.cmd.Process.Kill()
-		<-d.done
-		return fmt.Errorf("probelet still running %v after %v; killed:\n%s", daemonStopTimeout, sig, d.logTail(20))
+		// SIGQUIT makes the Go runtime print every goroutine's stack to
+		// the log and exit: what the shutdown is stuck on.
+		_ = d.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-d.done:
+		case <-time.After(5 * time.Second):
+			_ = d.cmd.Process.Kill()
+			<-d.done
+		}
+		return fmt.Errorf("probelet still running %v after %v; its goroutines then (SIGQUIT):\n%s", daemonStopTimeout, sig, d.stacks(400))
 	}
+}
+
+// stacks is up to n lines of the goroutine dump SIGQUIT left in the log.
+func (d *daemon) stacks(n int) string {
+	data, err := os.ReadFile(d.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	_, dump, ok := strings.Cut(string(data), "SIGQUIT: quit")
+	if !ok {
+		return d.logTail(20)
+	}
+	lines := strings.Split(dump, "\n")
+	return strings.Join(lines[:min(n, len(lines))], "\n")
 }
 
 // cleanup stops the daemon when the test ends and shows its log on failure.
