@@ -43,7 +43,8 @@ func (p *Proxy) handle(_ any, ss grpc.ServerStream) error {
 }
 
 // Serve answers CRI calls on l until ctx ends, then stops accepting,
-// ends the event streams, lets calls in flight finish (up to
+// ends the event streams, hands every accepted connection over to the
+// server (see handoverListener), lets calls in flight finish (up to
 // drainTimeout) and returns. It closes l but never removes the socket
 // file: a socket systemd passed stays open in systemd for the next
 // probelet (connections wait in its backlog meanwhile); Listen's release
@@ -69,8 +70,9 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 		wg.Wait()
 	}()
 
+	hl := newHandoverListener(l)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
+	go func() { errc <- srv.Serve(hl) }()
 	p.log.Info("Serving the CRI proxy", zap.String("address", l.Addr().String()), zap.String("runtime", p.endpoint))
 	select {
 	case err := <-errc:
@@ -78,6 +80,14 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	case <-ctx.Done():
 	}
 	p.events.close()
+	// Stop accepting before stopping the server: Serve returns once
+	// Accept fails, and no connection is accepted after that.
+	_ = hl.Close()
+	<-errc
+	if !hl.settle(handoverTimeout) {
+		p.log.Warn("Stopping with accepted connections not yet served; their clients see a reset",
+			zap.Duration("waited", handoverTimeout))
+	}
 	stopped := make(chan struct{})
 	go func() { srv.GracefulStop(); close(stopped) }()
 	select {
@@ -86,6 +96,5 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 		srv.Stop()
 		<-stopped
 	}
-	<-errc
 	return nil
 }
