@@ -114,6 +114,15 @@ func (e *env) check(target probe.TCPTarget, want probe.Result, wantMethod probe.
 	if res != want || method != wantMethod {
 		e.t.Errorf("%s:%d = (%s via %s), want (%s via %s)", target.Host, target.Port, res, method, want, wantMethod)
 	}
+	// An answer from memory alone, when there is one, is the same; where
+	// only a dial can tell, there is none.
+	ires, iout, imethod, ok := e.p.ProbeTCPInstant(target)
+	switch {
+	case ok && (ires != res || iout != out || imethod != viaEBPF):
+		e.t.Errorf("%s:%d from memory = (%s, %q via %s), want (%s, %q via ebpf)", target.Host, target.Port, ires, iout, imethod, res, out)
+	case ok && method == viaDial:
+		e.t.Errorf("%s:%d answered from memory, but only a dial can tell", target.Host, target.Port)
+	}
 }
 
 // fill completes n connections to port that nobody accepts; they stay in

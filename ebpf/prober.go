@@ -15,7 +15,7 @@ import (
 	"github.com/probelet/probelet/prober/probe/tcpprobe"
 )
 
-var _ probe.TCPProber = (*TCPProber)(nil)
+var _ probe.InstantTCPProber = (*TCPProber)(nil)
 
 // TCPProber answers TCP probes from the eBPF listener table when it can and
 // dials otherwise. It is safe for concurrent use.
@@ -37,6 +37,9 @@ type shortCircuit interface {
 	// answer decides target without a connection; ok false (with a reason
 	// for the metrics) means only a dial can tell.
 	answer(t probe.TCPTarget) (res probe.Result, output, reason string, ok bool)
+	// instant is answer from memory alone: it never blocks, and ok false
+	// means answer may need I/O (sock_diag, a dial) to decide.
+	instant(t probe.TCPTarget) (res probe.Result, output string, ok bool)
 	// sync waits until every listener change made before the call is in
 	// the table.
 	sync(ctx context.Context) error
@@ -144,6 +147,23 @@ func (p *TCPProber) ProbeTCP(ctx context.Context, target probe.TCPTarget) (probe
 	}
 	p.viaEBPF.Inc()
 	return res, out, probe.MethodEBPF, nil
+}
+
+// ProbeTCPInstant answers target from the listener table when the table
+// alone decides it, without blocking; ok is false whenever ProbeTCP would
+// have to wait for something: a dial (no short-circuit, verify mode, the
+// table cannot tell) or sock_diag (a namespace to confirm, an accept queue
+// to read). Nothing is counted then: ProbeTCP counts the probe.
+func (p *TCPProber) ProbeTCPInstant(target probe.TCPTarget) (probe.Result, string, probe.Method, bool) {
+	if p.sc == nil || p.verify || !valid(target) {
+		return "", "", "", false
+	}
+	res, out, ok := p.sc.instant(target)
+	if !ok {
+		return "", "", "", false
+	}
+	p.viaEBPF.Inc()
+	return res, out, probe.MethodEBPF, true
 }
 
 func (p *TCPProber) dial(ctx context.Context, target probe.TCPTarget) (probe.Result, string, probe.Method, error) {

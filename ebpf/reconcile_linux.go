@@ -34,10 +34,20 @@ func (s *linuxSC) loop(tk clock.Ticker) {
 	}
 }
 
+// safetyPasses: every this many passes, reconcileAll dumps settled
+// namespaces too (with the default interval, every 5 minutes), in case the
+// kernel changed a listener without an event the tracker sees.
+const safetyPasses = 10
+
 // reconcileAll compares the table with sock_diag for each namespace probed
-// since the last pass, and forgets namespaces that are gone or unprobed.
+// since the last pass whose listeners can have changed, and forgets
+// namespaces that are gone or unprobed. A settled namespace (no listener
+// added or removed since its last dump, no events lost) is skipped: its
+// dump would cost a setns, a netlink socket and two dumps to find nothing.
 func (s *linuxSC) reconcileAll() {
 	s.checkLost()
+	s.passes++
+	all := s.passes%safetyPasses == 0
 	for path, e := range s.paths.entries() {
 		if !e.used.Swap(false) {
 			s.forget(path, e.ino)
@@ -51,7 +61,9 @@ func (s *linuxSC) reconcileAll() {
 		if ino != e.ino {
 			s.paths.set(path, ino).used.Store(true)
 		}
-		s.reconcileNS(path, ino)
+		if all || !s.table.Settled(ino) {
+			s.reconcileNS(path, ino)
+		}
 	}
 }
 
@@ -81,6 +93,7 @@ func (s *linuxSC) reconcileNS(path string, ino uint32) bool {
 	}
 	s.diagMu.Lock()
 	defer s.diagMu.Unlock()
+	s.dumps++
 	// Apply every event from before the dump, so the dump and the table
 	// disagree only about changes that race with it.
 	ctx, cancel := context.WithTimeout(context.Background(), syncTimeout)

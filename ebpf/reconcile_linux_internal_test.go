@@ -146,3 +146,74 @@ func counterValue(c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// dumpCount is how many sock_diag dumps the short-circuit tried.
+func (s *linuxSC) dumpCount() uint64 {
+	s.diagMu.Lock()
+	defer s.diagMu.Unlock()
+	return s.dumps
+}
+
+func TestReconcileDumpsOnlyNamespacesThatCanHaveChanged(t *testing.T) {
+	e := newReconcileEnv(t)
+	ns, err := ebpftest.NewNetNS(13)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	l, err := ns.Listen(ebpftest.ListenConfig{Addr: ns.PodIP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// passDumps probes the namespace (so the pass keeps it) and reports
+	// how many dumps the pass made.
+	passDumps := func() uint64 {
+		t.Helper()
+		e.probe(ns, l.Port)
+		before := e.sc.dumpCount()
+		e.pass()
+		return e.sc.dumpCount() - before
+	}
+	e.probe(ns, l.Port) // the first probe confirms the namespace: a dump
+	if n := passDumps(); n != 0 {
+		t.Fatalf("a pass dumped a settled namespace %d times", n)
+	}
+	other, err := ns.Listen(ebpftest.ListenConfig{Addr: ns.PodIP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := e.p.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := passDumps(); n != 1 {
+		t.Fatalf("after a new listener, the pass dumped %d times, want 1", n)
+	}
+	if n := passDumps(); n != 0 {
+		t.Fatalf("the pass after that dumped %d times, want 0", n)
+	}
+	e.sc.table.Invalidate() // what lost events do
+	if n := passDumps(); n != 0 && n != 1 {
+		t.Fatalf("after lost events: %d dumps", n)
+	}
+	if !e.sc.table.Settled(mustInode(t, e, ns)) {
+		t.Fatal("after lost events, the namespace was not confirmed again")
+	}
+	// Every safetyPasses-th pass dumps settled namespaces too.
+	for e.sc.passes%safetyPasses != safetyPasses-1 {
+		passDumps()
+	}
+	if n := passDumps(); n != 1 {
+		t.Fatalf("the safety pass dumped %d times, want 1", n)
+	}
+}
+
+func mustInode(t *testing.T, e *reconcileEnv, ns *ebpftest.NetNS) uint32 {
+	t.Helper()
+	ino, err := e.sc.paths.inode(ns.Path, e.sc.table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ino
+}

@@ -21,7 +21,9 @@ type linuxSC struct {
 	table *listeners.Table
 	paths *pathCache
 
-	diagMu   sync.Mutex  // one sock_diag query at a time
+	diagMu   sync.Mutex  // one sock_diag query at a time; guards dumps
+	dumps    uint64      // sock_diag dumps tried (tests read it)
+	passes   uint64      // reconcile passes, for the loop only
 	diagOff  atomic.Bool // sock_diag unusable (no CAP_SYS_ADMIN): trust the snapshot
 	diagOnce sync.Once
 	lastLost uint64
@@ -49,33 +51,63 @@ func newShortCircuit(ctx context.Context, cfg scConfig) (shortCircuit, error) {
 
 // answer maps the table's verdict to a probe result with the dial's words.
 func (s *linuxSC) answer(t probe.TCPTarget) (probe.Result, string, string, bool) {
+	dst, ino, reason, ok := s.locate(t)
+	if !ok {
+		return "", "", reason, false
+	}
+	return verdictResult(s.decide(t.NetNSPath, ino, dst, uint16(t.Port)), dst, t.Port)
+}
+
+// instant is answer without sock_diag: only a verdict the table reaches on
+// its own (decide would return it unchanged) is an answer.
+func (s *linuxSC) instant(t probe.TCPTarget) (probe.Result, string, bool) {
+	dst, ino, _, ok := s.locate(t)
+	if !ok {
+		return "", "", false
+	}
+	switch v := s.table.Lookup(ino, dst, uint16(t.Port)); v {
+	case listeners.Reachable, listeners.Refused, listeners.QueueFull:
+		res, out, _, ok := verdictResult(v, dst, t.Port)
+		return res, out, ok
+	}
+	return "", "", false
+}
+
+// locate finds the target's destination address and namespace inode; ok
+// false (with a reason for the metrics) means the table cannot answer.
+func (s *linuxSC) locate(t probe.TCPTarget) (dst netip.Addr, ino uint32, reason string, ok bool) {
 	if !t.InPod {
-		return "", "", "not-in-pod", false
+		return dst, 0, "not-in-pod", false
 	}
 	if s.tr.Stale() {
-		return "", "", "tracker-stopped", false
+		return dst, 0, "tracker-stopped", false
 	}
 	if t.NetNSPath == "" {
-		return "", "", "no-netns", false
+		return dst, 0, "no-netns", false
 	}
 	dst, err := netip.ParseAddr(t.Host)
 	if err != nil || dst.Zone() != "" {
-		return "", "", "not-ip", false
+		return dst, 0, "not-ip", false
 	}
-	ino, err := s.paths.inode(t.NetNSPath, s.table)
+	ino, err = s.paths.inode(t.NetNSPath, s.table)
 	if err != nil {
-		return "", "", "netns-gone", false
+		return dst, 0, "netns-gone", false
 	}
-	switch v := s.decide(t.NetNSPath, ino, dst, uint16(t.Port)); v {
+	return dst, ino, "", true
+}
+
+// verdictResult words a verdict as a dial would; ok false (with the
+// verdict as the reason) means only a dial can tell.
+func verdictResult(v listeners.Verdict, dst netip.Addr, port int) (probe.Result, string, string, bool) {
+	switch v {
 	case listeners.Reachable:
 		return probe.Success, "", "", true
 	case listeners.Refused:
-		return probe.Failure, refusedOutput(dst, t.Port), "", true
+		return probe.Failure, refusedOutput(dst, port), "", true
 	case listeners.QueueFull:
-		return probe.Failure, timeoutOutput(dst, t.Port), "", true
-	default:
-		return "", "", v.String(), false
+		return probe.Failure, timeoutOutput(dst, port), "", true
 	}
+	return "", "", v.String(), false
 }
 
 // decide asks the table and, when it cannot answer from memory, settles it

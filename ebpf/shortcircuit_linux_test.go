@@ -60,6 +60,39 @@ func TestAnswersEqualDial(t *testing.T) {
 	})
 }
 
+// TestInstantAnswersFromMemoryOnly: ProbeTCPInstant answers once the
+// namespace is confirmed, and never where ProbeTCP must wait for sock_diag
+// or a dial.
+func TestInstantAnswersFromMemoryOnly(t *testing.T) {
+	ns := newNetNS(t, 9)
+	e := newEnv(t, ns)
+	l := e.listen(ebpftest.ListenConfig{Addr: any4})
+	target := e.target(ns.PodIP, l.Port)
+	if err := e.p.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, ok := e.p.ProbeTCPInstant(target); ok {
+		t.Fatal("answered from memory for a namespace never confirmed (that takes sock_diag)")
+	}
+	e.check(target, success, viaEBPF) // confirms the namespace
+	if res, _, method, ok := e.p.ProbeTCPInstant(target); !ok || res != success || method != viaEBPF {
+		t.Fatalf("from memory after confirming = (%s via %s, %v), want success via ebpf", res, method, ok)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.check(target, failure, viaEBPF) // compares the refusal's words with a dial's
+	if res, _, _, ok := e.p.ProbeTCPInstant(target); !ok || res != failure {
+		t.Fatalf("from memory after close = (%s, %v), want failure", res, ok)
+	}
+
+	verify := newEnv(t, ns, ebpf.WithVerify(true))
+	verify.check(target, failure, viaDial)
+	if _, _, _, ok := verify.p.ProbeTCPInstant(target); ok {
+		t.Fatal("answered from memory in verify mode (every answer is checked with a dial)")
+	}
+}
+
 func TestCloseAndShutdown(t *testing.T) {
 	eachFeatureSet(t, func(t *testing.T, fs ebpf.Option) {
 		ns := newNetNS(t, 2)

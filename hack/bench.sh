@@ -20,12 +20,17 @@
 #      with BENCH_READINESS_PODS pods flapping;
 #   7. (root) exec probes at BENCH_EXEC_PODS pods: CPU per probe of
 #      containerd, shims, runc, probelet and its helper, --exec-mode
-#      runtime vs direct, on one containerd test bed.
+#      runtime vs direct, on one containerd test bed;
+#   8. (root) hack/bench/node: the whole agent on a real node, probelet
+#      beside the real kubelet on the same pods: CPU per probe (TCP
+#      short-circuit and dial, HTTP, gRPC, exec), RSS and syscalls per
+#      probe, for BENCH_NODE_PODS pods (≈ 20 minutes per pod count).
 #
 # Env: GO (default go), BENCH_NET_ITERATIONS (2000), BENCH_TCP_WINDOW (15s),
 # BENCH_CONTAINERS (40), BENCH_PROXY_PODS (100), BENCH_PROXY_WINDOW (30s),
 # BENCH_READINESS_PODS (100), BENCH_READINESS_WINDOW (2m), BENCH_EXEC_PODS
-# (20), BENCH_EXEC_WINDOW (30s), BENCH_ONLY (a section number to run alone).
+# (20), BENCH_EXEC_WINDOW (30s), BENCH_NODE_PODS (20,100), BENCH_NODE_WINDOW
+# (60s), BENCH_ONLY (a section number to run alone).
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
@@ -95,6 +100,9 @@ summary() {
 		grep -E 'exec probes side by side|CPU ms per probe|^ +exec_bench_e2e_test.go:[0-9]+: (total|net of idle)|cheaper than runtime' "$OUT/7" |
 			sed 's/^ *exec_bench_e2e_test.go:[0-9]*: */  /'
 	fi
+	if [ -s "$OUT/8" ]; then
+		sed -n '/^Summary/,$p' "$OUT/8" | sed 's/^/  /'
+	fi
 }
 
 main() {
@@ -111,6 +119,8 @@ main() {
 		env PROBELET_E2E=1 "$GO" test -tags 'e2e bench' -count=1 -timeout 30m -run '^TestBenchReadinessCondition$' -v ./e2e/
 	root 7 "Exec probes: --exec-mode runtime vs direct (e2e/exec_bench_e2e_test.go)" \
 		env PROBELET_E2E=1 "$GO" test -tags 'e2e bench' -count=1 -timeout 15m -run '^TestBenchExecProbes$' -v ./e2e/
+	root 8 "The whole agent on a real node, beside the kubelet (hack/bench/node)" \
+		"$GO" run ./hack/bench/node -pods "${BENCH_NODE_PODS:-20,100}" -window "${BENCH_NODE_WINDOW:-60s}"
 	summary
 	if [ ${#failed[@]} -gt 0 ]; then
 		printf '\nbench: FAILED: %s\n' "${failed[*]}" >&2

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/probelet/probelet/internal/fanout"
+	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
 	"github.com/probelet/probelet/prober/spec"
 )
@@ -35,10 +36,12 @@ var _ StatusSource = (*Manager)(nil)
 // RemovePod and SyncPods feed it; Containers, Container and the
 // subscriptions read it. All methods are safe for concurrent use.
 type Manager struct {
-	clock       clock.Clock
-	log         *zap.Logger
-	registerer  prometheus.Registerer
-	handlers    handlers
+	clock      clock.Clock
+	log        *zap.Logger
+	registerer prometheus.Registerer
+	handlers   handlers
+	// instantTCP is handlers.tcp when it can answer from memory.
+	instantTCP  probe.InstantTCPProber
 	killer      ContainerKiller
 	jitter      func() float64
 	concurrency int
@@ -59,7 +62,6 @@ type Manager struct {
 	// so they cannot take Run's context as a parameter.)
 	ctx    context.Context
 	cancel context.CancelFunc
-	wakeCh chan struct{}
 	// runStarted is closed when Run starts, done when it has shut
 	// everything down.
 	runStarted chan struct{}
@@ -74,11 +76,13 @@ type Manager struct {
 	killing  int
 	running  bool
 	stopped  bool
-	// gen counts changes of the earliest due time; parked is set while the
-	// scheduler sleeps with its timer set for that time.
-	gen    uint64
-	parked bool
-	idleCh chan struct{}
+	// alarm is what the scheduler sleeps on; Run makes it. parked is set
+	// while the scheduler sleeps with its alarm set for the earliest due
+	// time; dispatching while it ticks due workers.
+	alarm       alarm
+	parked      bool
+	dispatching bool
+	idleCh      chan struct{}
 }
 
 // NewManager returns a Manager; call Start to begin probing.
@@ -93,7 +97,6 @@ func NewManager(opts ...Option) (*Manager, error) {
 		historyLen:  defaultHistory,
 		cache:       results.NewCache(),
 		specs:       spec.NewMemo(specMemoSize),
-		wakeCh:      make(chan struct{}, 1),
 		runStarted:  make(chan struct{}),
 		done:        make(chan struct{}),
 		pods:        make(map[string]*podEntry),
@@ -104,6 +107,7 @@ func NewManager(opts ...Option) (*Manager, error) {
 			return nil, err
 		}
 	}
+	m.instantTCP, _ = m.handlers.tcp.(probe.InstantTCPProber)
 	m.queue.base = m.clock.Now()
 	if m.agentStart.IsZero() {
 		m.agentStart = m.queue.base
@@ -134,6 +138,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		return errors.New("prober: manager already running")
 	}
 	m.running = true
+	m.alarm = newAlarm(m.clock)
 	close(m.runStarted)
 	m.mu.Unlock()
 	m.loop(ctx)
@@ -152,6 +157,7 @@ func (m *Manager) shutdown() {
 	m.cancel()
 	m.pool.close()
 	m.kills.Wait()
+	m.alarm.close()
 	m.changes.Close()
 	m.events.Close()
 	close(m.done)

@@ -3,78 +3,93 @@ package prober
 import (
 	"context"
 	"time"
-
-	"k8s.io/utils/clock"
 )
 
-// loop is the single scheduler goroutine: it sleeps on one timer set to
+// coalesceWindow is how much earlier than its due time a worker may tick
+// when the scheduler is awake anyway: every worker due within the window
+// ticks in the same wake-up. A wake-up costs the process far more CPU than
+// an in-memory probe, so probes a few milliseconds apart share one; the
+// window stays under the bound probelet keeps to the kubelet's period grid
+// (10 ms, or 1% of the period when that is more), and a worker ticking
+// early keeps its place on its grid. Nothing ticks late because of it: the
+// scheduler still wakes at the earliest due time.
+const coalesceWindow = 10 * time.Millisecond
+
+// loop is the single scheduler goroutine: it sleeps on the alarm, set to
 // the earliest due worker, runs every due worker's tick and goes back to
-// sleep. UpdatePod and finished probes nudge it through wakeCh.
+// sleep. UpdatePod and finished probes fire the alarm when the earliest
+// due time moves earlier; the end of ctx fires it too.
 func (m *Manager) loop(ctx context.Context) {
-	timer := m.clock.NewTimer(time.Hour)
-	defer timer.Stop()
+	stop := context.AfterFunc(ctx, m.wakeToStop)
+	defer stop()
 	for {
-		next, ok, gen := m.dispatchDue()
-		m.arm(timer, next, ok)
-		m.park(gen)
-		select {
-		case <-ctx.Done():
+		m.dispatchDue()
+		// A fire from ctx's end that dispatchDue's set cleared came after
+		// ctx was done, so checking here cannot miss it.
+		if ctx.Err() != nil {
 			return
-		case <-m.wakeCh:
-		case <-timer.C():
 		}
+		m.alarm.wait()
 	}
 }
 
-// arm points timer at next, or leaves it stopped when nothing is scheduled.
-// The channel is drained first so a fake clock never blocks sending a
-// second tick.
-func (m *Manager) arm(timer clock.Timer, next time.Time, ok bool) {
-	if !timer.Stop() {
-		select {
-		case <-timer.C():
-		default:
-		}
-	}
-	if !ok {
-		return
-	}
-	d := next.Sub(m.clock.Now())
-	if d <= 0 {
-		// The clock moved past next meanwhile; a fake timer would only
-		// fire at the next step, so go round again now.
-		m.signal()
-		return
-	}
-	timer.Reset(d)
-}
-
-// park records that the scheduler sleeps with its timer set for the
-// earliest due worker, unless the queue changed since dispatchDue (then
-// wakeCh is already signalled). Only a parked scheduler counts as idle.
-func (m *Manager) park(gen uint64) {
+// wakeToStop fires the alarm for the end of Run's context, unless the
+// engine already stopped (shutdown closes the alarm).
+func (m *Manager) wakeToStop() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if gen == m.gen {
-		m.parked = true
-		m.notifyIdle()
+	if !m.stopped {
+		m.alarm.fire()
 	}
 }
 
-// dispatchDue ticks every worker due by now and returns the next due time
-// and the queue generation it saw.
-func (m *Manager) dispatchDue() (next time.Time, ok bool, gen uint64) {
+// dispatchDue ticks every worker due by now (or within coalesceWindow),
+// then sets the alarm for the next one and parks: one critical section, so
+// a nudge either happened before (and its worker ticked, or is the next)
+// or fires the alarm after.
+func (m *Manager) dispatchDue() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.parked = false
+	m.dispatching = true
 	now := m.clock.Now()
+	horizon := now.Add(coalesceWindow)
 	for {
 		_, due, ok := m.queue.next()
-		if !ok || due.After(now) {
-			return due, ok, m.gen
+		if !ok || due.After(horizon) {
+			break
 		}
-		m.tick(m.queue.take(), now)
+		// A worker ticking early ticks as of its due time, so the rules
+		// that count time (initial delay) see its place on the grid.
+		m.tick(m.queue.take(), later(now, due))
 	}
+	m.dispatching = false
+	m.sleep()
+}
+
+// sleep sets the alarm for the earliest due worker and parks: only a
+// parked scheduler counts as idle. Called under the lock.
+func (m *Manager) sleep() {
+	_, next, ok := m.queue.next()
+	if !ok {
+		m.alarm.disarm()
+	} else if d := next.Sub(m.clock.Now()); d > 0 {
+		m.alarm.set(d)
+	} else {
+		// The clock moved past next meanwhile; a fake timer would only
+		// fire at the next step, so go round again now.
+		m.alarm.fire()
+		return
+	}
+	m.parked = true
+	m.notifyIdle()
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // tick is one turn of a worker: decide, then probe, wait or stop.
@@ -97,7 +112,8 @@ func (m *Manager) schedule(w *worker, due time.Time) {
 	}
 }
 
-// dispatch hands w's probe to the pool with a snapshot of its target.
+// dispatch runs w's probe: answered at once when the TCP prober can answer
+// from memory, else handed to the pool with a snapshot of its target.
 func (m *Manager) dispatch(w *worker) {
 	if w.target == nil || w.target.containerID != w.containerID {
 		c, _ := w.pod.container(w.name)
@@ -107,7 +123,25 @@ func (m *Manager) dispatch(w *worker) {
 	w.job = job{ctx: w.ctx, containerID: w.containerID, target: w.target}
 	w.inFlight = true
 	m.inflight++
+	if o, ok := m.instant(w.target); ok {
+		m.finish(w, o)
+		return
+	}
 	m.pool.submit(w)
+}
+
+// instant answers t on the scheduling goroutine, under the lock, when the
+// TCP prober can without waiting; a probe answered from memory costs less
+// than handing it to a runner.
+func (m *Manager) instant(t *target) (outcome, bool) {
+	if m.instantTCP == nil || t.kind != kindTCP || t.err != nil {
+		return outcome{}, false
+	}
+	o := outcome{start: m.clock.Now()}
+	var ok bool
+	o.result, o.output, o.method, ok = m.instantTCP.ProbeTCPInstant(t.tcp)
+	o.duration = m.clock.Since(o.start)
+	return o, ok
 }
 
 // scheduleFirst schedules a new worker: at once, or after a random part of
@@ -150,19 +184,14 @@ func (m *Manager) reschedule(w *worker) {
 }
 
 // nudge wakes the scheduler when the earliest due time moved earlier: its
-// timer may now be set too late.
+// alarm may now be set too late. Before Run, and while the scheduler
+// dispatches, it sets its alarm afterwards anyway.
 func (m *Manager) nudge() {
-	m.gen++
-	m.parked = false
-	m.signal()
-}
-
-// signal wakes the scheduler loop without blocking.
-func (m *Manager) signal() {
-	select {
-	case m.wakeCh <- struct{}{}:
-	default:
+	if m.alarm == nil || m.dispatching {
+		return
 	}
+	m.parked = false
+	m.alarm.fire()
 }
 
 // nextTick returns the worker's next due time on its period grid. A worker

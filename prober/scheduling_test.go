@@ -160,3 +160,27 @@ func TestSubscribersNeverBlockProbing(t *testing.T) {
 	}
 	h.wantResult("c2", probe.Readiness, results.Success)
 }
+
+// TestEngineOnTheRealClock runs the scheduler on the real clock, whose
+// alarm is a timer file on Linux (every other test uses a fake clock): the
+// first probe runs at once, the next one a period later, and the end of
+// Run's context ends the scheduler's wait.
+func TestEngineOnTheRealClock(t *testing.T) {
+	tcp := newFakeTCP()
+	m, err := prober.NewManager(prober.WithTCPProber(tcp), prober.WithAgentStartTime(time.Now().Add(-time.Hour)),
+		prober.WithSpecParser(rawSpecs{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, m)
+	defer stop()
+	m.UpdatePod(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(1))}))
+	for i := range 2 {
+		select {
+		case <-tcp.seen:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("probe %d never ran", i+1)
+		}
+	}
+	stop()
+}

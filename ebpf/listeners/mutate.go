@@ -91,6 +91,7 @@ func (t *Table) insert(l *Listener) {
 		t.byCookie[l.Cookie] = l
 	}
 	sp := t.spaceFor(l.NetNS)
+	sp.changed = t.seq
 	sp.count++
 	sp.portless += b2i(l.Port == 0)
 	sp.cookieless += b2i(l.Cookie == 0)
@@ -108,6 +109,7 @@ func (t *Table) unlink(l *Listener) {
 	if sp == nil {
 		return
 	}
+	sp.changed = t.seq
 	sp.count--
 	sp.portless -= b2i(l.Port == 0)
 	sp.cookieless -= b2i(l.Cookie == 0)

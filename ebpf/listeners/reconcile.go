@@ -54,6 +54,7 @@ func (t *Table) Reconcile(netns uint32, observed []Listener, since uint64) Drift
 	}
 	sp.verified = true
 	t.seq++
+	sp.reconciled = t.seq
 	return d
 }
 

@@ -27,6 +27,10 @@ type space struct {
 	portless   int  // listeners whose port is not known yet
 	cookieless int  // listeners whose cookie is not known yet
 	verified   bool // the listener set was confirmed (sock_diag or snapshot)
+	// changed is the table sequence of the last listener added to or
+	// removed from the space, reconciled the sequence its last Reconcile
+	// ended at.
+	changed, reconciled uint64
 }
 
 // NewTable returns an empty table.
@@ -69,6 +73,19 @@ func (t *Table) HasListeners(netns uint32) bool {
 	defer t.mu.RUnlock()
 	sp := t.spaces[netns]
 	return sp != nil && sp.count > 0
+}
+
+// Settled reports whether namespace netns's listeners are as its last
+// Reconcile left them: confirmed there, every port and cookie known, and
+// no listener added or removed since. A dump of a settled namespace can
+// only find what the table missed, which lost events alone cause, and
+// lost events invalidate the table (Invalidate unsettles every namespace).
+func (t *Table) Settled(netns uint32) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	sp := t.spaces[netns]
+	return sp != nil && sp.verified && sp.reconciled != 0 && sp.changed <= sp.reconciled &&
+		sp.portless == 0 && sp.cookieless == 0
 }
 
 // Portless reports whether namespace netns has a listener whose port is not

@@ -25,3 +25,13 @@ type TCPTarget struct {
 type TCPProber interface {
 	ProbeTCP(ctx context.Context, target TCPTarget) (Result, string, Method, error)
 }
+
+// InstantTCPProber is a TCPProber that can often answer without waiting:
+// ProbeTCPInstant answers from memory, never blocks and does no network
+// I/O; ok false means only ProbeTCP can answer this time. The engine calls
+// it on its scheduling goroutine, so an in-memory answer needs no hand-off
+// to a runner (a goroutine, and often a thread, woken per probe).
+type InstantTCPProber interface {
+	TCPProber
+	ProbeTCPInstant(target TCPTarget) (res Result, output string, method Method, ok bool)
+}

@@ -1,0 +1,154 @@
+//go:build linux
+
+// Command node measures what probing costs the whole agent on a real node,
+// probelet side by side with the real kubelet, in one run on the same pods:
+// N static pods on a containerd test bed (hack/testbed), run by a
+// standalone kubelet (hack/cluster/kubelet.sh), each with one readiness
+// probe at period 1 s of one kind — TCP, HTTP GET, gRPC or exec — declared
+// twice: as the kubelet's own probe and in the probelet.io/probes
+// annotation. The agents take turns on the same pods: while the kubelet is
+// measured probelet is not running, while probelet is measured the kubelet
+// process is stopped (its containers keep running). Each agent's CPU per
+// probe is its CPU time over a window minus its CPU time over the same
+// window with the same N pods carrying no probes, divided by the probes it
+// ran in the window (its own prober_probe_total). For each window it also
+// reports the agent's RSS and its syscalls per probe (perf stat, over a
+// shorter window after the CPU window, minus the no-probe rate). Needs root.
+//
+//	go run ./hack/bench/node [-pods 20,100] [-window 60s] [-kinds tcp,http,grpc,exec]
+//
+// CPU time is the agent's CLOCK_PROCESS_CPUTIME (user + system of every
+// thread, exited ones included, in nanoseconds; /proc/PID/stat's utime and
+// stime have the same sum in 10 ms ticks, too coarse for a short window).
+// The runtime's own cost (containerd, shims, runc) is not counted: exec is
+// the agent side only.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// config is the benchmark's shape.
+type config struct {
+	pods      []int
+	kinds     []kind
+	window    time.Duration
+	parts     int
+	settle    time.Duration
+	kSettle   time.Duration
+	sysWindow time.Duration
+	probelet  string
+	env       []string // extra environment of the probelet process
+	keep      bool
+	verbose   bool
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == appArg {
+		if err := serveApp(); err != nil {
+			fmt.Fprintln(os.Stderr, "node bench app:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	c, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "node bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c); err != nil {
+		fmt.Fprintln(os.Stderr, "node bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (config, error) {
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	var c config
+	pods := fs.String("pods", "20,100", "pod counts to measure, comma-separated")
+	kinds := fs.String("kinds", "tcp,http,grpc,exec", "probe kinds, comma-separated (tcp measures probelet twice: eBPF short-circuit and --tcp-mode dial)")
+	fs.DurationVar(&c.window, "window", 60*time.Second, "CPU measurement window per agent and kind")
+	fs.IntVar(&c.parts, "parts", 3, "parts of each window: the tables show the median per probe and the range over the parts")
+	fs.DurationVar(&c.settle, "settle", 10*time.Second, "wait after probelet starts probing every pod, before a window")
+	fs.DurationVar(&c.kSettle, "kubelet-settle", 30*time.Second, "wait after the kubelet (re)started its pods, before a window (it does extra work for a while after a restart)")
+	fs.DurationVar(&c.sysWindow, "syscall-window", 10*time.Second, "syscall counting window after each CPU window (0: none)")
+	fs.StringVar(&c.probelet, "probelet", "", "probelet binary (default: built from this checkout)")
+	fs.Func("probelet-env", "add `KEY=VALUE` to probelet's environment (repeatable), e.g. GOMAXPROCS=1", func(s string) error {
+		if !strings.Contains(s, "=") {
+			return fmt.Errorf("want KEY=VALUE, got %q", s)
+		}
+		c.env = append(c.env, s)
+		return nil
+	})
+	fs.BoolVar(&c.keep, "keep", false, "keep the test bed and kubelet afterwards")
+	fs.BoolVar(&c.verbose, "v", false, "log each step to stderr")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	for _, s := range strings.Split(*pods, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 200 {
+			return c, fmt.Errorf("-pods: %q is not a count between 1 and 200 (one /24 per bed)", s)
+		}
+		c.pods = append(c.pods, n)
+	}
+	for _, s := range strings.Split(*kinds, ",") {
+		k, err := parseKind(strings.TrimSpace(s))
+		if err != nil {
+			return c, err
+		}
+		c.kinds = append(c.kinds, k)
+	}
+	switch {
+	case c.window < time.Second:
+		return c, fmt.Errorf("-window %v: want at least 1s", c.window)
+	case c.parts < 1 || c.window/time.Duration(c.parts) < time.Second:
+		return c, fmt.Errorf("-parts %d: want at least one part, each at least 1s long", c.parts)
+	case c.settle < 0 || c.kSettle < 0 || c.sysWindow < 0:
+		return c, fmt.Errorf("-settle, -kubelet-settle and -syscall-window must not be negative")
+	}
+	return c, nil
+}
+
+func run(ctx context.Context, c config) (err error) {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("needs root (it starts a containerd test bed and a kubelet)")
+	}
+	e, err := startEnv(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := e.close(c.keep); err == nil {
+			err = cerr
+		}
+	}()
+	var reports []report
+	for _, n := range c.pods {
+		r, err := e.measureNode(ctx, n)
+		if err != nil {
+			return err
+		}
+		printReport(os.Stdout, c, r)
+		reports = append(reports, r)
+	}
+	printSummary(os.Stdout, reports)
+	return nil
+}
+
+// logf reports progress on stderr with -v.
+func (e *env) logf(format string, args ...any) {
+	if e.c.verbose {
+		fmt.Fprintf(os.Stderr, "%s node bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+	}
+}

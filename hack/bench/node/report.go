@@ -1,0 +1,208 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// Targets of issue 12.
+const (
+	// targetShortCircuit: a short-circuited TCP probe costs at most this
+	// share of the kubelet's TCP probe.
+	targetShortCircuit = 1.0 / 20
+	// targetRSSPods and targetRSS: probelet's RSS with that many pods.
+	targetRSSPods = 100
+	targetRSS     = 40 << 20
+)
+
+// cost is CPU per probe in µs: the median over a window's parts and their
+// range.
+type cost struct{ median, lo, hi float64 }
+
+// perProbe is the agent's CPU per run in µs, per part of its window: the
+// part's CPU minus what the agent used over the same time without probes
+// (the rate over its whole baseline window), over the part's runs.
+func perProbe(w, base window) cost {
+	var per []float64
+	for _, p := range w.parts {
+		if p.probes > 0 {
+			per = append(per, (p.cpu.Seconds()-base.cpuRate()*p.elapsed.Seconds())/p.probes*1e6)
+		}
+	}
+	if len(per) == 0 {
+		return cost{math.NaN(), math.NaN(), math.NaN()}
+	}
+	slices.Sort(per)
+	median := per[len(per)/2]
+	if len(per)%2 == 0 {
+		median = (per[len(per)/2-1] + per[len(per)/2]) / 2
+	}
+	return cost{median, per[0], per[len(per)-1]}
+}
+
+// String shows the median and, for several parts, the range.
+func (c cost) String() string {
+	if math.IsNaN(c.median) || c.lo == c.hi {
+		return us(c.median)
+	}
+	return fmt.Sprintf("%s (%s–%s)", us(c.median), us(c.lo), us(c.hi))
+}
+
+// sysPerProbe is the agent's syscalls per run, minus its no-probe rate.
+func sysPerProbe(w, base window) (syscalls, bool) {
+	if !w.hasSys || !base.hasSys || w.sysProbes == 0 {
+		return syscalls{}, false
+	}
+	idle := base.sys.scale(w.sysTime.Seconds() / base.sysTime.Seconds())
+	return w.sys.minus(idle).scale(1 / w.sysProbes), true
+}
+
+func (r report) probeletBaseFor(x row) window {
+	if x.tcpMode == "dial" && r.hasDialBase {
+		return r.probeletDialBase
+	}
+	return r.probeletBase
+}
+
+func printReport(w io.Writer, c config, r report) {
+	fmt.Fprintf(w, "\nNode: %d pods, one readiness probe each at period 1 s, the kubelet (standalone) and probelet in turn on the same pods\n", r.n)
+	fmt.Fprintf(w, "CPU per probe = (agent CPU − its CPU rate with the same pods and no probes × time) / its probe runs, over %v in %d parts: median (range)\n", c.window, c.parts)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "probe\tkubelet µs/probe\tprobelet µs/probe\tprobelet/kubelet\tsyscalls/probe k|p\tRSS MiB k|p\truns/s k|p\t\n")
+	for _, x := range r.rows {
+		k, p := perProbe(x.kubelet, r.kubeletBase), perProbe(x.probelet, r.probeletBaseFor(x))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s|%s\t%.1f|%.1f\t%.1f|%.1f\t\n", x.label, k, p, ratio(p.median, k.median),
+			sysTotal(x.kubelet, r.kubeletBase), sysTotal(x.probelet, r.probeletBaseFor(x)),
+			mib(x.kubelet.rss), mib(x.probelet.rss), x.kubelet.probeRate(), x.probelet.probeRate())
+	}
+	fmt.Fprintf(tw, "no probes (baseline): CPU ms/s\t%s\t%s\t\t\t%.1f|%.1f\t\t\n",
+		rates(r.kubeletBase), rates(r.probeletBase), mib(r.kubeletBase.rss), mib(r.probeletBase.rss))
+	tw.Flush()
+	printDetail(w, r)
+}
+
+// printDetail shows probelet's wake-up syscalls per probe, runs that did
+// not succeed, and how TCP probes were answered.
+func printDetail(w io.Writer, r report) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "probelet per probe\tfutex\tepoll_pwait\tnanosleep\tnot successful k|p\tanswered as intended\t\n")
+	for _, x := range r.rows {
+		s, ok := sysPerProbe(x.probelet, r.probeletBaseFor(x))
+		sys := "-\t-\t-"
+		if ok {
+			sys = fmt.Sprintf("%.2f\t%.2f\t%.2f", s.futex, s.epoll, s.nanosleep)
+		}
+		share := "-"
+		if x.methodShare >= 0 {
+			share = fmt.Sprintf("%.1f%% %s", 100*x.methodShare, x.method)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.0f|%.0f\t%s\t\n", x.label, sys, x.kubelet.bad, x.probelet.bad, share)
+	}
+	tw.Flush()
+}
+
+// printSummary checks the issue's targets over every pod count.
+func printSummary(w io.Writer, reports []report) {
+	fmt.Fprintf(w, "\nSummary (probelet µs per probe / the kubelet's, medians)\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := []string{"probe"}
+	for _, r := range reports {
+		head = append(head, fmt.Sprintf("%d pods", r.n))
+	}
+	head = append(head, "target")
+	fmt.Fprintf(tw, "%s\t\n", strings.Join(head, "\t"))
+	missed := 0
+	for i, x := range reports[0].rows {
+		cells := []string{x.label}
+		limit := 1.0
+		if x.kind == kindTCP && x.tcpMode == "auto" {
+			limit = targetShortCircuit
+		}
+		for _, r := range reports {
+			if i >= len(r.rows) {
+				continue
+			}
+			y := r.rows[i]
+			k, p := perProbe(y.kubelet, r.kubeletBase), perProbe(y.probelet, r.probeletBaseFor(y))
+			verdict := "ok"
+			if !(p.median <= k.median*limit) {
+				verdict, missed = "MISSED", missed+1
+			}
+			cells = append(cells, fmt.Sprintf("%s / %s %s", us(p.median), us(k.median), verdict))
+		}
+		cells = append(cells, "≤ "+ratioString(limit)+" of the kubelet")
+		fmt.Fprintf(tw, "%s\t\n", strings.Join(cells, "\t"))
+	}
+	for _, r := range reports {
+		if r.n != targetRSSPods {
+			continue
+		}
+		rss := r.probeletBase.rss
+		for _, x := range r.rows {
+			rss = max(rss, x.probelet.rss)
+		}
+		verdict := "ok"
+		if rss > targetRSS {
+			verdict, missed = "MISSED", missed+1
+		}
+		fmt.Fprintf(tw, "probelet RSS, largest over its windows\t%.1f MiB %s\t\t≤ %d MiB at %d pods\t\n", mib(rss), verdict, targetRSS>>20, targetRSSPods)
+	}
+	tw.Flush()
+	if missed > 0 {
+		fmt.Fprintf(w, "%d target(s) missed\n", missed)
+	} else {
+		fmt.Fprintln(w, "every target met")
+	}
+}
+
+// rates is a baseline's CPU in ms/s: the whole window and the range over
+// its parts.
+func rates(w window) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, p := range w.parts {
+		r := p.cpu.Seconds() / p.elapsed.Seconds() * 1e3
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", w.cpuRate()*1e3, lo, hi)
+}
+
+func us(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "-"
+	case math.Abs(v) >= 100:
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+func ratio(p, k float64) string {
+	if math.IsNaN(p) || math.IsNaN(k) || k <= 0 {
+		return "-"
+	}
+	return ratioString(p / k)
+}
+
+// ratioString shows small ratios as 1/x, larger ones as a factor.
+func ratioString(f float64) string {
+	if f > 0 && f < 0.5 {
+		return fmt.Sprintf("1/%.0f", 1/f)
+	}
+	return fmt.Sprintf("%.2f", f)
+}
+
+func sysTotal(w, base window) string {
+	s, ok := sysPerProbe(w, base)
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", s.total)
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
