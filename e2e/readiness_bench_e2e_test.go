@@ -52,11 +52,14 @@ func TestBenchReadinessCondition(t *testing.T) {
 
 	changes := watchResults(t, n.d)
 	seen := watchConditions(t, n)
-	writes0 := n.d.sum("probelet_readiness_condition_writes_total")
+	const writesMetric = "probelet_readiness_condition_writes_total"
+	failed := map[string]string{"result": "error"}
+	writes0, failed0 := n.d.sum(writesMetric), n.d.sumWhere(writesMetric, failed)
 	start := time.Now()
 	time.Sleep(window) // the measurement window: results and conditions flow meanwhile
 	end := time.Now()
-	writes := n.d.sum("probelet_readiness_condition_writes_total") - writes0
+	writes := n.d.sum(writesMetric) - writes0
+	failedWrites := n.d.sumWhere(writesMetric, failed) - failed0
 
 	// Latency of the changes that had 5 s to show; the rates over the
 	// whole window, the writes' window.
@@ -73,8 +76,8 @@ func TestBenchReadinessCondition(t *testing.T) {
 	t.Logf("readiness gate, %d pods flapping every 10 s, window %v:", pods, window)
 	t.Logf("  result change → condition seen by a watch: n=%d p50 %v p99 %v max %v (of %d changes)",
 		len(lat), pct(lat, 50), pct(lat, 99), pct(lat, 100), len(timed))
-	t.Logf("  readiness result changes %.0f/min, condition writes %.0f/min (one per change at most; coalesced when a pod flaps faster than a write)",
-		float64(nChanges)/minutes, writes/minutes)
+	t.Logf("  readiness result changes %.0f/min, condition writes %.0f/min, of them failed and retried %.0f/min (a write per change at most, and its retries; coalesced when a pod flaps faster than a write)",
+		float64(nChanges)/minutes, writes/minutes, failedWrites/minutes)
 }
 
 type resultChange struct {
