@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -23,22 +22,7 @@ import (
 // on the next one, which takes the same socket as systemd passes it.
 func TestStopHandsOverAcceptedConnections(t *testing.T) {
 	rt := startFakeRuntime(t)
-	dir, err := os.MkdirTemp("", "pxy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "cri.sock")
-	held, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
-	heldFile, err := held.File()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer heldFile.Close()
+	sock, heldFile := heldSocket(t)
 
 	const rounds = 20
 	for round := range rounds {

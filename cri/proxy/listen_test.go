@@ -20,26 +20,11 @@ func TestListenTakesTheSocketSystemdPassed(t *testing.T) {
 		listenChild()
 		return
 	}
-	dir, err := os.MkdirTemp("", "pxy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "cri.sock")
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	f, err := l.File()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sock, f := heldSocket(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestListenTakesTheSocketSystemdPassed$")
 	cmd.Env = append(os.Environ(), "PROXY_LISTEN_CHILD="+sock, "LISTEN_FDS=1")
 	cmd.ExtraFiles = []*os.File{f}
 	out, err := cmd.CombinedOutput()
-	f.Close()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
