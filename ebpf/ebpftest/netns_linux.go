@@ -95,13 +95,21 @@ func (n *NetNS) waitUp(podIf string) error {
 	}
 }
 
-// Close deletes the namespace and the host end of its veth pair.
+// Close deletes the namespace and the host end of its veth pair. The
+// kernel removes that end by itself once the namespace's end is gone, in
+// the background: the link may vanish before "ip link del" looks it up
+// ("Cannot find device") or between its lookup and its delete ("No such
+// device", seen under load). Either way it is gone.
 func (n *NetNS) Close() error {
 	err := ip("netns", "del", n.Name)
-	if lerr := ip("link", "del", n.hostIf); lerr != nil && !strings.Contains(lerr.Error(), "Cannot find device") {
+	if lerr := ip("link", "del", n.hostIf); lerr != nil && !linkGone(lerr) {
 		err = errors.Join(err, lerr)
 	}
 	return err
+}
+
+func linkGone(err error) bool {
+	return strings.Contains(err.Error(), "Cannot find device") || strings.Contains(err.Error(), "No such device")
 }
 
 func ip(args ...string) error {
