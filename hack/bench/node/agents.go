@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -190,23 +191,12 @@ func (p *probelet) stop() {
 
 // scrape reads a Prometheus text endpoint.
 func scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := get(ctx, url)
 	if err != nil {
 		return nil, err
-	}
-	// No keep-alive: an idle connection is a goroutine (and timers) in the
-	// agent under test.
-	c := http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	return parser.TextToMetricFamilies(resp.Body)
+	return parser.TextToMetricFamilies(bytes.NewReader(body))
 }
 
 // probeTotals sums prober_probe_total, and its runs whose result was not
@@ -264,6 +254,8 @@ func get(ctx context.Context, url string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// No keep-alive: an idle connection is a goroutine (and timers) in the
+	// agent under test.
 	c := http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := c.Do(req)
 	if err != nil {
