@@ -2,7 +2,8 @@
 // this node: kube/podwatch) and what it writes (the probelet.io/ready pod
 // condition: kube/readiness; kubelet-style Events: kube/events). All of it
 // is optional: without a kubeconfig or an in-cluster configuration
-// probelet runs node-only. This package makes the client.
+// probelet runs node-only. This package makes the client: a narrow one
+// (client.go), not client-go's clientset.
 package kube
 
 import (
@@ -10,7 +11,6 @@ import (
 	"fmt"
 	"os"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -50,13 +50,4 @@ func Config(kubeconfig string) (*rest.Config, error) {
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	cfg.UserAgent = "probelet"
 	return cfg, nil
-}
-
-// NewClient returns a clientset for cfg.
-func NewClient(cfg *rest.Config) (kubernetes.Interface, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("API client: %w", err)
-	}
-	return cs, nil
 }

@@ -15,11 +15,9 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/prober"
 )
 
@@ -46,7 +44,7 @@ type Recorder struct {
 
 // New returns a Recorder writing to client's core/v1 Events as source
 // Component on nodeName.
-func New(client kubernetes.Interface, nodeName string, status prober.StatusSource, log *zap.Logger) (*Recorder, error) {
+func New(client kube.Client, nodeName string, status prober.StatusSource, log *zap.Logger) (*Recorder, error) {
 	if client == nil || status == nil {
 		return nil, errors.New("events: a client and the engine are required")
 	}
@@ -54,11 +52,11 @@ func New(client kubernetes.Interface, nodeName string, status prober.StatusSourc
 		log = zap.NewNop()
 	}
 	b := record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{QPS: eventQPS, BurstSize: eventBurst}))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	b.StartRecordingToSink(client.Events())
 	return &Recorder{
 		status:      status,
 		broadcaster: b,
-		recorder:    b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component, Host: nodeName}),
+		recorder:    b.NewRecorder(client.Scheme(), corev1.EventSource{Component: Component, Host: nodeName}),
 		log:         log,
 	}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/probelet/probelet/cri/server/servertest"
 	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/kube/events"
+	"github.com/probelet/probelet/kube/kubetest"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 )
@@ -19,7 +20,7 @@ import (
 func TestEngineEventsBecomeKubeletStyleEvents(t *testing.T) {
 	client := fake.NewClientset()
 	status := servertest.NewStatus()
-	r, err := events.New(client, "n1", status, nil)
+	r, err := events.New(kubetest.Client(client), "n1", status, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,39 +16,35 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/prober"
 )
 
 // Checker reads PodDisruptionBudgets from an informer and the node's pods
 // from the pod watcher's lister.
 type Checker struct {
-	factory informers.SharedInformerFactory
-	synced  cache.InformerSynced
-	budgets policylisters.PodDisruptionBudgetLister
-	pods    listersv1.PodLister
+	informer cache.SharedIndexInformer
+	budgets  policylisters.PodDisruptionBudgetLister
+	pods     listersv1.PodLister
 }
 
 // New returns a checker; Run starts its informer.
-func New(client kubernetes.Interface, pods listersv1.PodLister) (*Checker, error) {
+func New(client kube.Client, pods listersv1.PodLister) (*Checker, error) {
 	if client == nil || pods == nil {
 		return nil, errors.New("pdb: a client and the pod lister are required")
 	}
-	f := informers.NewSharedInformerFactory(client, 0)
-	inf := f.Policy().V1().PodDisruptionBudgets()
-	return &Checker{factory: f, synced: inf.Informer().HasSynced, budgets: inf.Lister(), pods: pods}, nil
+	inf := cache.NewSharedIndexInformer(client.PodDisruptionBudgets(), &policyv1.PodDisruptionBudget{}, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	return &Checker{informer: inf, budgets: policylisters.NewPodDisruptionBudgetLister(inf.GetIndexer()), pods: pods}, nil
 }
 
 // Run runs the informer until ctx ends.
 func (c *Checker) Run(ctx context.Context) error {
-	c.factory.Start(ctx.Done())
-	<-ctx.Done()
-	c.factory.Shutdown()
+	c.informer.RunWithContext(ctx)
 	return nil
 }
 
@@ -56,7 +52,7 @@ func (c *Checker) Run(ctx context.Context) error {
 // budget, or "" when no budget forbids it (or none is known yet: probelet
 // does not hold kills for want of the API server).
 func (c *Checker) Budget(k prober.Kill) string {
-	if !c.synced() {
+	if !c.informer.HasSynced() {
 		return ""
 	}
 	pod, err := c.pods.Pods(k.PodNamespace).Get(k.PodName)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/probelet/probelet/internal/testutil"
+	"github.com/probelet/probelet/kube/kubetest"
 	"github.com/probelet/probelet/kube/pdb"
 	"github.com/probelet/probelet/prober"
 )
@@ -47,7 +48,7 @@ func TestCheckerBudget(t *testing.T) {
 	lister, synced := pods.Lister(), pods.Informer().HasSynced
 	factory.Start(ctx.Done())
 	cache.WaitForCacheSync(ctx.Done(), synced)
-	c, err := pdb.New(client, lister)
+	c, err := pdb.New(kubetest.Client(client), lister)
 	if err != nil {
 		t.Fatal(err)
 	}

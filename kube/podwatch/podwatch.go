@@ -11,14 +11,11 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/node"
 )
 
@@ -37,26 +34,22 @@ type Watcher struct {
 	nodeName string
 	informer cache.SharedIndexInformer
 	lister   listersv1.PodLister
-	factory  informers.SharedInformerFactory
 	sink     Sink
 	clock    clock.PassiveClock
 	log      *zap.Logger
 }
 
 // New returns a watcher of the pods with spec.nodeName == nodeName.
-func New(client kubernetes.Interface, nodeName string, sink Sink, log *zap.Logger) (*Watcher, error) {
+func New(client kube.Client, nodeName string, sink Sink, log *zap.Logger) (*Watcher, error) {
 	if client == nil || sink == nil || nodeName == "" {
 		return nil, errors.New("podwatch: a client, a node name and a sink are required")
 	}
 	if log == nil {
 		log = zap.NewNop()
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, resync,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
-		}))
-	pods := factory.Core().V1().Pods()
-	w := &Watcher{nodeName: nodeName, informer: pods.Informer(), lister: pods.Lister(), factory: factory, sink: sink,
+	informer := cache.NewSharedIndexInformer(client.NodePods(nodeName), &corev1.Pod{}, resync,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	w := &Watcher{nodeName: nodeName, informer: informer, lister: listersv1.NewPodLister(informer.GetIndexer()), sink: sink,
 		clock: clock.RealClock{}, log: log}
 	if _, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    w.set,
@@ -77,14 +70,18 @@ func (w *Watcher) Lister() listersv1.PodLister { return w.lister }
 
 // Run runs the informer until ctx ends. It logs, and does not fail, while
 // the API server cannot be reached: probing goes on without it, and the
-// informer catches up when it returns.
+// informer catches up when it returns. It returns once the informer has
+// stopped.
 func (w *Watcher) Run(ctx context.Context) error {
-	w.factory.Start(ctx.Done())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		w.informer.RunWithContext(ctx)
+	}()
 	if cache.WaitForCacheSync(ctx.Done(), w.informer.HasSynced) {
 		w.log.Info("Watching the node's pods in the API server", zap.Int("pods", len(w.informer.GetStore().ListKeys())))
 	}
-	<-ctx.Done()
-	w.factory.Shutdown()
+	<-stopped
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/probelet/probelet/internal/testutil"
+	"github.com/probelet/probelet/kube/kubetest"
 	"github.com/probelet/probelet/kube/podwatch"
 	"github.com/probelet/probelet/node"
 )
@@ -48,7 +49,7 @@ func pod(name, uid, nodeName string) *corev1.Pod {
 func TestWatcherFeedsTheNodesPods(t *testing.T) {
 	client := fake.NewClientset(pod("mine", "1", "n1"), pod("theirs", "2", "n2"))
 	s := &sink{pods: map[string]*node.APIPod{}, seen: map[string]bool{}}
-	w, err := podwatch.New(client, "n1", s, nil)
+	w, err := podwatch.New(kubetest.Client(client), "n1", s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

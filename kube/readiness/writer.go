@@ -14,12 +14,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/spec"
@@ -38,7 +38,7 @@ const (
 
 // Writer keeps the condition of the node's gated pods. Run it once.
 type Writer struct {
-	client   kubernetes.Interface
+	client   kube.Client
 	informer cache.SharedIndexInformer
 	lister   listersv1.PodLister
 	status   prober.StatusSource
@@ -68,7 +68,7 @@ type writeMark struct {
 
 // Options are the Writer's inputs.
 type Options struct {
-	Client   kubernetes.Interface
+	Client   kube.Client
 	Informer cache.SharedIndexInformer // the node's pods (podwatch)
 	Lister   listersv1.PodLister
 	Status   prober.StatusSource
@@ -231,8 +231,7 @@ func (w *Writer) patch(ctx context.Context, pod *corev1.Pod, v verdict, lastTran
 	if err != nil {
 		return nil, err
 	}
-	return w.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, body,
-		metav1.PatchOptions{FieldManager: "probelet"}, "status")
+	return w.client.PatchPodStatus(ctx, pod.Namespace, pod.Name, body)
 }
 
 func nullIfEmpty(s string) any {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/probelet/probelet/cri/server/servertest"
 	"github.com/probelet/probelet/internal/testutil"
+	"github.com/probelet/probelet/kube/kubetest"
 	"github.com/probelet/probelet/kube/readiness"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
@@ -69,7 +70,7 @@ func start(t *testing.T, objs ...runtime.Object) *env {
 	})
 	factory := informers.NewSharedInformerFactory(e.client, 0)
 	pods := factory.Core().V1().Pods()
-	w, err := readiness.New(readiness.Options{Client: e.client, Informer: pods.Informer(), Lister: pods.Lister(), Status: e.status})
+	w, err := readiness.New(readiness.Options{Client: kubetest.Client(e.client), Informer: pods.Informer(), Lister: pods.Lister(), Status: e.status})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,66 @@
+// Package kubetest adapts a client-go clientset — in tests, the fake one —
+// to probelet's narrow kube.Client. Only tests import it: the agent's
+// binary must not link the clientset (kube.Client says why).
+package kubetest
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/probelet/probelet/kube"
+)
+
+// Client returns cs as a kube.Client.
+func Client(cs kubernetes.Interface) kube.Client { return clientset{cs} }
+
+type clientset struct{ cs kubernetes.Interface }
+
+func (c clientset) NodePods(nodeName string) cache.ListerWatcher {
+	sel := kube.NodePodsSelector(nodeName).String()
+	pods := c.cs.CoreV1().Pods(metav1.NamespaceAll)
+	// The fake clientset declares it cannot stream a watch list; the
+	// wrapper tells the reflector, as client-go's own informers do.
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return pods.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return pods.Watch(ctx, o)
+		},
+	}, c.cs)
+}
+
+func (c clientset) PodDisruptionBudgets() cache.ListerWatcher {
+	budgets := c.cs.PolicyV1().PodDisruptionBudgets(metav1.NamespaceAll)
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return budgets.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return budgets.Watch(ctx, o)
+		},
+	}, c.cs)
+}
+
+func (c clientset) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*corev1.Pod, error) {
+	return c.cs.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{FieldManager: kube.FieldManager}, "status")
+}
+
+func (c clientset) Events() record.EventSink {
+	return &typedcorev1.EventSinkImpl{Interface: c.cs.CoreV1().Events("")}
+}
+
+func (c clientset) Scheme() *runtime.Scheme { return scheme.Scheme }
