@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -60,6 +61,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	web := a.goRun(base, a.serveMetrics(p), failed)
 	a.log.Info("probelet started", zap.Any("config", a.cfg))
 	close(a.started)
+	// Loading the eBPF objects against the kernel's BTF peaks the heap at
+	// several times what the agent keeps. Hand those pages back now rather
+	// than over minutes of background scavenging: resident memory is what
+	// a node's operator sees (issue 12).
+	debug.FreeOSMemory()
 
 	select {
 	case <-ctx.Done():
