@@ -42,9 +42,10 @@ func New(client kube.Client, pods listersv1.PodLister) (*Checker, error) {
 	return &Checker{informer: inf, budgets: policylisters.NewPodDisruptionBudgetLister(inf.GetIndexer()), pods: pods}, nil
 }
 
-// Run runs the informer until ctx ends.
+// Run runs the informer until ctx ends; it returns once the informer has
+// stopped, or kube.StopWait after ctx ended.
 func (c *Checker) Run(ctx context.Context) error {
-	c.informer.RunWithContext(ctx)
+	kube.StartInformer(ctx, c.informer)()
 	return nil
 }
 

@@ -71,17 +71,13 @@ func (w *Watcher) Lister() listersv1.PodLister { return w.lister }
 // Run runs the informer until ctx ends. It logs, and does not fail, while
 // the API server cannot be reached: probing goes on without it, and the
 // informer catches up when it returns. It returns once the informer has
-// stopped.
+// stopped, or kube.StopWait after ctx ended.
 func (w *Watcher) Run(ctx context.Context) error {
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		w.informer.RunWithContext(ctx)
-	}()
+	wait := kube.StartInformer(ctx, w.informer)
 	if cache.WaitForCacheSync(ctx.Done(), w.informer.HasSynced) {
 		w.log.Info("Watching the node's pods in the API server", zap.Int("pods", len(w.informer.GetStore().ListKeys())))
 	}
-	<-stopped
+	wait()
 	return nil
 }
 
