@@ -236,3 +236,41 @@ func TestVerifyModeCountsAndReturnsTheDialOnDisagreement(t *testing.T) {
 		t.Errorf("mismatches = %v, want 1", got)
 	}
 }
+
+// listenThenDial is a dial during which the app begins to listen: the
+// first probe of a container just started.
+type listenThenDial struct {
+	e      *env
+	dialer probe.TCPProber
+}
+
+func (d *listenThenDial) ProbeTCP(ctx context.Context, target probe.TCPTarget) (probe.Result, string, probe.Method, error) {
+	d.e.listen(ebpftest.ListenConfig{Addr: any4, Port: target.Port})
+	return d.dialer.ProbeTCP(ctx, target)
+}
+
+// TestVerifyModeCountsNoMismatchWhenTheAppChangesDuringTheDial: the table
+// said refused, the app then listened and the dial got through. Both looks
+// were right at their moment; only an answer the caught-up table still
+// gives differently is a disagreement.
+func TestVerifyModeCountsNoMismatchWhenTheAppChangesDuringTheDial(t *testing.T) {
+	ns := newNetNS(t, 14)
+	d := &listenThenDial{}
+	e := newEnv(t, ns, ebpf.WithVerify(true), ebpf.WithFallback(d))
+	d.e, d.dialer = e, e.dialer
+	l := e.listen(ebpftest.ListenConfig{Addr: any4})
+	port := l.Port
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.p.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	res, _, method, err := e.p.ProbeTCP(context.Background(), e.target(ns.PodIP, port))
+	if err != nil || res != success || method != viaDial {
+		t.Fatalf("ProbeTCP = (%s via %s, %v), want the dial's success", res, method, err)
+	}
+	if got := metricValue(t, e.reg, "probelet_tcp_shortcircuit_mismatch_total", nil); got != 0 {
+		t.Errorf("mismatches = %v, want 0: the app only began listening during the dial", got)
+	}
+}

@@ -16,7 +16,7 @@ func (p *TCPProber) compare(ctx context.Context, target probe.TCPTarget, res pro
 	if err != nil {
 		return dres, dout, method, err
 	}
-	if dres != res || dout != out {
+	if (dres != res || dout != out) && !p.changedMeanwhile(ctx, target, res, out) {
 		p.metrics.mismatch.Inc()
 		p.log.Warn("TCP short-circuit disagrees with a dial",
 			zap.String("host", target.Host), zap.Int("port", target.Port),
@@ -25,4 +25,16 @@ func (p *TCPProber) compare(ctx context.Context, target probe.TCPTarget, res pro
 			zap.String("dialResult", string(dres)), zap.String("dialOutput", dout))
 	}
 	return dres, dout, method, nil
+}
+
+// changedMeanwhile asks the table again once it has caught up with the
+// dial: an app that began or stopped listening between the two looks (a
+// first probe just after the container started) changes the table's
+// answer too, and that is not a disagreement.
+func (p *TCPProber) changedMeanwhile(ctx context.Context, target probe.TCPTarget, res probe.Result, out string) bool {
+	if p.sc.sync(ctx) != nil {
+		return false
+	}
+	again, againOut, _, ok := p.sc.answer(target)
+	return !ok || again != res || againOut != out
 }
