@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // podRecord is what the bed remembers to add containers to a pod later.
@@ -124,9 +125,27 @@ func (b *Bed) StopPod(podID string) error {
 	return err
 }
 
-// RemovePod stops the pod if needed and removes it.
+// RemovePod stops the pod and removes it the way the kubelet does: its
+// containers first, then the sandbox, which then has none. containerd
+// 2.4.2 deadlocks its CRI service when an NRI plugin registers while a
+// RemovePodSandbox removes containers itself (crictl rmp --force): that
+// call takes NRI's plugin-sync read lock, then again in RemoveContainer,
+// behind the registering plugin's waiting write lock. The kubelet's
+// garbage collector never removes a sandbox that still has containers.
 func (b *Bed) RemovePod(podID string) error {
-	if _, err := b.Crictl("rmp", "--force", podID); err != nil {
+	if _, err := b.Crictl("stopp", podID); err != nil {
+		return err
+	}
+	out, err := b.Crictl("ps", "--all", "--quiet", "--pod", podID)
+	if err != nil {
+		return err
+	}
+	for _, id := range strings.Fields(string(out)) {
+		if _, err := b.Crictl("rm", id); err != nil {
+			return err
+		}
+	}
+	if _, err := b.Crictl("rmp", podID); err != nil {
 		return err
 	}
 	b.mu.Lock()
