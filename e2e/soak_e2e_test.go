@@ -45,6 +45,12 @@ func TestSoak(t *testing.T) {
 	s.warmUntil = time.Now().Add(2 * soakMaxPeriod * time.Second)
 	s.runPhase(steady, false)
 	s.checkSteady()
+	if s.goroutinesGrew || os.Getenv("SOAK_STACKS") != "" {
+		// What the count is made of, for the report; probelet starts
+		// again before the chaos phase.
+		t.Logf("soak: probelet's goroutines at the end of the steady phase, by where they wait (runners included):\n%s", s.d.goroutineCensus())
+		s.d.start()
+	}
 	s.runPhase(chaos, true)
 	s.checkChaos()
 	s.report()
@@ -101,6 +107,7 @@ type soak struct {
 	socketGaps      []time.Duration
 	restarts        []time.Time // probelet restarts (run boundaries)
 	steadyEnd       time.Time
+	goroutinesGrew  bool      // the steady phase's goroutine check failed
 	warmUntil       time.Time // resources are sampled from then on
 	rng             *rand.Rand
 }
@@ -132,7 +139,11 @@ func (s *soak) start() {
 // tenth hangs, one in thirteen dies on schedule, of every kind.
 func (s *soak) plan(i int, churn bool) *soakPod {
 	p := &soakPod{kind: kind(i % 4), period: int32(1 + i%soakMaxPeriod), churn: churn}
-	p.hanging = i%10 == 3
+	// Only long-lived pods hang, one more than every tenth of them so
+	// that a tenth of all pods do: a hanging probe holds a connection and
+	// its goroutines for its timeout, and the resource check compares
+	// quarters of the run, which must hold the same hanging pods.
+	p.hanging = !churn && (i%10 == 3 || i == s.npods-11)
 	if (p.hanging || p.kind == kindExec) && p.period < 2 {
 		// A hang's timeout (1 s) and an exec's round trip through the
 		// runtime fit within the period, so no tick is overrun.
@@ -249,7 +260,7 @@ func (s *soak) runPhase(d time.Duration, chaos bool) {
 		next = time.Now().Add(interval)
 	}
 	events := 0
-	lastChurn, lastSample := time.Time{}, time.Time{}
+	lastChurn, lastSample, nextResources := time.Time{}, time.Time{}, time.Time{}
 	for time.Now().Before(end) {
 		now := time.Now()
 		if chaos && events < 2*s.chaos && now.After(next) {
@@ -268,6 +279,13 @@ func (s *soak) runPhase(d time.Duration, chaos bool) {
 		if now.Sub(lastSample) >= 3*time.Second {
 			s.sample(chaos)
 			lastSample = now
+		}
+		if !chaos && now.After(s.warmUntil) && now.After(nextResources) {
+			s.sampleResources()
+			// At random moments, so that no quarter's samples lock onto
+			// the phase of the probes in flight (periods are whole
+			// seconds).
+			nextResources = now.Add(time.Second + time.Duration(s.rng.Int64N(int64(time.Second))))
 		}
 		time.Sleep(200 * time.Millisecond) // the driver's own pace, not a timing window
 	}
@@ -336,12 +354,9 @@ func (s *soak) waitSocket(since time.Time) time.Duration {
 	}
 }
 
-// sample records probelet's resources (steady phase), every probe run in
-// the history, and READY claims that cannot be true.
+// sample records every probe run in the history, and READY claims that
+// cannot be true.
 func (s *soak) sample(chaos bool) {
-	if !chaos && time.Now().After(s.warmUntil) {
-		s.sampleResources()
-	}
 	conn, err := grpc.NewClient(s.d.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return
@@ -470,6 +485,7 @@ func (s *soak) checkSteady() {
 		s.t.Logf("soak: %s (%s) first quarter %.0f, last quarter %.0f (%+.1f%%)", m.name, m.what, first, last, 100*(last-first)/first)
 		if last > max(first*1.05, first+m.slack) {
 			s.t.Errorf("soak: %s (%s) grew %.1f%% from the first to the last quarter (limit 5%% or %.0f)", m.name, m.what, 100*(last-first)/first, m.slack)
+			s.goroutinesGrew = s.goroutinesGrew || strings.HasPrefix(m.name, "goroutines")
 		}
 	}
 	var drifts []float64
