@@ -284,8 +284,9 @@ func (s *soak) runPhase(d time.Duration, chaos bool) {
 			s.sampleResources()
 			// At random moments, so that no quarter's samples lock onto
 			// the phase of the probes in flight (periods are whole
-			// seconds).
-			nextResources = now.Add(time.Second + time.Duration(s.rng.Int64N(int64(time.Second))))
+			// seconds); every 3 s on average, as the scrape itself costs
+			// probelet CPU that the drift check would see.
+			nextResources = now.Add(2*time.Second + time.Duration(s.rng.Int64N(int64(2*time.Second))))
 		}
 		time.Sleep(200 * time.Millisecond) // the driver's own pace, not a timing window
 	}
