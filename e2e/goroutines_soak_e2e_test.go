@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 )
 
 // goroutineCensus makes probelet print every goroutine's stack (SIGQUIT,
@@ -19,15 +18,8 @@ import (
 // that grew is made of.
 func (d *daemon) goroutineCensus() string {
 	d.t.Helper()
-	if err := d.cmd.Process.Signal(syscall.SIGQUIT); err != nil {
-		return fmt.Sprintf("SIGQUIT: %v", err)
-	}
-	select {
-	case <-d.done:
-	case <-time.After(daemonStopTimeout):
-		_ = d.cmd.Process.Kill()
-		<-d.done
-		return "probelet did not exit on SIGQUIT"
+	if err := d.signal(syscall.SIGQUIT); err != nil {
+		return err.Error()
 	}
 	return censusOf(d.stacks(1 << 20))
 }

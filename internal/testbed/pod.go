@@ -133,7 +133,7 @@ func (b *Bed) StopPod(podID string) error {
 // behind the registering plugin's waiting write lock. The kubelet's
 // garbage collector never removes a sandbox that still has containers.
 func (b *Bed) RemovePod(podID string) error {
-	if _, err := b.Crictl("stopp", podID); err != nil {
+	if err := b.StopPod(podID); err != nil {
 		return err
 	}
 	out, err := b.Crictl("ps", "--all", "--quiet", "--pod", podID)
