@@ -62,24 +62,31 @@ func (p *Proxy) read(ctx context.Context, method string, req []byte) ([]byte, me
 	// An answer with metadata is forwarded, not kept: a hit could not
 	// repeat it.
 	if len(header) == 0 && len(trailer) == 0 {
-		if id, ok := answerID(method, resp); ok {
+		if id, ok := keepable(method, resp); ok {
 			p.memo.put(memoKey(method, req), resp, id, gen)
 		}
 	}
 	return resp, header, trailer, nil
 }
 
-// answerID is the full sandbox or container ID a status answer is about
-// (the index that invalidation uses); lists have none. ok is false for an
-// answer that does not decode, which is then not kept.
-func answerID(method string, resp []byte) (string, bool) {
+// keepable returns the full sandbox or container ID a status answer is
+// about (the index that invalidation uses; lists have none) and whether
+// the answer may be kept: not when it does not decode, and not when it
+// shows a sandbox between its stop and its network's teardown (NOTREADY
+// with an address): containerd clears the address when the teardown
+// ends, and announces no event for it.
+func keepable(method string, resp []byte) (string, bool) {
 	switch method {
 	case mPodSandboxStatus:
 		var r runtimeapi.PodSandboxStatusResponse
 		if err := proto.Unmarshal(resp, &r); err != nil || r.GetStatus().GetId() == "" {
 			return "", false
 		}
-		return r.GetStatus().GetId(), true
+		st := r.GetStatus()
+		if st.GetState() == runtimeapi.PodSandboxState_SANDBOX_NOTREADY && st.GetNetwork().GetIp() != "" {
+			return "", false
+		}
+		return st.GetId(), true
 	case mContainerStatus:
 		var r runtimeapi.ContainerStatusResponse
 		if err := proto.Unmarshal(resp, &r); err != nil || r.GetStatus().GetId() == "" {

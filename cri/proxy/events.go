@@ -31,6 +31,11 @@ type hint struct {
 	// hint came over NRI: the fallback when containerd cannot be asked.
 	nri *node.Pod
 	typ node.EventType
+	// removal is set for containerd's announcement of a removal, which
+	// the announcer confirms (removalStarted); retry is the wait before
+	// it asks again while containerd still shows the ID.
+	removal bool
+	retry   time.Duration
 }
 
 // item is what the announcer last announced about one ID.
@@ -98,6 +103,8 @@ func (a *announcer) enqueue(id string, h hint) {
 			h.nri, h.typ = old.nri, old.typ
 		}
 		h.sandbox = h.sandbox || old.sandbox
+		h.removal = h.removal || old.removal
+		h.retry = max(h.retry, old.retry)
 		if h.sandboxID == "" {
 			h.sandboxID = old.sandboxID
 		}
@@ -176,10 +183,46 @@ func (a *announcer) check(ctx context.Context, id string, h hint) {
 		it = &item{sandbox: h.sandbox, sandboxID: h.sandboxID}
 	}
 	cur, started, ok := a.ask(ctx, id, it, h)
+	if h.removal {
+		a.confirmRemoval(id, h, ok && cur == phaseGone)
+	}
 	if !ok {
 		return
 	}
 	a.advance(id, it, cur, started, h.at, h.nri)
+}
+
+const (
+	// removalRetryMin and removalRetryMax pace asking containerd again
+	// about a sandbox it announced as removed but still shows: it drops
+	// the sandbox from its store once NRI's RemovePodSandbox returned,
+	// within milliseconds on a healthy node.
+	removalRetryMin = 10 * time.Millisecond
+	removalRetryMax = time.Second
+	// removalWait is how long the memo stays off for such a sandbox
+	// before the announcer gives up on seeing it go.
+	removalWait = time.Minute
+)
+
+// confirmRemoval ends the memo's removal state for id once containerd no
+// longer shows it (gone), or else asks again later.
+func (a *announcer) confirmRemoval(id string, h hint, gone bool) {
+	if gone {
+		a.p.memo.removalDone(id)
+		return
+	}
+	if waited := a.p.clock.Since(h.at); waited >= removalWait {
+		a.p.log.Warn("The runtime still shows a sandbox it announced as removed; caching its answers again",
+			zap.String("id", id), zap.Duration("waited", waited))
+		a.p.memo.removalDone(id)
+		return
+	}
+	h.retry = min(max(2*h.retry, removalRetryMin), removalRetryMax)
+	wait := a.p.clock.After(h.retry)
+	go func() {
+		<-wait
+		a.enqueue(id, h)
+	}()
 }
 
 // ask returns containerd's phase for id, or, when containerd cannot be

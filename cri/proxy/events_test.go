@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probelet/probelet/cri/proxy"
@@ -33,6 +35,18 @@ func (f *fakeLifecycle) publish(ev node.Event) {
 
 type eventStream interface {
 	Recv() (*runtimeapi.ContainerEventResponse, error)
+}
+
+// subscribe opens the kubelet's event stream and waits until the proxy
+// serves it.
+func subscribe(t *testing.T, h *harness) eventStream {
+	t.Helper()
+	stream, err := h.cli.GetContainerEvents(ctxT(t), &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	itu.WaitFor(t, "the stream to be subscribed", func() bool { return h.gauge("probelet_cri_proxy_event_streams") == 1 })
+	return stream
 }
 
 // recvEvents reads n events, failing after the wait limit.
@@ -100,11 +114,7 @@ func TestEventsWaitForTheRuntimeToRecordTheChange(t *testing.T) {
 	lc := newFakeLifecycle()
 	h := startProxy(t, rt, proxy.WithLifecycle(lc))
 	h.waitLive(t)
-	stream, err := h.cli.GetContainerEvents(ctxT(t), &runtimeapi.GetEventsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	itu.WaitFor(t, "the stream to be subscribed", func() bool { return h.gauge("probelet_cri_proxy_event_streams") == 1 })
+	stream := subscribe(t, h)
 
 	// NRI first: containerd still says RUNNING.
 	checks := rt.count("ContainerStatus")
@@ -135,11 +145,7 @@ func TestEventsSurviveARuntimeRestart(t *testing.T) {
 	rt.addPod("sb2", "c2", runtimeapi.ContainerState_CONTAINER_EXITED)
 	h := startProxy(t, rt)
 	h.waitLive(t)
-	stream, err := h.cli.GetContainerEvents(ctxT(t), &runtimeapi.GetEventsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	itu.WaitFor(t, "the stream to be subscribed", func() bool { return h.gauge("probelet_cri_proxy_event_streams") == 1 })
+	stream := subscribe(t, h)
 
 	rt.stop()
 	itu.WaitFor(t, "the proxy to see the runtime gone", func() bool { return h.gauge("probelet_cri_proxy_runtime_events_connected") == 0 })
@@ -170,11 +176,7 @@ func TestEventsFromNRIWhileTheRuntimeCannotBeAsked(t *testing.T) {
 	lc := newFakeLifecycle()
 	h := startProxy(t, rt, proxy.WithLifecycle(lc))
 	h.waitLive(t)
-	stream, err := h.cli.GetContainerEvents(ctxT(t), &runtimeapi.GetEventsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	itu.WaitFor(t, "the stream to be subscribed", func() bool { return h.gauge("probelet_cri_proxy_event_streams") == 1 })
+	stream := subscribe(t, h)
 	rt.stop()
 	itu.WaitFor(t, "the proxy to see the runtime gone", func() bool { return h.gauge("probelet_cri_proxy_runtime_events_connected") == 0 })
 	lc.publish(node.Event{Type: node.ContainerStoppedEvent, SandboxID: "sb1", ContainerID: "c1", Pod: node.Pod{
@@ -184,5 +186,48 @@ func TestEventsFromNRIWhileTheRuntimeCannotBeAsked(t *testing.T) {
 	checkEvents(t, evs, seenEvent{"c1", evStopped})
 	if cs := evs[0].GetContainersStatuses(); len(cs) != 1 || cs[0].GetExitCode() != 3 {
 		t.Errorf("container statuses from the snapshot = %v", cs)
+	}
+}
+
+// TestSandboxRemovalIsConfirmedBeforeTheMemoKeepsAnswers: containerd 2.x
+// announces a sandbox's removal (CONTAINER_DELETED), then calls NRI, and
+// only then drops the sandbox from its store. A relist in between still
+// reads the sandbox; the memo must not keep that answer, or it would serve
+// a removed sandbox for as long as nothing else about it changes. The
+// kubelet hears of the removal once containerd no longer shows it.
+func TestSandboxRemovalIsConfirmedBeforeTheMemoKeepsAnswers(t *testing.T) {
+	rt := startFakeRuntime(t)
+	rt.addPod("sb1", "c1", running)
+	h := startProxy(t, rt)
+	h.waitLive(t)
+	stream := subscribe(t, h)
+
+	rt.remove("c1")
+	rt.emit(&runtimeapi.ContainerEventResponse{ContainerId: "c1", ContainerEventType: evDeleted, PodSandboxStatus: &runtimeapi.PodSandboxStatus{Id: "sb1"}})
+	heard := h.counter("probelet_cri_proxy_invalidations_total", "source", "runtime_event")
+	rt.emit(&runtimeapi.ContainerEventResponse{ContainerId: "sb1", ContainerEventType: evDeleted, PodSandboxStatus: &runtimeapi.PodSandboxStatus{Id: "sb1"}})
+	waitCounter(t, h, "probelet_cri_proxy_invalidations_total", heard+1, "source", "runtime_event")
+
+	// The kubelet relists in the window: containerd still shows sb1.
+	for range 2 {
+		if _, err := h.cli.PodSandboxStatus(ctxT(t), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: "sb1"}); err != nil {
+			t.Fatalf("PodSandboxStatus in the window = %v, want the sandbox", err)
+		}
+		if l, err := h.cli.ListPodSandbox(ctxT(t), &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{}}); err != nil || len(l.GetItems()) != 1 {
+			t.Fatalf("ListPodSandbox in the window = %v, %v, want sb1", l, err)
+		}
+	}
+	rt.remove("sb1")
+	for {
+		ev := recvEvents(t, stream, 1)[0]
+		if ev.GetContainerId() == "sb1" && ev.GetContainerEventType() == evDeleted {
+			break
+		}
+	}
+	if st, err := h.cli.PodSandboxStatus(ctxT(t), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: "sb1"}); status.Code(err) != codes.NotFound {
+		t.Errorf("PodSandboxStatus of the removed sandbox = %v, %v, want NotFound", st, err)
+	}
+	if l, err := h.cli.ListPodSandbox(ctxT(t), &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{}}); err != nil || len(l.GetItems()) != 0 {
+		t.Errorf("ListPodSandbox after the removal = %v, %v, want none", l, err)
 	}
 }

@@ -28,6 +28,7 @@ type fakeRuntime struct {
 
 	mu      sync.Mutex
 	sbs     map[string]*runtimeapi.PodSandbox
+	ips     map[string]string // sandbox ID → address its status reports
 	ctrs    map[string]*runtimeapi.Container
 	calls   map[string]int
 	lastMD  map[string]metadata.MD
@@ -52,7 +53,7 @@ func startFakeRuntime(t *testing.T) *fakeRuntime {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	f := &fakeRuntime{
 		t: t, socket: filepath.Join(dir, "rt.sock"),
-		sbs: map[string]*runtimeapi.PodSandbox{}, ctrs: map[string]*runtimeapi.Container{},
+		sbs: map[string]*runtimeapi.PodSandbox{}, ips: map[string]string{}, ctrs: map[string]*runtimeapi.Container{},
 		calls: map[string]int{}, lastMD: map[string]metadata.MD{}, block: map[string]chan struct{}{}, failNext: map[string]error{},
 		entered: make(chan string, 16), streamOpened: make(chan struct{}, 16),
 	}
@@ -142,6 +143,14 @@ func (f *fakeRuntime) setState(ctr string, st runtimeapi.ContainerState) {
 	f.ctrs[ctr].State = st
 }
 
+// setSandbox sets a sandbox's state and the address its status reports.
+func (f *fakeRuntime) setSandbox(sb string, st runtimeapi.PodSandboxState, ip string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sbs[sb].State = st
+	f.ips[sb] = ip
+}
+
 func (f *fakeRuntime) remove(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -213,6 +222,9 @@ func (f *fakeRuntime) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodS
 	if ok {
 		resp = &runtimeapi.PodSandboxStatusResponse{Status: &runtimeapi.PodSandboxStatus{
 			Id: sb.Id, Metadata: sb.Metadata, State: sb.State, CreatedAt: sb.CreatedAt, Labels: sb.Labels}}
+		if ip := f.ips[sb.Id]; ip != "" {
+			resp.Status.Network = &runtimeapi.PodSandboxNetworkStatus{Ip: ip}
+		}
 		if req.GetVerbose() {
 			resp.Info = map[string]string{"info": "verbose"}
 		}

@@ -25,9 +25,9 @@ const DefaultMaxAge = 10 * time.Second
 //
 // Answers are stored only while the runtime's own event stream is
 // connected (live): containerd announces a change on that stream after its
-// store reflects it, which closes the window where an NRI event (sent
-// before containerd updates its store) is followed by a read of the old
-// state.
+// store reflects it (a sandbox's removal aside: see removing), which
+// closes the window where an NRI event (sent before containerd updates its
+// store) is followed by a read of the old state.
 type memo struct {
 	clock  clock.PassiveClock
 	maxAge time.Duration
@@ -39,6 +39,11 @@ type memo struct {
 	// byID indexes status entries by the full sandbox or container ID in
 	// the answer (a request may name an ID prefix).
 	byID map[string]map[string]bool
+	// removing holds sandboxes whose removal containerd announced before
+	// its store dropped them (containerd 2.x sends a sandbox's
+	// CONTAINER_DELETED event, then calls NRI, then forgets it): nothing
+	// about them, and no list, is kept until the announcer sees them gone.
+	removing map[string]bool
 }
 
 // entry is one stored answer.
@@ -51,7 +56,8 @@ type entry struct {
 }
 
 func newMemo(clk clock.PassiveClock, maxAge time.Duration) *memo {
-	return &memo{clock: clk, maxAge: maxAge, entries: map[string]*entry{}, byID: map[string]map[string]bool{}}
+	return &memo{clock: clk, maxAge: maxAge, entries: map[string]*entry{}, byID: map[string]map[string]bool{},
+		removing: map[string]bool{}}
 }
 
 func memoKey(method string, req []byte) string { return method + "\x00" + string(req) }
@@ -78,12 +84,13 @@ func (m *memo) begin() uint64 {
 	return m.gen
 }
 
-// put stores resp for key if nothing changed since gen and the runtime's
-// event stream is live; id is a status answer's full ID.
+// put stores resp for key if nothing changed since gen, the runtime's
+// event stream is live and the answer cannot show a sandbox being
+// removed; id is a status answer's full ID.
 func (m *memo) put(key string, resp []byte, id string, gen uint64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if gen != m.gen || !m.live {
+	if gen != m.gen || !m.live || m.removing[id] || (id == "" && len(m.removing) > 0) {
 		return false
 	}
 	if old, ok := m.entries[key]; ok {
@@ -122,6 +129,10 @@ func (m *memo) drop(key string, e *entry) {
 func (m *memo) invalidate(ids ...string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.invalidateLocked(ids...)
+}
+
+func (m *memo) invalidateLocked(ids ...string) {
 	m.gen++
 	for key, e := range m.entries {
 		if e.id == "" {
@@ -132,6 +143,28 @@ func (m *memo) invalidate(ids ...string) {
 		for key := range m.byID[id] {
 			m.drop(key, m.entries[key])
 		}
+	}
+}
+
+// removalStarted is containerd announcing id's removal: what the memo
+// holds about it goes, and nothing that can show it is kept until
+// removalDone.
+func (m *memo) removalStarted(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.removing[id] = true
+	m.invalidateLocked(id)
+}
+
+// removalDone is containerd no longer showing id (or the announcer giving
+// up on it): answers are kept again, but none from a read that began
+// while containerd might still show it.
+func (m *memo) removalDone(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.removing[id] {
+		delete(m.removing, id)
+		m.invalidateLocked(id)
 	}
 }
 

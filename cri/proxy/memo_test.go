@@ -77,6 +77,40 @@ func TestMemoServesRepeatedReads(t *testing.T) {
 	}
 }
 
+// TestMemoKeepsNoSandboxBeforeItsNetworkTeardown: containerd clears a
+// stopped sandbox's address when its network teardown ends, with no event;
+// until then (NOTREADY with an address) its status is read anew each time.
+func TestMemoKeepsNoSandboxBeforeItsNetworkTeardown(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		state runtimeapi.PodSandboxState
+		ip    string
+		reads int // the runtime's answers to three reads
+	}{
+		{"ready", runtimeapi.PodSandboxState_SANDBOX_READY, "10.0.0.2", 1},
+		{"stopped, network not torn down yet", runtimeapi.PodSandboxState_SANDBOX_NOTREADY, "10.0.0.2", 3},
+		{"stopped, network torn down", runtimeapi.PodSandboxState_SANDBOX_NOTREADY, "", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := startFakeRuntime(t)
+			rt.addPod("sb1", "c1", running)
+			rt.setSandbox("sb1", tc.state, tc.ip)
+			h := startProxy(t, rt)
+			h.waitLive(t)
+			base := rt.count("PodSandboxStatus")
+			for range 3 {
+				resp, err := h.cli.PodSandboxStatus(ctxT(t), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: "sb1"})
+				if err != nil || resp.GetStatus().GetNetwork().GetIp() != tc.ip {
+					t.Fatalf("PodSandboxStatus = %v, %v, want address %q", resp, err, tc.ip)
+				}
+			}
+			if n := rt.count("PodSandboxStatus") - base; n != tc.reads {
+				t.Errorf("runtime answered %d of 3 reads, want %d", n, tc.reads)
+			}
+		})
+	}
+}
+
 // TestMemoDropsOnChanges: an event on the runtime's stream, a mutating
 // call and an error each make the next read ask the runtime.
 func TestMemoDropsOnChanges(t *testing.T) {

@@ -25,8 +25,9 @@ const (
 )
 
 // watchRuntime follows containerd's own container event stream until ctx
-// ends. containerd sends an event after its store reflects the change, so
-// the stream is the memo's authoritative invalidation: the memo keeps
+// ends. containerd sends an event after its store reflects the change (a
+// sandbox's removal aside, which the announcer confirms), so the stream is
+// the memo's authoritative invalidation: the memo keeps
 // answers only while it is connected, and every (re)connect makes the
 // announcer list again and announce what changed while it was down.
 func (p *Proxy) watchRuntime(ctx context.Context) {
@@ -74,9 +75,18 @@ func (p *Proxy) follow(stream runtimeapi.RuntimeService_GetContainerEventsClient
 		}
 		id := ev.GetContainerId()
 		sandbox := ev.GetPodSandboxStatus().GetId()
-		p.memo.invalidate(id, sandbox)
+		h := hint{sandbox: sandbox != "" && sandbox == id, sandboxID: sandbox, at: p.clock.Now()}
+		// A sandbox's removal (its event names no other sandbox) is
+		// announced before containerd's store drops it: the memo keeps
+		// nothing that shows it until the announcer sees it gone.
+		if ev.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT && (sandbox == "" || sandbox == id) {
+			h.removal = true
+			p.memo.removalStarted(id)
+		} else {
+			p.memo.invalidate(id, sandbox)
+		}
 		p.m.invalidations.WithLabelValues(sourceRuntime).Inc()
-		p.events.enqueue(id, hint{sandbox: sandbox != "" && sandbox == id, sandboxID: sandbox, at: p.clock.Now()})
+		p.events.enqueue(id, h)
 	}
 }
 
