@@ -31,12 +31,16 @@ func TestContainerdRestart(t *testing.T) {
 	bed := testbed.Start(t)
 	d := startProbelet(t, bed)
 	web := runApp(t, bed, appSpec{name: "web", cmd: webApp, probes: spec.ContainerProbes{
-		Liveness: tcpProbe(appPort, 1, 1), Readiness: httpProbe("/", 1, 1),
+		// The startup probe holds liveness back until httpd listens: the
+		// first probe runs as the container starts, and one failure would
+		// kill it (as the kubelet would, probing that early).
+		Liveness: tcpProbe(appPort, 1, 1), Readiness: httpProbe("/", 1, 1), Startup: tcpProbe(appPort, 1, 30),
 	}})
 	ex := runApp(t, bed, appSpec{name: "exec", cmd: sleeper, probes: spec.ContainerProbes{
 		Liveness: execProbe(1, 1, "true"), Readiness: execProbe(1, 1, "true"),
 	}})
 	waitReady(t, d, web, true, "")
+	waitProbe(t, d, web, "liveness", "Success") // runs once startup succeeded, maybe after readiness
 	waitReady(t, d, ex, true, "")
 
 	watch := watchSteady(d, web.ctr, ex.ctr)
