@@ -6,6 +6,7 @@ import (
 
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/spec"
 )
 
 // entry is one container as the server presents it: the lifecycle cache's
@@ -14,6 +15,9 @@ type entry struct {
 	pod    *node.Pod
 	ctr    node.Container
 	status *prober.ContainerStatus
+	// declared are the probes the pod's annotation gives the container;
+	// read only while it has no probe state.
+	declared spec.ContainerProbes
 }
 
 // namespace and podName come from the pod, which for a container the
@@ -21,21 +25,25 @@ type entry struct {
 func (e entry) namespace() string { return e.pod.Namespace }
 func (e entry) podName() string   { return e.pod.Name }
 
-// started reports the startup gate; without probe state a running
-// container counts as started, like the kubelet without a startup probe.
+// started reports the startup gate. Without probe state (the container
+// has no probes, or the prober has not caught up with the runtime: just
+// after a start or probelet's own restart) the kubelet's rule applies to
+// the declared probes: a running container has started unless it has a
+// startup probe that has not yet succeeded.
 func (e entry) started() bool {
 	if e.status != nil {
 		return e.status.Started
 	}
-	return e.ctr.State == node.StateRunning
+	return e.ctr.State == node.StateRunning && e.declared.Startup == nil
 }
 
-// ready reports published readiness, with the same fallback as started.
+// ready reports published readiness, with the same fallback as started: a
+// container with a readiness probe is not ready until a probe says so.
 func (e entry) ready() bool {
 	if e.status != nil {
 		return e.status.Ready
 	}
-	return e.ctr.State == node.StateRunning
+	return e.started() && e.declared.Readiness == nil
 }
 
 // catalog is a consistent-enough snapshot of both read sides, taken once
@@ -50,15 +58,20 @@ type catalog struct {
 // with a pod built from the status.
 func (s *Server) snapshot() catalog {
 	var c catalog
+	// The view first: the lifecycle cache hands the prober each change
+	// under its lock, so probe state read after the view is at least as
+	// new, and a container the view shows has its state unless the prober
+	// has none for it.
+	pods := s.view.Pods()
 	byID := map[string]*prober.ContainerStatus{}
 	for _, st := range s.status.Containers() {
 		byID[st.ContainerID] = &st
 	}
-	for _, p := range s.view.Pods() {
+	for _, p := range pods {
 		pod := &p
 		c.pods = append(c.pods, pod)
 		for _, ctr := range pod.Containers {
-			c.entries = append(c.entries, entry{pod: pod, ctr: ctr, status: byID[ctr.ID]})
+			c.entries = append(c.entries, s.entry(pod, ctr, byID[ctr.ID]))
 			delete(byID, ctr.ID)
 		}
 	}
@@ -89,7 +102,7 @@ func (s *Server) lookup(id string) (entry, bool) {
 	for i := range pods {
 		for _, ctr := range pods[i].Containers {
 			if ctr.ID == id {
-				return entry{pod: &pods[i], ctr: ctr, status: s.statusOf(id)}, true
+				return s.entry(&pods[i], ctr, s.statusOf(id)), true
 			}
 		}
 	}
@@ -104,6 +117,16 @@ func (s *Server) statusOf(id string) *prober.ContainerStatus {
 		return &st
 	}
 	return nil
+}
+
+// entry joins a view's container with its probe state; without one, with
+// the probes its pod declares for it.
+func (s *Server) entry(pod *node.Pod, ctr node.Container, st *prober.ContainerStatus) entry {
+	e := entry{pod: pod, ctr: ctr, status: st}
+	if st == nil {
+		e.declared = s.specs.Parse(pod.Annotations[spec.AnnotationProbes]).Probes[ctr.Name]
+	}
+	return e
 }
 
 // orphan builds an entry from probe state alone.

@@ -15,6 +15,7 @@ import (
 	apiv1 "github.com/probelet/probelet/api/v1alpha1"
 	"github.com/probelet/probelet/cri/server"
 	"github.com/probelet/probelet/internal/testutil"
+	"github.com/probelet/probelet/lifecycle"
 )
 
 // SocketDir returns a short temporary directory (unix socket paths are
@@ -38,7 +39,7 @@ type Served struct {
 
 // Start serves a new server over status and view on a temporary socket
 // and returns it with its unix:// endpoint; it is stopped when the test ends.
-func Start(t testing.TB, status *Status, view *View, opts ...server.Option) (*Served, string) {
+func Start(t testing.TB, status *Status, view lifecycle.View, opts ...server.Option) (*Served, string) {
 	t.Helper()
 	srv, err := server.New(status, view, append([]server.Option{server.WithVersion("v0.0.0-test")}, opts...)...)
 	if err != nil {
