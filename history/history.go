@@ -1,18 +1,25 @@
 // Package history keeps what a troubleshooter reads after the fact — the
 // probe events (probectl events, crictl events) and the restarts probelet
 // issued (probectl describe and why) — in a bounded file in probelet's state
-// directory, so they survive a probelet restart. The file is rewritten
-// atomically (a temporary file, fsync, rename), at most once per flush
-// interval; a corrupt or foreign file is reported once, set aside, and
-// probelet starts with an empty history.
+// directory, so they survive a probelet restart.
+//
+// The file is a journal of JSON lines: a snapshot of the whole history,
+// then one line per event or pod's restarts kept since, appended at most
+// once per flush interval. Once as many lines were appended as events are
+// kept, the file is compacted: the current history is rewritten as a new
+// snapshot, atomically (a temporary file, fsync, rename). A node with
+// failing probes thus writes each event once and the whole history once
+// per bound's worth of events, not every second. A line torn by a crash
+// ends the file and is dropped; any other unreadable or foreign file is
+// reported once, set aside, and probelet starts with an empty history.
 package history
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,8 +35,12 @@ import (
 // FileName is the history file in the state directory.
 const FileName = "history.json"
 
-// format identifies the file; a file without it is foreign.
-const format = "probelet.io/history/v1"
+// format identifies the file by its first line; a file without it is
+// foreign. v1 files (a snapshot line alone) are read and compacted into v2.
+const (
+	format   = "probelet.io/history/v2"
+	formatV1 = "probelet.io/history/v1"
+)
 
 // Bounds: as many events as the socket keeps, and the restarts of the pods
 // most recently restarted (a node runs at most a few hundred pods).
@@ -54,7 +65,11 @@ type Log struct {
 	mu       sync.Mutex
 	events   []prober.Event
 	restarts map[string]podRestarts // by pod UID
-	dirty    bool
+	pending  bytes.Buffer           // lines not yet appended
+	appended int                    // lines in the file after its snapshot, and pending
+	compact  bool                   // the next flush rewrites the file
+
+	file *os.File // the journal, open for appending; only flush uses it
 }
 
 // podRestarts is one pod's restarts by container, with when they last changed
@@ -64,11 +79,23 @@ type podRestarts struct {
 	ByContainer map[string][]prober.Restart `json:"byContainer"`
 }
 
-// file is the on-disk form.
-type file struct {
+// snapshot is the file's first line: the whole history at compaction.
+type snapshot struct {
 	Format   string                 `json:"format"`
 	Events   []prober.Event         `json:"events"`
 	Restarts map[string]podRestarts `json:"restarts"`
+}
+
+// line is one journal line after the snapshot: an event, or a pod's
+// restarts as they now are.
+type line struct {
+	Event    *prober.Event `json:"event,omitempty"`
+	Restarts *podLine      `json:"restarts,omitempty"`
+}
+
+type podLine struct {
+	Pod string `json:"pod"`
+	podRestarts
 }
 
 // Option configures a Log.
@@ -105,24 +132,70 @@ func Open(dir string, opts ...Option) (*Log, error) {
 	case err != nil:
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
-	var f file
-	if err := json.Unmarshal(data, &f); err != nil || f.Format != format {
-		why := "not a probelet history"
-		if err != nil {
-			why = err.Error()
-		}
-		l.setAside(why)
+	if err := l.load(data); err != nil {
+		l.events, l.restarts, l.appended = nil, map[string]podRestarts{}, 0
+		l.setAside(err.Error())
 		return l, nil
-	}
-	l.events = f.Events
-	if len(l.events) > l.maxEvents {
-		l.events = l.events[len(l.events)-l.maxEvents:]
-	}
-	if f.Restarts != nil {
-		l.restarts = f.Restarts
 	}
 	l.log.Info("History restored", zap.String("file", l.path), zap.Int("events", len(l.events)), zap.Int("pods", len(l.restarts)))
 	return l, nil
+}
+
+// load reads the snapshot and replays the journal through the same bounds.
+func (l *Log) load(data []byte) error {
+	lines := bytes.Split(data, []byte("\n"))
+	// Without a final newline the last line may have been torn by a crash
+	// during an append: the journal ends before it unless it reads whole.
+	torn := lines[len(lines)-1]
+	lines = lines[:len(lines)-1]
+	var snap snapshot
+	if len(lines) == 0 {
+		lines, torn = [][]byte{torn}, nil // a v1 file: one line, no newline
+	}
+	if err := json.Unmarshal(lines[0], &snap); err != nil {
+		return err
+	}
+	switch snap.Format {
+	case format:
+	case formatV1:
+		l.compact = true // v2 from the first flush on
+	default:
+		return errors.New("not a probelet history")
+	}
+	for _, ev := range snap.Events {
+		l.keepEvent(ev)
+	}
+	for uid, pr := range snap.Restarts {
+		l.keepRestarts(uid, pr)
+	}
+	for i, data := range lines[1:] {
+		if err := l.replay(data); err != nil {
+			return fmt.Errorf("line %d: %w", i+2, err)
+		}
+	}
+	if len(torn) > 0 && l.replay(torn) != nil {
+		l.log.Info("History file ends in a line torn by a crash; dropped it", zap.String("file", l.path), zap.Int("line", len(lines)+1))
+		l.compact = true
+	}
+	return nil
+}
+
+// replay applies one journal line.
+func (l *Log) replay(data []byte) error {
+	var ln line
+	if err := json.Unmarshal(data, &ln); err != nil {
+		return err
+	}
+	switch {
+	case ln.Event != nil:
+		l.keepEvent(*ln.Event)
+	case ln.Restarts != nil:
+		l.keepRestarts(ln.Restarts.Pod, ln.Restarts.podRestarts)
+	default:
+		return errors.New("neither an event nor restarts")
+	}
+	l.appended++
+	return nil
 }
 
 // setAside renames an unreadable file so it is kept for inspection and
@@ -164,7 +237,30 @@ func (l *Log) Restarts(podUID string) map[string][]prober.Restart {
 func (l *Log) Save(podUID string, byContainer map[string][]prober.Restart) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.restarts[podUID] = podRestarts{Updated: l.clock.Now(), ByContainer: byContainer}
+	pr := podRestarts{Updated: l.clock.Now(), ByContainer: byContainer}
+	l.keepRestarts(podUID, pr)
+	l.journal(line{Restarts: &podLine{Pod: podUID, podRestarts: pr}})
+}
+
+// add keeps ev.
+func (l *Log) add(ev prober.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.keepEvent(ev)
+	l.journal(line{Event: &ev})
+}
+
+// keepEvent and keepRestarts hold the bounds, the same way when adding
+// and when replaying the journal.
+func (l *Log) keepEvent(ev prober.Event) {
+	l.events = append(l.events, ev)
+	if len(l.events) > l.maxEvents {
+		l.events = slices.Delete(l.events, 0, len(l.events)-l.maxEvents)
+	}
+}
+
+func (l *Log) keepRestarts(podUID string, pr podRestarts) {
+	l.restarts[podUID] = pr
 	for len(l.restarts) > l.maxPods {
 		oldest := ""
 		for uid, pr := range l.restarts {
@@ -174,18 +270,18 @@ func (l *Log) Save(podUID string, byContainer map[string][]prober.Restart) {
 		}
 		delete(l.restarts, oldest)
 	}
-	l.dirty = true
 }
 
-// add keeps ev.
-func (l *Log) add(ev prober.Event) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = append(l.events, ev)
-	if len(l.events) > l.maxEvents {
-		l.events = slices.Delete(l.events, 0, len(l.events)-l.maxEvents)
+// journal queues ln for the next flush.
+func (l *Log) journal(ln line) {
+	data, err := json.Marshal(ln)
+	if err != nil { // not for these types; the next snapshot holds it anyway
+		l.compact = true
+		return
 	}
-	l.dirty = true
+	l.pending.Write(data)
+	l.pending.WriteByte('\n')
+	l.appended++
 }
 
 // Run keeps the engine's events and writes the file when something changed,
@@ -195,6 +291,7 @@ func (l *Log) Run(ctx context.Context, status prober.StatusSource) error {
 	defer cancel()
 	tick := l.clock.NewTicker(flushInterval)
 	defer tick.Stop()
+	defer l.closeFile()
 	defer l.flush()
 	for {
 		select {
@@ -211,24 +308,64 @@ func (l *Log) Run(ctx context.Context, status prober.StatusSource) error {
 	}
 }
 
-// flush writes the file if something changed since the last write.
+// flush appends the pending lines to the journal; or, when as many lines
+// were appended as events are kept (or the journal is not open yet, or a
+// write failed), rewrites the file as a snapshot of the whole history.
+// Appends are not synced: they survive probelet's crash, not the node's.
 func (l *Log) flush() {
 	l.mu.Lock()
-	if !l.dirty {
+	if l.pending.Len() == 0 && !l.compact {
 		l.mu.Unlock()
 		return
 	}
-	data, err := json.Marshal(file{Format: format, Events: l.events, Restarts: maps.Clone(l.restarts)})
-	l.dirty = false
-	l.mu.Unlock()
-	if err == nil {
-		err = writeAtomic(l.path, data)
-	}
-	if err != nil {
-		l.log.Warn("Cannot write the history file", zap.String("file", l.path), zap.Error(err))
-		l.mu.Lock()
-		l.dirty = true // try again at the next flush
+	if l.compact || l.file == nil || l.appended > l.maxEvents {
+		data, err := json.Marshal(snapshot{Format: format, Events: l.events, Restarts: l.restarts})
+		l.pending.Reset()
+		l.appended, l.compact = 0, false
 		l.mu.Unlock()
+		if err == nil {
+			err = l.rewrite(append(data, '\n'))
+		}
+		l.failed(err)
+		return
+	}
+	data := bytes.Clone(l.pending.Bytes())
+	l.pending.Reset()
+	l.mu.Unlock()
+	_, err := l.file.Write(data)
+	l.failed(err)
+}
+
+// failed reports a write that failed; the next flush rewrites the file,
+// whose snapshot then holds what was lost.
+func (l *Log) failed(err error) {
+	if err == nil {
+		return
+	}
+	l.log.Warn("Cannot write the history file", zap.String("file", l.path), zap.Error(err))
+	l.mu.Lock()
+	l.compact = true
+	l.mu.Unlock()
+}
+
+// rewrite replaces the file with data and opens it for appending.
+func (l *Log) rewrite(data []byte) error {
+	l.closeFile()
+	if err := writeAtomic(l.path, data); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	l.file = f
+	return nil
+}
+
+func (l *Log) closeFile() {
+	if l.file != nil {
+		l.file.Close()
+		l.file = nil
 	}
 }
 

@@ -2,9 +2,13 @@ package history_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +31,7 @@ func restart(id string) prober.Restart {
 }
 
 // run feeds the log from a fake engine until the returned stop, which
-// flushes and waits.
+// flushes and waits (once; later calls return at once).
 func run(t *testing.T, l *history.Log) (*servertest.Status, func()) {
 	t.Helper()
 	status := servertest.NewStatus()
@@ -35,7 +39,8 @@ func run(t *testing.T, l *history.Log) (*servertest.Status, func()) {
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx, status) }()
 	testutil.WaitFor(t, "the history's subscription", func() bool { n, _, _ := status.EventStats(); return n == 1 })
-	return status, func() { cancel(); <-done }
+	var once sync.Once
+	return status, func() { once.Do(func() { cancel(); <-done }) }
 }
 
 func TestHistorySurvivesARestart(t *testing.T) {
@@ -70,6 +75,10 @@ func TestUnreadableFilesAreSetAside(t *testing.T) {
 	for name, content := range map[string]string{
 		"corrupt": `{"format": "probelet.io/history/v1", "events": [`,
 		"foreign": `{"kind": "Something", "apiVersion": "v1"}`,
+		"empty":   ``,
+		"a corrupt line in the journal": `{"format":"probelet.io/history/v2","events":[],"restarts":{}}` + "\n" +
+			`not json` + "\n" + `{"event":{"Reason":"b"}}` + "\n",
+		"a journal line of neither kind": `{"format":"probelet.io/history/v2","events":[],"restarts":{}}` + "\n" + `{}` + "\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -130,5 +139,106 @@ func TestAnUnusableDirectoryIsAnError(t *testing.T) {
 	}
 	if _, err := history.Open(filepath.Join(file, "state")); err == nil || !strings.Contains(err.Error(), "state directory") {
 		t.Fatalf("Open under a file = %v, want a state directory error", err)
+	}
+}
+
+// lines reads the history file's lines; none before it is written.
+func lines(t *testing.T, dir string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, history.FileName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+}
+
+// The file is a snapshot and then one line per event: a busy node writes
+// each event once, not the whole history every second, and the file stays
+// bounded: once as many lines were appended as events are kept, it is
+// compacted into a snapshot again.
+func TestEventsAreAppendedAndTheFileCompacted(t *testing.T) {
+	dir := t.TempDir()
+	clk := clocktesting.NewFakeClock(t0)
+	l, err := history.Open(dir, history.WithBounds(3, 2), history.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, stop := run(t, l)
+	defer stop()
+	// Each event in a flush of its own; the first flush writes the
+	// snapshot (the journal is opened by one).
+	want := []int{1, 2, 3, 4, 1, 2, 3, 4, 1}
+	for i, n := range want {
+		status.PublishEvent(prober.Event{Reason: fmt.Sprint(i)})
+		testutil.WaitFor(t, "the event kept", func() bool { evs := l.Events(); return len(evs) > 0 && evs[len(evs)-1].Reason == fmt.Sprint(i) })
+		clk.Step(time.Second)
+		testutil.WaitFor(t, fmt.Sprintf("%d lines after event %d", n, i), func() bool { return len(lines(t, dir)) == n })
+	}
+	stop()
+	again, err := history.Open(dir, history.WithBounds(3, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range again.Events() {
+		got = append(got, ev.Reason)
+	}
+	if !slices.Equal(got, []string{"6", "7", "8"}) {
+		t.Fatalf("events after reopening = %v, want the newest three", got)
+	}
+}
+
+// What a file holds when probelet opens it, and what it reads from it.
+func TestOpenReadsSnapshotAndJournal(t *testing.T) {
+	snap := func(reasons ...string) string {
+		var evs []string
+		for _, r := range reasons {
+			evs = append(evs, `{"Reason":"`+r+`"}`)
+		}
+		return `{"format":"probelet.io/history/v2","events":[` + strings.Join(evs, ",") + `],"restarts":{}}`
+	}
+	event := func(r string) string { return `{"event":{"Reason":"` + r + `"}}` }
+	restarts := `{"restarts":{"pod":"uid-1","updated":"2026-05-01T12:00:00Z","byContainer":{"app":[{"ContainerID":"c1"}]}}}`
+	for _, tc := range []struct {
+		name, content string
+		events        []string
+		restarted     bool
+	}{
+		{"snapshot", snap("a", "b") + "\n", []string{"a", "b"}, false},
+		{"snapshot and journal", snap("a") + "\n" + event("b") + "\n" + restarts + "\n" + event("c") + "\n", []string{"a", "b", "c"}, true},
+		{"journal over the bound", snap("a", "b", "c") + "\n" + event("d") + "\n" + event("e") + "\n", []string{"c", "d", "e"}, false},
+		{"a line torn by a crash", snap("a") + "\n" + event("b") + "\n" + `{"event":{"Rea`, []string{"a", "b"}, false},
+		{"a whole last line without its newline", snap("a") + "\n" + event("b"), []string{"a", "b"}, false},
+		{"v1", `{"format":"probelet.io/history/v1","events":[{"Reason":"a"}],"restarts":{"uid-1":{"updated":"2026-05-01T12:00:00Z","byContainer":{"app":[{"ContainerID":"c1"}]}}}}`, []string{"a"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, history.FileName), []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			core, logs := observer.New(zap.WarnLevel)
+			l, err := history.Open(dir, history.WithBounds(3, 2), history.WithLogger(zap.New(core)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, ev := range l.Events() {
+				got = append(got, ev.Reason)
+			}
+			if !slices.Equal(got, tc.events) || (l.Restarts("uid-1") != nil) != tc.restarted || logs.Len() != 0 {
+				t.Fatalf("events %v, restarts %v, warnings %v; want events %v, restarts %v, no warning", got, l.Restarts("uid-1"), logs.All(), tc.events, tc.restarted)
+			}
+			// Whatever was read, the next write is a v2 snapshot of it.
+			_, stop := run(t, l)
+			l.Save("uid-2", map[string][]prober.Restart{"app": {restart("c2")}})
+			stop()
+			first := lines(t, dir)[0]
+			if !strings.Contains(first, `"format":"probelet.io/history/v2"`) {
+				t.Fatalf("first line after a write = %s, want a v2 snapshot", first)
+			}
+		})
 	}
 }
