@@ -43,6 +43,11 @@ func (d *daemon) gaugeValue(name string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return gaugeOf(mfs, name)
+}
+
+// gaugeOf is the value of the single gauge name in a scrape.
+func gaugeOf(mfs map[string]*dto.MetricFamily, name string) (float64, error) {
 	mf, ok := mfs[name]
 	if !ok || len(mf.GetMetric()) != 1 || mf.GetMetric()[0].GetGauge() == nil {
 		return 0, fmt.Errorf("metric %s: not one gauge in /metrics", name)

@@ -39,7 +39,7 @@ func TestSoak(t *testing.T) {
 	s := newSoak(t)
 	steady, chaos := s.duration/2, s.duration-s.duration/2
 	s.start()
-	t.Logf("soak: %d pods running; steady phase %v, chaos phase %v with %d containerd restarts and %d probelet SIGKILLs",
+	s.logf("soak: %d pods running; steady phase %v, chaos phase %v with %d containerd restarts and %d probelet SIGKILLs",
 		len(s.pods), steady, chaos, s.chaos, s.chaos)
 
 	s.warmUntil = time.Now().Add(2 * soakMaxPeriod * time.Second)
@@ -48,13 +48,16 @@ func TestSoak(t *testing.T) {
 	if s.goroutinesGrew || os.Getenv("SOAK_STACKS") != "" {
 		// What the count is made of, for the report; probelet starts
 		// again before the chaos phase.
-		t.Logf("soak: probelet's goroutines at the end of the steady phase, by where they wait (runners included):\n%s", s.d.goroutineCensus())
+		s.logf("soak: probelet's goroutines at the end of the steady phase, by where they wait (runners included):\n%s", s.d.goroutineCensus())
 		s.d.start()
 	}
 	s.runPhase(chaos, true)
 	s.checkChaos()
 	s.report()
 }
+
+// soakContainer is the name of every soak pod's container.
+const soakContainer = "app"
 
 // soakMaxPeriod is the longest probe period (s). Resources are sampled from
 // two of them after the pods started: every probe has run, every
@@ -99,7 +102,8 @@ type soak struct {
 	mu      sync.Mutex
 	pods    map[string]*soakPod // by container ID
 	seq     int
-	samples []resourceSample
+	samples []resourceSample // from /metrics, every 3 s on average
+	memory  []memorySample   // from /proc, at the driver's pace
 	// runs are the probe run times seen, per container and probe type.
 	runs map[string]map[string][]time.Time
 	// readyViolations are containers shown READY while they could not be.
@@ -110,18 +114,32 @@ type soak struct {
 	goroutinesGrew  bool      // the steady phase's goroutine check failed
 	warmUntil       time.Time // resources are sampled from then on
 	rng             *rand.Rand
+
+	reportMu sync.Mutex
+	lines    []string // the report and its breaches, repeated last on failure
 }
 
 type resourceSample struct {
-	at              time.Time
-	rss             int64
 	goroutines, fds float64
+	// Go's heap in use and the next GC's goal: reported beside RSS, to
+	// tell a heap that grows from memory the runtime keeps.
+	heapInuse, gcGoal float64
+}
+
+// memorySample is probelet's RSS in KiB: in all, anonymous (where a leak
+// shows) and the mapped files' pages (the binary's code, paged in as
+// code paths first run).
+type memorySample struct {
+	rss, anon, file float64
 }
 
 func newSoak(t *testing.T) *soak {
 	s := &soak{t: t, duration: envDuration("SOAK_DURATION", 4*time.Minute), chaos: envInt("SOAK_CHAOS", 20),
 		npods: envInt("SOAK_PODS", 110), pods: map[string]*soakPod{}, runs: map[string]map[string][]time.Time{},
 		rng: rand.New(rand.NewPCG(1, 2))}
+	// Registered first, so it runs last: the report then follows the
+	// testbed's and probelet's logs, where a tail (CI's) shows it.
+	t.Cleanup(s.repeatReportOnFailure)
 	s.bed = testbed.Start(t)
 	s.d = startProbelet(t, s.bed)
 	return s
@@ -161,13 +179,17 @@ func (s *soak) runPod(i int, churn bool) *soakPod {
 	p := s.plan(i, churn)
 	cmd, probes := p.app()
 	grace := int64(2)
-	anno, err := jsonString(spec.PodProbes{p.name: probes})
+	// Every pod's container is "app", as a workload's replicas are named
+	// alike: pods of the same kind and period share one annotation value,
+	// and churn brings no new ones (the engine parses each value once and
+	// keeps a bounded number).
+	anno, err := jsonString(spec.PodProbes{soakContainer: probes})
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	podID, ctrID, err := s.bed.RunPod(testbed.PodSpec{Name: p.name, TerminationGracePeriodSeconds: &grace,
 		Annotations: map[string]string{spec.AnnotationProbes: anno},
-		Container:   testbed.ContainerSpec{Name: p.name, Command: shell(cmd), Ports: httpPort}})
+		Container:   testbed.ContainerSpec{Name: soakContainer, Command: shell(cmd), Ports: httpPort}})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -280,6 +302,12 @@ func (s *soak) runPhase(d time.Duration, chaos bool) {
 			s.sample(chaos)
 			lastSample = now
 		}
+		if !chaos && now.After(s.warmUntil) {
+			// RSS swings by megabytes with the heap between two GCs: its
+			// median needs many samples, and reading /proc costs probelet
+			// nothing.
+			s.sampleMemory()
+		}
 		if !chaos && now.After(s.warmUntil) && now.After(nextResources) {
 			s.sampleResources()
 			// At random moments, so that no quarter's samples lock onto
@@ -312,14 +340,14 @@ func (s *soak) churnOne() {
 		return
 	}
 	if err := s.bed.RemovePod(oldest.podID); err != nil {
-		s.t.Errorf("soak: remove %s: %v", oldest.name, err)
+		s.errorf("soak: remove %s: %v", oldest.name, err)
 	}
 	s.runPod(s.seq, true)
 }
 
 func (s *soak) restartContainerd() {
 	if err := s.bed.RestartContainerd(); err != nil {
-		s.t.Errorf("soak: containerd restart: %v", err)
+		s.errorf("soak: containerd restart: %v", err)
 	}
 }
 
@@ -349,7 +377,7 @@ func (s *soak) waitSocket(since time.Time) time.Duration {
 			}
 		}
 		if time.Since(since) > 30*time.Second {
-			s.t.Fatalf("soak: probelet's socket did not answer within 30 s of a restart")
+			s.fatalf("soak: probelet's socket did not answer within 30 s of a restart")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -409,39 +437,67 @@ func (s *soak) addRun(ctr, probeType string, at time.Time) {
 	}
 }
 
-func (s *soak) sampleResources() {
-	pid := s.d.cmd.Process.Pid
-	rss := procStatusKB(pid, "VmRSS")
-	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	g, err := s.d.gaugeValue("go_goroutines")
-	if err != nil {
-		return
+func (s *soak) sampleMemory() {
+	m := procMemory(s.d.cmd.Process.Pid)
+	if m.rss == 0 {
+		return // between two runs of probelet
 	}
-	// The probe runners are kept once started (the pool's high-water
-	// mark, bounded by its size): goroutines other than them are what
-	// must stay flat.
-	runners, err := s.d.gaugeValue("probelet_probe_runners")
-	if err != nil {
-		return
-	}
-	g -= runners
 	s.mu.Lock()
-	s.samples = append(s.samples, resourceSample{at: time.Now(), rss: rss, goroutines: g, fds: float64(len(fds))})
+	s.memory = append(s.memory, m)
 	s.mu.Unlock()
 }
 
-func procStatusKB(pid int, field string) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+func (s *soak) sampleResources() {
+	pid := s.d.cmd.Process.Pid
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	mfs, err := s.d.scrape()
 	if err != nil {
-		return 0
+		return
 	}
-	for line := range strings.Lines(string(data)) {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			n, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
-			return n
+	var gauges [4]float64
+	for i, name := range []string{
+		// The probe runners are kept once started (the pool's high-water
+		// mark, bounded by its size): goroutines other than them are what
+		// must stay flat.
+		"go_goroutines", "probelet_probe_runners", "go_memstats_heap_inuse_bytes", "go_memstats_next_gc_bytes",
+	} {
+		if gauges[i], err = gaugeOf(mfs, name); err != nil {
+			s.errorf("soak: %v", err)
+			return
 		}
 	}
-	return 0
+	g, runners, heap, goal := gauges[0], gauges[1], gauges[2], gauges[3]
+	s.mu.Lock()
+	s.samples = append(s.samples, resourceSample{goroutines: g - runners, fds: float64(len(fds)),
+		heapInuse: heap / 1024, gcGoal: goal / 1024})
+	s.mu.Unlock()
+}
+
+// column is one value of every sample.
+func column[T any](samples []T, of func(T) float64) []float64 {
+	xs := make([]float64, len(samples))
+	for i, x := range samples {
+		xs[i] = of(x)
+	}
+	return xs
+}
+
+// procMemory reads pid's RSS from /proc/PID/status (KiB); zero once it
+// is gone.
+func procMemory(pid int) memorySample {
+	var m memorySample
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return m
+	}
+	fields := map[string]*float64{"VmRSS": &m.rss, "RssAnon": &m.anon, "RssFile": &m.file}
+	for line := range strings.Lines(string(data)) {
+		name, v, _ := strings.Cut(line, ":")
+		if dst, ok := fields[name]; ok {
+			*dst, _ = strconv.ParseFloat(strings.Fields(v)[0], 64)
+		}
+	}
+	return m
 }
 
 // checkSteady: resources flat (first vs last quarter within 5 %), period
@@ -450,9 +506,8 @@ func procStatusKB(pid int, field string) int64 {
 func (s *soak) checkSteady() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	q := len(s.samples) / 4
-	if q < 2 {
-		s.t.Errorf("soak: only %d resource samples", len(s.samples))
+	if len(s.samples) < 8 || len(s.memory) < 8 {
+		s.errorf("soak: only %d resource and %d memory samples", len(s.samples), len(s.memory))
 		return
 	}
 	// Goroutines and open files rise and fall with the probes in flight
@@ -466,26 +521,25 @@ func (s *soak) checkSteady() {
 	median := func(xs []float64) float64 { xs = slices.Clone(xs); slices.Sort(xs); return xs[len(xs)/2] }
 	for _, m := range []struct {
 		name  string
-		of    func(resourceSample) float64
+		xs    []float64
 		stat  func([]float64) float64
 		what  string
 		slack float64 // growth allowed beyond 5%
+		shown bool    // reported, not bounded
 	}{
-		{"RSS", func(x resourceSample) float64 { return float64(x.rss) }, median, "median", 0},
-		{"goroutines but the probe runners", func(x resourceSample) float64 { return x.goroutines }, floor, "floor", 2},
-		{"open files", func(x resourceSample) float64 { return x.fds }, floor, "floor", 2},
+		{"RSS", column(s.memory, func(x memorySample) float64 { return x.rss }), median, "median, KiB", 0, false},
+		{"RSS, anonymous", column(s.memory, func(x memorySample) float64 { return x.anon }), median, "median, KiB", 0, true},
+		{"RSS, files", column(s.memory, func(x memorySample) float64 { return x.file }), median, "median, KiB", 0, true},
+		{"Go heap in use", column(s.samples, func(x resourceSample) float64 { return x.heapInuse }), median, "median, KiB", 0, true},
+		{"GC goal", column(s.samples, func(x resourceSample) float64 { return x.gcGoal }), median, "median, KiB", 0, true},
+		{"goroutines but the probe runners", column(s.samples, func(x resourceSample) float64 { return x.goroutines }), floor, "floor", 2, false},
+		{"open files", column(s.samples, func(x resourceSample) float64 { return x.fds }), floor, "floor", 2, false},
 	} {
-		quarter := func(from, to int) float64 {
-			var xs []float64
-			for _, x := range s.samples[from:to] {
-				xs = append(xs, m.of(x))
-			}
-			return m.stat(xs)
-		}
-		first, last := quarter(0, q), quarter(len(s.samples)-q, len(s.samples))
-		s.t.Logf("soak: %s (%s) first quarter %.0f, last quarter %.0f (%+.1f%%)", m.name, m.what, first, last, 100*(last-first)/first)
-		if last > max(first*1.05, first+m.slack) {
-			s.t.Errorf("soak: %s (%s) grew %.1f%% from the first to the last quarter (limit 5%% or %.0f)", m.name, m.what, 100*(last-first)/first, m.slack)
+		q := len(m.xs) / 4
+		first, last := m.stat(m.xs[:q]), m.stat(m.xs[len(m.xs)-q:])
+		s.logf("soak: %s (%s) first quarter %.0f, last quarter %.0f (%+.1f%%; %d samples)", m.name, m.what, first, last, 100*(last-first)/first, len(m.xs))
+		if !m.shown && last > max(first*1.05, first+m.slack) {
+			s.errorf("soak: %s (%s) grew %.1f%% from the first to the last quarter (limit 5%% or %.0f)", m.name, m.what, 100*(last-first)/first, m.slack)
 			s.goroutinesGrew = s.goroutinesGrew || strings.HasPrefix(m.name, "goroutines")
 		}
 	}
@@ -500,7 +554,7 @@ func (s *soak) checkSteady() {
 				gap := times[i].Sub(times[i-1])
 				if gap > period*3/2 {
 					missed++
-					s.t.Errorf("soak: %s missed a tick: runs %v apart, period %v", p.name, gap, period)
+					s.errorf("soak: %s missed a tick: runs %v apart, period %v", p.name, gap, period)
 					continue
 				}
 				drifts = append(drifts, float64(absDuration(gap-period))/float64(period))
@@ -512,9 +566,9 @@ func (s *soak) checkSteady() {
 	if len(drifts) > 0 {
 		p99 = drifts[min(len(drifts)-1, len(drifts)*99/100)]
 	}
-	s.t.Logf("soak: %d probe intervals, period drift p99 %.2f%% of the period, %d missed ticks", len(drifts), 100*p99, missed)
+	s.logf("soak: %d probe intervals, period drift p99 %.2f%% of the period, %d missed ticks", len(drifts), 100*p99, missed)
 	if p99 > 0.05 {
-		s.t.Errorf("soak: period drift p99 %.2f%% of the period (limit 5%%)", 100*p99)
+		s.errorf("soak: period drift p99 %.2f%% of the period (limit 5%%)", 100*p99)
 	}
 	s.checkKills(s.steadyEnd, true)
 }
@@ -526,16 +580,16 @@ func (s *soak) checkChaos() {
 	defer s.mu.Unlock()
 	s.checkKills(time.Now(), false)
 	for _, v := range s.readyViolations {
-		s.t.Errorf("soak: %s", v)
+		s.errorf("soak: %s", v)
 	}
 	slices.Sort(s.socketGaps)
 	for _, g := range s.socketGaps {
 		if g > 2*time.Second {
-			s.t.Errorf("soak: the socket answered %v after a probelet restart (limit 2 s)", g)
+			s.errorf("soak: the socket answered %v after a probelet restart (limit 2 s)", g)
 		}
 	}
 	if n := len(s.socketGaps); n > 0 {
-		s.t.Logf("soak: socket back after a probelet restart: median %v, max %v (%d restarts)",
+		s.logf("soak: socket back after a probelet restart: median %v, max %v (%d restarts)",
 			s.socketGaps[n/2].Round(time.Millisecond), s.socketGaps[n-1].Round(time.Millisecond), n)
 	}
 }
@@ -560,7 +614,7 @@ func (s *soak) checkKills(until time.Time, timed bool) {
 		p := s.pods[id]
 		if p == nil || p.dieIn == 0 || at.Before(p.diedAt) {
 			falseKills++
-			s.t.Errorf("soak: false kill of %s at %s", describeSoakPod(p, id), at.Format(time.StampMilli))
+			s.errorf("soak: false kill of %s at %s", describeSoakPod(p, id), at.Format(time.StampMilli))
 		}
 	}
 	for id, p := range s.pods {
@@ -575,18 +629,18 @@ func (s *soak) checkKills(until time.Time, timed bool) {
 		switch {
 		case !ok:
 			missedKills++
-			s.t.Errorf("soak: %s died at %s and was never killed", p.name, p.diedAt.Format(time.StampMilli))
+			s.errorf("soak: %s died at %s and was never killed", p.name, p.diedAt.Format(time.StampMilli))
 		case timed && !p.diedAt.Before(s.steadyStart()):
 			took = append(took, at.Sub(p.diedAt))
 			if at.Sub(p.diedAt) > budget+time.Second { // the death itself is only known to the second (sleep N)
-				s.t.Errorf("soak: %s killed %v after it died; budget %v", p.name, at.Sub(p.diedAt), budget)
+				s.errorf("soak: %s killed %v after it died; budget %v", p.name, at.Sub(p.diedAt), budget)
 			}
 		}
 	}
-	s.t.Logf("soak (%s): %d kills, %d false, %d missed", map[bool]string{true: "steady", false: "all"}[timed], len(killed), falseKills, missedKills)
+	s.logf("soak (%s): %d kills, %d false, %d missed", map[bool]string{true: "steady", false: "all"}[timed], len(killed), falseKills, missedKills)
 	if len(took) > 0 {
 		slices.Sort(took)
-		s.t.Logf("soak: death → kill, steady phase: median %v, max %v (budget failureThreshold × period + period)",
+		s.logf("soak: death → kill, steady phase: median %v, max %v (budget failureThreshold × period + period)",
 			took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
 	}
 }
@@ -608,8 +662,43 @@ func describeSoakPod(p *soakPod, id string) string {
 	return fmt.Sprintf("%s (%s, period %d, hanging %v, dies %v)", p.name, p.kind, p.period, p.hanging, p.dieIn)
 }
 
+// logf logs a line of the report.
+func (s *soak) logf(format string, args ...any) {
+	s.t.Helper()
+	s.record("", format, args...)
+	s.t.Logf(format, args...)
+}
+
+// errorf reports a breach: the test fails.
+func (s *soak) errorf(format string, args ...any) {
+	s.t.Helper()
+	s.record("BREACH ", format, args...)
+	s.t.Errorf(format, args...)
+}
+
+func (s *soak) fatalf(format string, args ...any) {
+	s.t.Helper()
+	s.record("BREACH ", format, args...)
+	s.t.Fatalf(format, args...)
+}
+
+func (s *soak) record(prefix, format string, args ...any) {
+	s.reportMu.Lock()
+	defer s.reportMu.Unlock()
+	s.lines = append(s.lines, prefix+fmt.Sprintf(format, args...))
+}
+
+func (s *soak) repeatReportOnFailure() {
+	if !s.t.Failed() {
+		return
+	}
+	s.reportMu.Lock()
+	defer s.reportMu.Unlock()
+	s.t.Logf("soak: the report again, after the logs above:\n%s", strings.Join(s.lines, "\n"))
+}
+
 func (s *soak) report() {
-	s.t.Logf("soak: %d pods created in all, %d probelet restarts, %d containerd restarts", s.seq, len(s.restarts), s.chaos)
+	s.logf("soak: %d pods created in all, %d probelet restarts, %d containerd restarts", s.seq, len(s.restarts), s.chaos)
 }
 
 func absDuration(d time.Duration) time.Duration {
