@@ -261,15 +261,3 @@ func parentPID(pid int) (int, error) {
 	}
 	return 0, fmt.Errorf("pid %d: no PPid", pid)
 }
-
-// freeLocalAddr returns a loopback address with a port nobody listens on
-// right now (the kernel's pick, released for the daemon to bind).
-func freeLocalAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
