@@ -520,27 +520,28 @@ func (s *soak) checkSteady() {
 	floor := func(xs []float64) float64 { return slices.Min(xs) }
 	median := func(xs []float64) float64 { xs = slices.Clone(xs); slices.Sort(xs); return xs[len(xs)/2] }
 	for _, m := range []struct {
-		name  string
-		xs    []float64
-		stat  func([]float64) float64
-		what  string
-		slack float64 // growth allowed beyond 5%
-		shown bool    // reported, not bounded
+		name   string
+		xs     []float64
+		stat   func([]float64) float64
+		what   string
+		slack  float64 // growth allowed beyond 5%
+		shown  bool    // reported, not bounded
+		census bool    // a breach asks for the goroutine census
 	}{
-		{"RSS", column(s.memory, func(x memorySample) float64 { return x.rss }), median, "median, KiB", 0, false},
-		{"RSS, anonymous", column(s.memory, func(x memorySample) float64 { return x.anon }), median, "median, KiB", 0, true},
-		{"RSS, files", column(s.memory, func(x memorySample) float64 { return x.file }), median, "median, KiB", 0, true},
-		{"Go heap in use", column(s.samples, func(x resourceSample) float64 { return x.heapInuse }), median, "median, KiB", 0, true},
-		{"GC goal", column(s.samples, func(x resourceSample) float64 { return x.gcGoal }), median, "median, KiB", 0, true},
-		{"goroutines but the probe runners", column(s.samples, func(x resourceSample) float64 { return x.goroutines }), floor, "floor", 2, false},
-		{"open files", column(s.samples, func(x resourceSample) float64 { return x.fds }), floor, "floor", 2, false},
+		{"RSS", column(s.memory, func(x memorySample) float64 { return x.rss }), median, "median, KiB", 0, false, false},
+		{"RSS, anonymous", column(s.memory, func(x memorySample) float64 { return x.anon }), median, "median, KiB", 0, true, false},
+		{"RSS, files", column(s.memory, func(x memorySample) float64 { return x.file }), median, "median, KiB", 0, true, false},
+		{"Go heap in use", column(s.samples, func(x resourceSample) float64 { return x.heapInuse }), median, "median, KiB", 0, true, false},
+		{"GC goal", column(s.samples, func(x resourceSample) float64 { return x.gcGoal }), median, "median, KiB", 0, true, false},
+		{"goroutines but the probe runners", column(s.samples, func(x resourceSample) float64 { return x.goroutines }), floor, "floor", 2, false, true},
+		{"open files", column(s.samples, func(x resourceSample) float64 { return x.fds }), floor, "floor", 2, false, false},
 	} {
 		q := len(m.xs) / 4
 		first, last := m.stat(m.xs[:q]), m.stat(m.xs[len(m.xs)-q:])
 		s.logf("soak: %s (%s) first quarter %.0f, last quarter %.0f (%+.1f%%; %d samples)", m.name, m.what, first, last, 100*(last-first)/first, len(m.xs))
 		if !m.shown && last > max(first*1.05, first+m.slack) {
 			s.errorf("soak: %s (%s) grew %.1f%% from the first to the last quarter (limit 5%% or %.0f)", m.name, m.what, 100*(last-first)/first, m.slack)
-			s.goroutinesGrew = s.goroutinesGrew || strings.HasPrefix(m.name, "goroutines")
+			s.goroutinesGrew = s.goroutinesGrew || m.census
 		}
 	}
 	var drifts []float64
