@@ -69,7 +69,15 @@ gobench() { "$GO" test -run='^$' -bench=. -benchmem "$@"; }
 
 engine() {
 	gobench ./prober/ ./lifecycle/ ./prober/spec/ ./cri/server/ &&
+		wakefloor &&
 		gobench -benchtime="${BENCH_NET_ITERATIONS:-2000}x" ./prober/probe/...
+}
+
+# wakefloor: the same timer wake-up as BenchmarkAlarmWakeUp from C, so the
+# Go runtime's share of a wake-up shows beside the kernel's.
+wakefloor() {
+	local bin="$OUT/wakefloor"
+	"${CC:-cc}" -O2 -o "$bin" hack/bench/wakefloor/wakefloor.c && "$bin" 250
 }
 
 # summary: the headline numbers of every section that ran, side by side.
@@ -78,7 +86,11 @@ summary() {
 	if [ -s "$OUT/1" ]; then
 		awk '/^BenchmarkEngine\/probes=10000/ {
 				split($1, a, "/"); sub(/-[0-9]+$/, "", a[3]); printf "  engine, 10000 probes, %-24s %10s ns per probe cycle, %8s B kept per probe\n", a[3] ":", $3, $7 }
-			/^BenchmarkContainerEventHandoff\/pods=1000/ { printf "  NRI event → engine handoff, 1000 pods cached: %s ns\n", $3 }' "$OUT/1"
+			/^BenchmarkContainerEventHandoff\/pods=1000/ { printf "  NRI event → engine handoff, 1000 pods cached: %s ns\n", $3 }
+			/^Benchmark(AlarmWakeUp\/timerfd|WakeUpFloor\/c-timerfd)/ {
+				for (i = 1; i < NF; i++) if ($(i + 1) == "cpu-µs/wake-up") cpu = $i
+				what = $1 ~ /Floor/ ? "the same from C:" : "the scheduler'"'"'s timer file:"
+				printf "  one idle wake-up, %-29s %s cpu-µs\n", what, cpu }' "$OUT/1"
 	fi
 	if [ -s "$OUT/2" ]; then
 		awk '/^BenchmarkTCPProbe\// { split($1, a, "/"); sub(/-[0-9]+$/, "", a[2]); ns[a[2]] = $3; printf "  one TCP probe, %-14s %10s ns, %s sockets left\n", a[2] ":", $3, $5 }
