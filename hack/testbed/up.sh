@@ -144,7 +144,12 @@ start_containerd() {
 	LOG_START=$(($(wc -c 2>/dev/null <"$BED_LOG" || echo 0) + 1))
 	# setsid: containerd outlives the caller's session and terminal; the
 	# script is not a job-control shell, so $! is containerd itself.
-	PATH="$CONTAINERD_DIR/bin:$PATH" setsid "$CONTAINERD_BIN" --config "$BED_CONFIG" \
+	# env --default-signal: every signal at its default, as systemd starts
+	# containerd, whatever the caller ignores (nohup: SIGHUP). An ignored
+	# SIGHUP reaches an exec's command only when runc's own signal.Notify
+	# happens to run after it started runc init, so ExecSync's answers
+	# would depend on timing.
+	PATH="$CONTAINERD_DIR/bin:$PATH" setsid env --default-signal "$CONTAINERD_BIN" --config "$BED_CONFIG" \
 		</dev/null >>"$BED_LOG" 2>&1 &
 	echo $! >"$BED_PIDFILE"
 }
