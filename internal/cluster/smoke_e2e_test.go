@@ -269,7 +269,7 @@ func readSysctls(t *testing.T) map[string]string {
 // which the last kubelet down restores. Read under the lease's lock.
 func hostSysctls(t *testing.T) map[string]string {
 	t.Helper()
-	state := filepath.Dir(hostStateHolders())
+	state := hostStateDir()
 	lock, err := os.OpenFile(state+".lock", os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -346,10 +346,14 @@ func checkNoTrace(t *testing.T, dirs []string, pids []int, hostBefore map[string
 	}
 }
 
-func hostStateHolders() string {
+// hostStateDir is hack/cluster/hoststate.sh's lease: holders/, saved, and
+// the lock file beside it.
+func hostStateDir() string {
 	cache := os.Getenv("PROBELET_TESTBED_CACHE")
 	if cache == "" {
 		cache = "/var/cache/probelet-testbed"
 	}
-	return filepath.Join(cache, ".kubelet-host-state", "holders")
+	return filepath.Join(cache, ".kubelet-host-state")
 }
+
+func hostStateHolders() string { return filepath.Join(hostStateDir(), "holders") }
