@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -59,7 +58,6 @@ func newRootCommandWith(daemon daemonFunc, validate validateFunc, stdin io.Reade
 // containerd launched probelet as a pre-installed NRI plugin, the rest of
 // the configuration comes over NRI.
 func runDaemon(ctx context.Context, cfg agent.Config, stderr io.Writer) error {
-	oneProcUnlessTold()
 	opts := []agent.Option{agent.WithLogOutput(stderr)}
 	if plugin.Launched() {
 		opts = append(opts, agent.AsLaunchedPlugin())
@@ -70,18 +68,4 @@ func runDaemon(ctx context.Context, cfg agent.Config, stderr io.Writer) error {
 	}
 	defer func() { _ = a.Logger().Sync() }() // nothing to do about a failed flush at exit
 	return a.Run(ctx)
-}
-
-// oneProcUnlessTold runs the daemon's Go code on one thread at a time
-// unless GOMAXPROCS says otherwise. The agent is idle between probes, and
-// a probe hands work between goroutines (net/http's dial, write and read
-// loops, gRPC's reader and writer, the pool): with a second P idle, each
-// hand-off wakes another thread to spin looking for work, several futex
-// and nanosleep calls that cost more CPU than the probe (an HTTP GET:
-// 11 futex calls a probe at 2, 1 at 1). Its work is I/O: one P keeps up
-// with a node's probes (issue 12, README "Performance").
-func oneProcUnlessTold() {
-	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
-		runtime.GOMAXPROCS(1)
-	}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -117,29 +116,5 @@ func TestVersionAndValidateDispatch(t *testing.T) {
 	var code exitCode
 	if !errors.As(err, &code) || code != 1 {
 		t.Errorf("validate of a broken file: err = %v, want exit status 1", err)
-	}
-}
-
-// TestOneProcUnlessTold: the daemon runs on one P, unless GOMAXPROCS is
-// set, which wins as for any Go program.
-func TestOneProcUnlessTold(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	for _, tc := range []struct {
-		env   string // "": unset
-		procs int    // what the runtime started with
-		want  int
-	}{
-		{"", 2, 1},
-		{"3", 3, 3},
-	} {
-		t.Setenv("GOMAXPROCS", tc.env) // restored at the end
-		if tc.env == "" {
-			os.Unsetenv("GOMAXPROCS")
-		}
-		runtime.GOMAXPROCS(tc.procs)
-		oneProcUnlessTold()
-		if got := runtime.GOMAXPROCS(0); got != tc.want {
-			t.Errorf("GOMAXPROCS=%q, started with %d: %d Ps, want %d", tc.env, tc.procs, got, tc.want)
-		}
 	}
 }
