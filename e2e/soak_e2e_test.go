@@ -5,6 +5,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -545,12 +546,16 @@ func (s *soak) checkSteady() {
 		}
 	}
 	var drifts []float64
+	// The same drifts by app kind and period, shown so that a tail can be
+	// traced to where it comes from.
+	byGroup := map[string][]float64{}
 	missed := 0
 	for ctr, byType := range s.runs {
 		p := s.pods[ctr]
 		for _, times := range byType {
 			slices.SortFunc(times, time.Time.Compare)
 			period := time.Duration(p.period) * time.Second
+			group := fmt.Sprintf("%s, period %s", p.kind, map[bool]string{true: "1 s", false: "2-10 s"}[p.period == 1])
 			for i := 1; i < len(times); i++ {
 				gap := times[i].Sub(times[i-1])
 				if gap > period*3/2 {
@@ -558,20 +563,30 @@ func (s *soak) checkSteady() {
 					s.errorf("soak: %s missed a tick: runs %v apart, period %v", p.name, gap, period)
 					continue
 				}
-				drifts = append(drifts, float64(absDuration(gap-period))/float64(period))
+				d := float64(absDuration(gap-period)) / float64(period)
+				drifts = append(drifts, d)
+				byGroup[group] = append(byGroup[group], d)
 			}
 		}
 	}
-	slices.Sort(drifts)
-	p99 := 0.0
-	if len(drifts) > 0 {
-		p99 = drifts[min(len(drifts)-1, len(drifts)*99/100)]
+	for _, g := range slices.Sorted(maps.Keys(byGroup)) {
+		s.logf("soak: period drift, %s: p99 %.2f%%, max %.2f%% (%d intervals)", g, 100*percentile99(byGroup[g]), 100*slices.Max(byGroup[g]), len(byGroup[g]))
 	}
+	p99 := percentile99(drifts)
 	s.logf("soak: %d probe intervals, period drift p99 %.2f%% of the period, %d missed ticks", len(drifts), 100*p99, missed)
 	if p99 > 0.05 {
 		s.errorf("soak: period drift p99 %.2f%% of the period (limit 5%%)", 100*p99)
 	}
 	s.checkKills(s.steadyEnd, true)
+}
+
+// percentile99 is the 99th percentile of xs (0 for none); xs is sorted.
+func percentile99(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	return xs[min(len(xs)-1, len(xs)*99/100)]
 }
 
 // checkChaos: no false or missed kill across the restarts, no false READY,
