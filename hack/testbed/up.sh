@@ -181,9 +181,14 @@ import_images() {
 		out=$("$CTR_BIN" --address "$BED_SOCK" -n k8s.io images import --platform "linux/$(go env GOARCH)" "$file" 2>&1) ||
 			die "importing $file failed: $out"
 	done <<<"$IMAGES"
-	if ! crictl_bed inspecti "$PAUSE_IMAGE" >/dev/null || ! crictl_bed inspecti "$BUSYBOX_IMAGE" >/dev/null; then
-		die "images not visible to CRI after import"
-	fi
+	# CRI's image store learns of an import from containerd's image events,
+	# after ctr returned: on a busy machine that takes a while.
+	local i
+	for i in $(seq 1 300); do
+		crictl_bed inspecti "$PAUSE_IMAGE" >/dev/null 2>&1 && crictl_bed inspecti "$BUSYBOX_IMAGE" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	die "images not visible to CRI 30s after import: $(crictl_bed images 2>&1 | tail -n 5)"
 }
 
 main() {
