@@ -555,7 +555,10 @@ func (s *soak) checkSteady() {
 		for _, times := range byType {
 			slices.SortFunc(times, time.Time.Compare)
 			period := time.Duration(p.period) * time.Second
-			group := fmt.Sprintf("%s, period %s", p.kind, map[bool]string{true: "1 s", false: "2-10 s"}[p.period == 1])
+			group := p.kind.String() + ", period 2-10 s"
+			if p.period == 1 {
+				group = p.kind.String() + ", period 1 s"
+			}
 			for i := 1; i < len(times); i++ {
 				gap := times[i].Sub(times[i-1])
 				if gap > period*3/2 {
@@ -580,7 +583,7 @@ func (s *soak) checkSteady() {
 	s.checkKills(s.steadyEnd, true)
 }
 
-// percentile99 is the 99th percentile of xs (0 for none); xs is sorted.
+// percentile99 is the 99th percentile of xs (0 for none); it sorts xs.
 func percentile99(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
