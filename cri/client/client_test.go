@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,7 +141,7 @@ func TestStopIfRunningAsksTheRuntimeFirst(t *testing.T) {
 		status    *runtimeapi.ContainerStatusResponse // nil: the runtime does not know c1
 		statusErr error
 		stopErr   error
-		procs     map[uint32]string // pid → state letter in the fake /proc; init is 100, sandbox 50
+		procs     map[uint32]task // the fake /proc; init is 100, sandbox 50
 		wantStop  bool
 		wantErr   error // nil, node.ErrNotRunning, or any (errAny)
 	}{
@@ -152,10 +153,14 @@ func TestStopIfRunningAsksTheRuntimeFirst(t *testing.T) {
 		{name: "removed between check and stop", status: running(), stopErr: status.Error(codes.NotFound, "gone"), wantStop: true},
 		{name: "stop fails", status: running(), stopErr: status.Error(codes.Internal, "shim dead"), wantStop: true, wantErr: errAny},
 		// containerd says RUNNING until it has processed the exit; the kernel knows first.
-		{name: "init reaped, exit not processed yet", status: running(), procs: map[uint32]string{50: "S"}, wantErr: node.ErrNotRunning},
-		{name: "init a zombie", status: running(), procs: map[uint32]string{50: "S", 100: "Z"}, wantErr: node.ErrNotRunning},
-		{name: "init sleeping", status: running(), procs: map[uint32]string{50: "S", 100: "S"}, wantStop: true},
-		{name: "pids not visible (no hostPID)", status: running(), procs: map[uint32]string{}, wantStop: true},
+		{name: "init reaped, exit not processed yet", status: running(), procs: map[uint32]task{50: sleeping}, wantErr: node.ErrNotRunning},
+		{name: "init a zombie", status: running(), procs: map[uint32]task{50: sleeping, 100: {state: "Z", flags: pfExiting}}, wantErr: node.ErrNotRunning},
+		// The init waits for its namespace's other processes (an exec
+		// probe's) to be reaped before it turns zombie.
+		{name: "init exiting", status: running(), procs: map[uint32]task{50: sleeping, 100: {state: "S", flags: pfExiting | pfRandomize}}, wantErr: node.ErrNotRunning},
+		{name: "init sleeping", status: running(), procs: map[uint32]task{50: sleeping, 100: sleeping}, wantStop: true},
+		{name: "init sleeping, stat unreadable", status: running(), procs: map[uint32]task{50: sleeping, 100: {state: "S", malformed: true}}, wantStop: true},
+		{name: "pids not visible (no hostPID)", status: running(), procs: map[uint32]task{}, wantStop: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,18 +189,39 @@ func TestStopIfRunningAsksTheRuntimeFirst(t *testing.T) {
 
 var errAny = errors.New("any error")
 
-// fakeProc writes /proc/<pid>/stat files with the given states.
-func fakeProc(t *testing.T, states map[uint32]string) string {
+// task is a process in the fake /proc.
+type task struct {
+	state     string // the state letter
+	flags     uint64 // the kernel's PF_* flags
+	malformed bool   // a stat line cut short
+}
+
+// Task flags as include/linux/sched.h has them.
+const (
+	pfExiting   = 0x4
+	pfRandomize = 0x400000 // an unrelated flag: set on every process while ASLR is on
+)
+
+var sleeping = task{state: "S", flags: pfRandomize}
+
+// fakeProc writes /proc/<pid>/stat files for the given tasks, with all 52
+// fields as the kernel writes them.
+func fakeProc(t *testing.T, tasks map[uint32]task) string {
 	t.Helper()
 	root := t.TempDir()
-	for pid, st := range states {
+	for pid, tk := range tasks {
 		dir := filepath.Join(root, fmt.Sprint(pid))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		// comm with a space and a parenthesis, as the kernel allows
-		stat := fmt.Sprintf("%d (sh (x) y) %s 1 %d 0 0", pid, st, pid)
-		if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644); err != nil {
+		stat := fmt.Sprintf("%d (sh (x) y) %s 1 %d %d 0 -1 %d", pid, tk.state, pid, pid, tk.flags)
+		if tk.malformed {
+			stat = fmt.Sprintf("%d (sh (x) y) %s 1", pid, tk.state)
+		} else {
+			stat += strings.Repeat(" 0", 52-9)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -38,9 +38,9 @@ type Stop struct {
 // decided on its own view, which the container's exit may not have reached
 // yet; so first the runtime is asked (ContainerStatus), and then, because
 // containerd too reports RUNNING until it has processed the exit, the
-// kernel: an init process that is gone (or a zombie) while its sandbox
-// process is visible has exited. A container that exited or is gone is not
-// stopped, and the error wraps node.ErrNotRunning.
+// kernel: an init process that is exiting, a zombie, or gone while its
+// sandbox process is visible has exited. A container that exited or is
+// gone is not stopped, and the error wraps node.ErrNotRunning.
 func (c *Client) StopIfRunning(ctx context.Context, s Stop) error {
 	if err := c.checkRunning(ctx, s); err != nil {
 		return err
@@ -89,7 +89,7 @@ func (c *Client) checkRunning(ctx context.Context, s Stop) error {
 			st.GetState(), st.GetExitCode())
 	}
 	if c.procs.exited(s.Pid, s.SandboxPid) {
-		return fmt.Errorf("%w: the init process (pid %d) of container %s has exited; the runtime has not processed the exit yet",
+		return fmt.Errorf("%w: the init process (pid %d) of container %s is exiting or has exited; the runtime has not processed the exit yet",
 			node.ErrNotRunning, s.Pid, s.ContainerID)
 	}
 	return nil
