@@ -1,7 +1,6 @@
 package directexec
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -15,6 +14,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/probelet/probelet/internal/procstat"
 )
 
 // profile is everything the helper needs to exec in one container, read
@@ -95,35 +96,6 @@ func checkRuntime(bundle string) (runcOptions, error) {
 		return opts, unsupportedf(reasonBundle, "options.json: %v", err)
 	}
 	return opts, nil
-}
-
-// procStat is what probelet reads of /proc/PID/stat.
-type procStat struct {
-	state byte
-	ppid  int
-	start uint64 // clock ticks since boot
-}
-
-func readProcStat(procRoot string, pid int) (procStat, error) {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return procStat{}, err
-	}
-	// "pid (comm) S ppid ...": comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return procStat{}, errors.New("malformed stat")
-	}
-	f := strings.Fields(string(b[i+2:]))
-	if len(f) < 20 || len(f[0]) != 1 {
-		return procStat{}, errors.New("malformed stat")
-	}
-	st := procStat{state: f[0][0]}
-	if st.ppid, err = strconv.Atoi(f[1]); err != nil {
-		return procStat{}, err
-	}
-	st.start, err = strconv.ParseUint(f[19], 10, 64) // field 22 of stat
-	return st, err
 }
 
 // buildProfile reads the container's bundle and init process and encodes
@@ -266,14 +238,14 @@ func (r *Runner) initProcess(bundle, id string) (*profile, error) {
 	if err != nil || pid <= 0 {
 		return nil, unsupportedf(reasonIdentity, "init.pid %q", b)
 	}
-	st, err := readProcStat(r.procRoot, pid)
+	st, err := procstat.Read(r.procRoot, pid)
 	if err != nil {
 		return nil, fmt.Errorf("%w: init process %d: %v", errNotRunning, pid, err)
 	}
-	if st.state == 'Z' || st.state == 'X' {
+	if st.State == 'Z' || st.State == 'X' {
 		return nil, fmt.Errorf("%w: init process %d has exited", errNotRunning, pid)
 	}
-	return &profile{pid: pid, startTime: st.start, shim: st.ppid}, nil
+	return &profile{pid: pid, startTime: st.StartTime, shim: st.PPid}, nil
 }
 
 // containerCgroups returns the cgroup directories of the init process,

@@ -3,14 +3,8 @@
 package e2e_test
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -76,66 +70,6 @@ func TestLivenessFailureCausedByTheExitDoesNotKill(t *testing.T) {
 		return v.Probes["liveness"].Result == "Failure" && len(d.logsMatching("Not killing")) > 0,
 			fmt.Sprintf("liveness %+v", v.Probes["liveness"])
 	})
-	assertNotKilled(t, d, a)
-	t.Logf("held back: %v", d.logsMatching("Not killing")[0])
-}
-
-// TestLivenessFailureWhileTheInitExitsDoesNotKill holds the exit race's
-// window open: when a container's init exits, the kernel kills the other
-// processes of its PID namespace and waits until they are reaped before the
-// init turns zombie, and containerd reports RUNNING until then. Here one of
-// those processes has a parent outside the container that never reaps it,
-// so the init stays exiting, and the runtime says RUNNING, for as long as
-// the test likes. The app's listener is gone with the namespace, so the TCP
-// liveness probe fails for the container that is exiting on its own:
-// probelet must see the exiting init and not kill.
-func TestLivenessFailureWhileTheInitExitsDoesNotKill(t *testing.T) {
-	t.Parallel()
-	bed := testbed.Start(t)
-	d := startProbelet(t, bed)
-	live := tcpProbe(appPort, 1, 1)
-	a := runApp(t, bed, appSpec{name: "exiter", probes: spec.ContainerProbes{Liveness: live},
-		cmd: shell(`trap "exit 7" USR1; httpd -f -p 8080 -h /var/www & wait`)})
-	eventually(t, 10*time.Second, "the liveness probe to succeed", func() (bool, string) {
-		v := d.describe(a.ctr)
-		return v.Probes["liveness"].Result == "Success", fmt.Sprintf("liveness %+v", v.Probes["liveness"])
-	})
-	st, err := bed.ContainerState(a.ctr)
-	if err != nil || st.Pid == 0 {
-		t.Fatalf("container %.12s: %+v, %v", a.ctr, st, err)
-	}
-	releaseInit := holdExitingInit(t, st.Pid)
-
-	if err := syscall.Kill(st.Pid, syscall.SIGUSR1); err != nil {
-		t.Fatalf("signal the init: %v", err)
-	}
-	// The failure comes within a period of the listener's end.
-	window := time.Duration(live.FailureThreshold+1) * time.Duration(live.PeriodSeconds) * time.Second
-	eventually(t, window+10*time.Second, "the liveness failure and the held-back kill", func() (bool, string) {
-		v := d.describe(a.ctr)
-		return v.Probes["liveness"].Result == "Failure" && len(d.logsMatching("Not killing")) > 0,
-			fmt.Sprintf("liveness %+v", v.Probes["liveness"])
-	})
-	held := d.logsMatching("Not killing")[0]
-	if st, err := bed.ContainerState(a.ctr); err != nil || st.State != testbed.StateRunning {
-		t.Fatalf("the runtime saw the exit while the init was held (%+v, %v): the window was not open", st, err)
-	}
-	if e := held.str("error"); !strings.Contains(e, "is exiting") {
-		t.Errorf("held back for another reason than the exiting init: %v", held)
-	}
-
-	releaseInit()
-	if st := waitExited(t, bed, a.ctr, window+10*time.Second); st.ExitCode != 7 {
-		t.Fatalf("exit code %d, want 7 (the container was stopped, not exited by itself)", st.ExitCode)
-	}
-	assertNotKilled(t, d, a)
-	t.Logf("held back: %v", held)
-}
-
-// assertNotKilled checks that probelet neither stopped a's container nor
-// recorded or published a kill of it.
-func assertNotKilled(t *testing.T, d *daemon, a app) {
-	t.Helper()
 	v := d.describe(a.ctr)
 	if v.RestartsIssued != 0 || len(v.Restarts) != 0 {
 		t.Errorf("restarts recorded for a container that exited by itself: %+v", v.Restarts)
@@ -146,47 +80,7 @@ func assertNotKilled(t *testing.T, d *daemon, a app) {
 	if out := d.mustProbectl("events", "-o", "json"); strings.Contains(out, `"Killing"`) {
 		t.Errorf("a Killing event was published: %s", out)
 	}
-}
-
-// holdExitingInit puts a process into the PID namespace of initPid whose
-// parent, outside the namespace, never reaps it: once the init exits, the
-// kernel kills that process and the init waits, exiting, until it is
-// reaped. The returned func (also run at cleanup) ends the parent, so the
-// orphan is reaped and the init's exit completes.
-func holdExitingInit(t *testing.T, initPid int) (release func()) {
-	t.Helper()
-	// nsenter -F: the shell stays outside, its children start inside; it
-	// starts one, says its pid, and becomes a sleep that never waits.
-	cmd := exec.Command("nsenter", "-t", strconv.Itoa(initPid), "-p", "-F", "--",
-		"sh", "-c", `sleep 3600 & echo $!; exec sleep 3600`)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("nsenter: %v", err)
-	}
-	var once sync.Once
-	release = func() {
-		once.Do(func() {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		})
-	}
-	t.Cleanup(release)
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("nsenter said no pid: %v", err)
-	}
-	child := strings.TrimSpace(line)
-	ns, err := os.Readlink("/proc/" + child + "/ns/pid")
-	if err != nil {
-		t.Fatalf("the held process %s: %v", child, err)
-	}
-	if want, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", initPid)); ns != want {
-		t.Fatalf("the held process %s is in %s, not in the init's %s", child, ns, want)
-	}
-	return release
+	t.Logf("held back: %v", d.logsMatching("Not killing")[0])
 }
 
 // waitProbeInFlight waits until the exec probe's sleep runs in the container.

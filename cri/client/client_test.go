@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probelet/probelet/cri/client"
+	"github.com/probelet/probelet/internal/procstat"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe/execprobe"
 )
@@ -154,10 +155,10 @@ func TestStopIfRunningAsksTheRuntimeFirst(t *testing.T) {
 		{name: "stop fails", status: running(), stopErr: status.Error(codes.Internal, "shim dead"), wantStop: true, wantErr: errAny},
 		// containerd says RUNNING until it has processed the exit; the kernel knows first.
 		{name: "init reaped, exit not processed yet", status: running(), procs: map[uint32]task{50: sleeping}, wantErr: node.ErrNotRunning},
-		{name: "init a zombie", status: running(), procs: map[uint32]task{50: sleeping, 100: {state: "Z", flags: pfExiting}}, wantErr: node.ErrNotRunning},
+		{name: "init a zombie", status: running(), procs: map[uint32]task{50: sleeping, 100: {state: "Z", flags: procstat.FlagExiting}}, wantErr: node.ErrNotRunning},
 		// The init waits for its namespace's other processes (an exec
 		// probe's) to be reaped before it turns zombie.
-		{name: "init exiting", status: running(), procs: map[uint32]task{50: sleeping, 100: {state: "S", flags: pfExiting | pfRandomize}}, wantErr: node.ErrNotRunning},
+		{name: "init exiting", status: running(), procs: map[uint32]task{50: sleeping, 100: {state: "S", flags: procstat.FlagExiting | pfRandomize}}, wantErr: node.ErrNotRunning},
 		{name: "init sleeping", status: running(), procs: map[uint32]task{50: sleeping, 100: sleeping}, wantStop: true},
 		{name: "init sleeping, stat unreadable", status: running(), procs: map[uint32]task{50: sleeping, 100: {state: "S", malformed: true}}, wantStop: true},
 		{name: "pids not visible (no hostPID)", status: running(), procs: map[uint32]task{}, wantStop: true},
@@ -196,11 +197,9 @@ type task struct {
 	malformed bool   // a stat line cut short
 }
 
-// Task flags as include/linux/sched.h has them.
-const (
-	pfExiting   = 0x4
-	pfRandomize = 0x400000 // an unrelated flag: set on every process while ASLR is on
-)
+// pfRandomize is an unrelated task flag (include/linux/sched.h): set on
+// every process while ASLR is on.
+const pfRandomize = 0x400000
 
 var sleeping = task{state: "S", flags: pfRandomize}
 
@@ -215,11 +214,9 @@ func fakeProc(t *testing.T, tasks map[uint32]task) string {
 			t.Fatal(err)
 		}
 		// comm with a space and a parenthesis, as the kernel allows
-		stat := fmt.Sprintf("%d (sh (x) y) %s 1 %d %d 0 -1 %d", pid, tk.state, pid, pid, tk.flags)
+		stat := fmt.Sprintf("%d (sh (x) y) %s 1 %d %d 0 -1 %d", pid, tk.state, pid, pid, tk.flags) + strings.Repeat(" 0", 52-9)
 		if tk.malformed {
 			stat = fmt.Sprintf("%d (sh (x) y) %s 1", pid, tk.state)
-		} else {
-			stat += strings.Repeat(" 0", 52-9)
 		}
 		if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat+"\n"), 0o644); err != nil {
 			t.Fatal(err)
