@@ -50,12 +50,12 @@ func (s *linuxSC) reconcileAll() {
 	all := s.passes%safetyPasses == 0
 	for path, e := range s.paths.entries() {
 		if !e.used.Swap(false) {
-			s.forget(path, e.ino)
+			s.paths.drop(path)
 			continue
 		}
 		ino, err := netns.Inode(path)
 		if err != nil {
-			s.forget(path, e.ino)
+			s.paths.drop(path)
 			continue
 		}
 		if ino != e.ino {
@@ -65,12 +65,18 @@ func (s *linuxSC) reconcileAll() {
 			s.reconcileNS(path, ino)
 		}
 	}
+	s.sweep()
 }
 
-// forget drops a namespace that is gone or no longer probed.
-func (s *linuxSC) forget(path string, ino uint32) {
-	s.paths.drop(path)
-	s.table.Forget(ino)
+// sweep drops the table's entries of namespaces without listeners that
+// are no longer probed: those gone, and every other pod's once its
+// listeners closed.
+func (s *linuxSC) sweep() {
+	probed := map[uint32]bool{}
+	for _, e := range s.paths.entries() {
+		probed[e.ino] = true
+	}
+	s.table.Sweep(func(ns uint32) bool { return probed[ns] })
 }
 
 // checkLost invalidates the table when the kernel dropped events: each

@@ -13,6 +13,7 @@ import (
 
 	"github.com/probelet/probelet/ebpf/ebpftest"
 	"github.com/probelet/probelet/ebpf/listeners"
+	"github.com/probelet/probelet/ebpf/netns"
 	"github.com/probelet/probelet/ebpf/sockdiag"
 	"github.com/probelet/probelet/prober/probe"
 )
@@ -136,6 +137,58 @@ func TestReconcileForgetsUnprobedAndDeletedNamespaces(t *testing.T) {
 	e.pass() // kept was not probed during the last interval
 	if n := len(e.sc.paths.entries()); n != 0 {
 		t.Fatalf("%d cached namespaces after an idle interval, want 0", n)
+	}
+}
+
+// The tracker sees the listeners of every pod on the node, probed or not:
+// each leaves an entry in the table, which must go once its listeners have
+// closed, or a node that runs pods for months grows it without bound.
+func TestReconcileSweepsNamespacesWhoseListenersClosed(t *testing.T) {
+	e := newReconcileEnv(t)
+	unprobed, err := ebpftest.NewNetNS(14)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unprobed.Close()
+	probed, err := ebpftest.NewNetNS(15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probed.Close()
+	unprobedIno, err := netns.Inode(unprobed.Path) // not through the probe path cache
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := unprobed.Listen(ebpftest.ListenConfig{Addr: unprobed.PodIP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.p.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !e.sc.table.Holds(unprobedIno) {
+		t.Fatal("the tracker did not see the unprobed pod's listener")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := e.probe(probed, 1); res != probe.Failure { // confirmed empty
+		t.Fatalf("probe of a namespace without listeners: %s", res)
+	}
+	probedIno := mustInode(t, e, probed)
+	if err := e.p.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.pass()
+	if e.sc.table.Holds(unprobedIno) {
+		t.Error("the table kept the entry of an unprobed namespace whose listeners closed")
+	}
+	if !e.sc.table.Holds(probedIno) {
+		t.Error("the table dropped the entry of a namespace probed during the interval")
+	}
+	e.pass() // not probed during the last interval
+	if e.sc.table.Holds(probedIno) {
+		t.Error("the table kept the entry of a namespace no longer probed")
 	}
 }
 

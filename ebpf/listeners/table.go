@@ -167,13 +167,30 @@ func (t *Table) Invalidate() {
 	}
 }
 
-// Forget drops namespace netns if it has no listeners left.
-func (t *Table) Forget(netns uint32) {
+// Sweep drops the entry of every namespace without listeners unless keep
+// says it is probed. The tracker sees every listener on the node, so each
+// pod that ever listened leaves an entry behind when its last listener
+// goes; a probed namespace's entry holds its confirmation. It returns how
+// many entries it dropped.
+func (t *Table) Sweep(keep func(netns uint32) bool) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if sp := t.spaces[netns]; sp != nil && sp.count == 0 {
-		delete(t.spaces, netns)
+	dropped := 0
+	for ns, sp := range t.spaces {
+		if sp.count == 0 && !keep(ns) {
+			delete(t.spaces, ns)
+			dropped++
+		}
 	}
+	return dropped
+}
+
+// Holds reports whether the table holds an entry for namespace netns, with
+// listeners or not.
+func (t *Table) Holds(netns uint32) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.spaces[netns] != nil
 }
 
 func (t *Table) spaceFor(netns uint32) *space {

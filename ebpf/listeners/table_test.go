@@ -80,17 +80,41 @@ func TestMarkFull(t *testing.T) {
 	tab.MarkFull(42, 2, 1) // unknown sockets are ignored
 }
 
-func TestForget(t *testing.T) {
-	tab := listeners.NewTable()
-	tab.MarkVerified(ns)
-	tab.Add(l(1, any4))
-	tab.Forget(ns)
-	if got := tab.Lookup(ns, podIP, 80); got != listeners.Reachable {
-		t.Fatalf("Forget dropped a namespace with listeners: Lookup = %s", got)
-	}
-	tab.Remove(1, 0)
-	tab.Forget(ns)
-	if got := tab.Lookup(ns, podIP, 80); got != listeners.Unverified {
-		t.Fatalf("after Forget: Lookup = %s, want unverified", got)
+func TestSweep(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		verified   bool // confirmed, as a probed namespace is
+		listening  bool // a listener still open
+		probed     bool
+		wantHeld   bool
+		wantLookup listeners.Verdict
+	}{
+		{name: "unprobed, last listener closed", wantHeld: false, wantLookup: listeners.Unverified},
+		{name: "unprobed, confirmed once, last listener closed", verified: true, wantHeld: false, wantLookup: listeners.Unverified},
+		{name: "unprobed, listening", listening: true, wantHeld: true, wantLookup: listeners.Unverified},
+		{name: "unprobed, confirmed once, listening", verified: true, listening: true, wantHeld: true, wantLookup: listeners.Reachable},
+		{name: "probed, no listeners", verified: true, probed: true, wantHeld: true, wantLookup: listeners.Refused},
+		{name: "probed, listening", verified: true, listening: true, probed: true, wantHeld: true, wantLookup: listeners.Reachable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tab := listeners.NewTable()
+			if tc.verified {
+				tab.MarkVerified(ns)
+			}
+			tab.Add(l(1, any4))
+			if !tc.listening {
+				tab.Remove(1, 0)
+			}
+			if !tab.Holds(ns) {
+				t.Fatal("no entry before the sweep")
+			}
+			dropped := tab.Sweep(func(netns uint32) bool { return tc.probed && netns == ns })
+			if got := tab.Holds(ns); got != tc.wantHeld || (dropped == 1) == tc.wantHeld {
+				t.Fatalf("after Sweep: held %v (dropped %d), want held %v", got, dropped, tc.wantHeld)
+			}
+			if got := tab.Lookup(ns, podIP, 80); got != tc.wantLookup {
+				t.Errorf("Lookup = %s, want %s", got, tc.wantLookup)
+			}
+		})
 	}
 }
