@@ -111,6 +111,7 @@ type soak struct {
 	readyViolations []string
 	socketGaps      []time.Duration
 	restarts        []time.Time // probelet restarts (run boundaries)
+	ctrdRestarts    int         // containerd restarts done
 	steadyEnd       time.Time
 	goroutinesGrew  bool      // the steady phase's goroutine check failed
 	warmUntil       time.Time // resources are sampled from then on
@@ -284,7 +285,9 @@ func (s *soak) runPhase(d time.Duration, chaos bool) {
 	}
 	events := 0
 	lastChurn, lastSample, nextResources := time.Time{}, time.Time{}, time.Time{}
-	for time.Now().Before(end) {
+	// A chaos phase lasts until every planned restart is done: under load
+	// each takes longer than its share of the phase.
+	for time.Now().Before(end) || (chaos && events < 2*s.chaos) {
 		now := time.Now()
 		if chaos && events < 2*s.chaos && now.After(next) {
 			if events%2 == 0 {
@@ -349,7 +352,11 @@ func (s *soak) churnOne() {
 func (s *soak) restartContainerd() {
 	if err := s.bed.RestartContainerd(); err != nil {
 		s.errorf("soak: containerd restart: %v", err)
+		return
 	}
+	s.mu.Lock()
+	s.ctrdRestarts++
+	s.mu.Unlock()
 }
 
 // killProbelet crashes probelet and starts it again, timing how long the
@@ -598,6 +605,9 @@ func (s *soak) checkChaos() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.checkKills(time.Now(), false)
+	if len(s.restarts) != s.chaos || s.ctrdRestarts != s.chaos {
+		s.errorf("soak: %d probelet SIGKILLs and %d containerd restarts done, %d of each planned", len(s.restarts), s.ctrdRestarts, s.chaos)
+	}
 	for _, v := range s.readyViolations {
 		s.errorf("soak: %s", v)
 	}
@@ -717,7 +727,7 @@ func (s *soak) repeatReportOnFailure() {
 }
 
 func (s *soak) report() {
-	s.logf("soak: %d pods created in all, %d probelet restarts, %d containerd restarts", s.seq, len(s.restarts), s.chaos)
+	s.logf("soak: %d pods created in all, %d probelet restarts, %d containerd restarts", s.seq, len(s.restarts), s.ctrdRestarts)
 }
 
 func absDuration(d time.Duration) time.Duration {
