@@ -36,8 +36,11 @@ func (p *Proxy) watchRuntime(ctx context.Context) {
 		stream, err := p.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
 		if err == nil {
 			wait = watchMinBackoff
-			p.memo.setLive(true)
+			// The gauge goes up before the memo may keep answers and
+			// down after it stopped: a memo answer is never seen with
+			// the gauge at 0.
 			p.m.runtimeStream.Set(1)
+			p.memo.setLive(true)
 			p.log.Info("Following the runtime's container events")
 			p.events.resync()
 			err = p.follow(stream)
