@@ -18,6 +18,10 @@ type APIPod struct {
 	DeletionTimestamp time.Time
 	// DeletionGracePeriodSeconds is the grace of a requested deletion.
 	DeletionGracePeriodSeconds *int64
+	// AllContainersRestarting is set while the pod's AllContainersRestarting
+	// condition is True: the kubelet is restarting every container of the
+	// pod after one exited on a RestartAllContainers rule.
+	AllContainersRestarting bool
 }
 
 // SpecContainer returns the spec of the pod's container (or restartable

@@ -126,3 +126,85 @@ func TestExecExpandsFromTheSpecsStaticEnv(t *testing.T) {
 		t.Fatalf("exec commands = %q, want %q", runner.cmds, want)
 	}
 }
+
+// The kubelet's TestDoProbeWithContainerRestartAllContainers: a container
+// of a restartPolicy Never pod that exits keeps its liveness, readiness and
+// startup workers when it exited on its own RestartAllContainers rule, when
+// another container of the pod exited on one, or while the pod carries the
+// AllContainersRestarting condition: the kubelet restarts every container
+// then (ShouldAllContainersRestart), so its workers go on.
+func TestContainerRestartAllContainersKeepsWorkers(t *testing.T) {
+	never := ptr.To(corev1.ContainerRestartPolicyNever)
+	restartAllOn1 := []corev1.ContainerRestartRule{{
+		Action:    corev1.ContainerRestartRuleActionRestartAllContainers,
+		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{1}},
+	}}
+	trigger := node.Container{ID: "t1", Name: "trigger", State: node.StateExited, ExitCode: 1}
+	tests := []struct {
+		name       string
+		app        corev1.Container
+		others     []corev1.Container
+		initOthers []corev1.Container
+		runtime    []node.Container // the pod's other containers, as the runtime reports them
+		restarting bool             // the AllContainersRestarting condition
+		wantWorker bool
+	}{
+		{name: "container terminated with matching restartAllContainers",
+			app: corev1.Container{Name: "app", RestartPolicy: never, RestartPolicyRules: restartAllOn1}, wantWorker: true},
+		{name: "container terminated, restartAllContainers does not match",
+			app: corev1.Container{Name: "app", RestartPolicy: never, RestartPolicyRules: []corev1.ContainerRestartRule{{
+				Action:    corev1.ContainerRestartRuleActionRestartAllContainers,
+				ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{2}},
+			}}}, wantWorker: false},
+		{name: "container terminated by restartAllContainers",
+			app:     corev1.Container{Name: "app"},
+			others:  []corev1.Container{{Name: "trigger", RestartPolicy: never, RestartPolicyRules: restartAllOn1}},
+			runtime: []node.Container{trigger}, wantWorker: true},
+		{name: "container terminated by an init container's restartAllContainers",
+			app:        corev1.Container{Name: "app"},
+			initOthers: []corev1.Container{{Name: "trigger", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), RestartPolicyRules: restartAllOn1}},
+			runtime:    []node.Container{trigger}, wantWorker: true},
+		{name: "trigger still running",
+			app:     corev1.Container{Name: "app"},
+			others:  []corev1.Container{{Name: "trigger", RestartPolicy: never, RestartPolicyRules: restartAllOn1}},
+			runtime: []node.Container{{ID: "t1", Name: "trigger", State: node.StateRunning}}, wantWorker: false},
+		{name: "AllContainersRestarting condition",
+			app: corev1.Container{Name: "app"}, restarting: true, wantWorker: true},
+	}
+	for _, typ := range probe.Types {
+		for _, tc := range tests {
+			t.Run(typ.String()+"/"+tc.name, func(t *testing.T) {
+				h := newHarness(t)
+				// A run of failures below the threshold: no hold, so the
+				// exit alone decides.
+				h.tcp.always(livePort, failure)
+				h.tcp.always(readyPort, failure)
+				h.tcp.always(startPort, failure)
+				var cp spec.ContainerProbes
+				switch typ {
+				case probe.Liveness:
+					cp.Liveness = tcpProbe(livePort)
+				case probe.Readiness:
+					cp.Readiness = tcpProbe(readyPort)
+				case probe.Startup:
+					cp.Startup = tcpProbe(startPort)
+				}
+				ps := &corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+					InitContainers: tc.initOthers, Containers: append([]corev1.Container{tc.app}, tc.others...)}
+				pod := withAPI(testPod("c1", cp), ps, false, nil)
+				pod.API.AllContainersRestarting = tc.restarting
+				h.update(pod)
+				exited := exitedWith(pod, 1)
+				exited.Containers = append(exited.Containers, tc.runtime...)
+				h.update(exited)
+				st, listed := h.m.Container("c1")
+				if got := listed && len(st.Probes) > 0; got != tc.wantWorker {
+					t.Fatalf("worker kept = %v, want %v (%+v)", got, tc.wantWorker, st)
+				}
+				if tc.wantWorker && st.Probes[typ].Result != results.Failure {
+					t.Fatalf("%v result of the exited container = %v, want Failure", typ, st.Probes[typ].Result)
+				}
+			})
+		}
+	}
+}

@@ -23,7 +23,7 @@ func (m *Manager) decide(w *worker, now time.Time) verdict {
 		return verdictWait // not there yet; UpdatePod wakes the worker
 	}
 	m.follow(w, c)
-	d := w.decide(c, w.pod.pod.Deleting, m.started(w.pod, c), willRestart(w.pod.pod.API, c), now)
+	d := w.decide(c, w.pod.pod.Deleting, m.started(w.pod, c), restartsAfterExit(&w.pod.pod, c), now)
 	if d.note != "" {
 		m.log.Debug(d.note, m.fields(w)...)
 	}

@@ -160,7 +160,7 @@ func (m *Manager) stopVanished(pe *podEntry) {
 // stopped, and recreating them would loop.
 func (m *Manager) startConfigured(pe *podEntry) {
 	for _, c := range pe.pod.Containers {
-		if c.State == node.StateExited && !willRestart(pe.pod.API, &c) {
+		if c.State == node.StateExited && !restartsAfterExit(&pe.pod, &c) {
 			continue
 		}
 		cp := pe.spec.Probes[c.Name]

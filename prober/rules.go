@@ -42,8 +42,8 @@ type decision struct {
 // kubelet's order (the worker already follows c): pod deletion (liveness
 // and startup), on hold, not running (and, once exited, whether it will
 // restart), initial delay, startup gating. started is whether c's startup
-// probe succeeded (or it has none); restarts whether the kubelet will
-// restart c once it exited (willRestart).
+// probe succeeded (or it has none); restarts whether the kubelet keeps
+// c's workers once it exited (restartsAfterExit).
 func (w *worker) decide(c *node.Container, deleting, started, restarts bool, now time.Time) decision {
 	switch {
 	case deleting && w.typ != probe.Readiness:

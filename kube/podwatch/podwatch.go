@@ -108,5 +108,10 @@ func APIPod(pod *corev1.Pod) *node.APIPod {
 	if pod.DeletionTimestamp != nil {
 		a.DeletionTimestamp = pod.DeletionTimestamp.Time
 	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.AllContainersRestarting && c.Status == corev1.ConditionTrue {
+			a.AllContainersRestarting = true
+		}
+	}
 	return a
 }

@@ -81,3 +81,27 @@ func TestWatcherFeedsTheNodesPods(t *testing.T) {
 		t.Fatal("another node's pod reached the cache")
 	}
 }
+
+// The kubelet's probe workers stay while the pod's AllContainersRestarting
+// condition is True; the engine learns the condition from APIPod.
+func TestAPIPodCarriesAllContainersRestarting(t *testing.T) {
+	tests := []struct {
+		name       string
+		conditions []corev1.PodCondition
+		want       bool
+	}{
+		{"no conditions", nil, false},
+		{"True", []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+			{Type: corev1.AllContainersRestarting, Status: corev1.ConditionTrue}}, true},
+		{"False", []corev1.PodCondition{{Type: corev1.AllContainersRestarting, Status: corev1.ConditionFalse}}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pod("p", "1", "n1")
+			p.Status.Conditions = tc.conditions
+			if got := podwatch.APIPod(p).AllContainersRestarting; got != tc.want {
+				t.Fatalf("AllContainersRestarting = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
