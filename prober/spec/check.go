@@ -32,6 +32,7 @@ func Check(ref PodRef, annotation string, podSpec *corev1.PodSpec) Checked {
 	probes, errs := Parse(ref, annotation)
 	var warnings []string
 	if podSpec != nil {
+		errs = forbidInitProbes(ref, annotation, errs, podSpec)
 		errs = append(errs, CheckPod(ref, probes, podSpec)...)
 		warnings = NativeProbeWarnings(ref, probes, podSpec)
 	}

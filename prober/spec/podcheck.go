@@ -27,6 +27,9 @@ func CheckPod(pod PodRef, probes PodProbes, podSpec *corev1.PodSpec) ErrorList {
 }
 
 func checkContainer(cp ContainerProbes, name string, podSpec *corev1.PodSpec) field.ErrorList {
+	if i, plain := PlainInitContainer(podSpec, name); plain {
+		return ForbiddenInitProbes(i, cp)
+	}
 	c, errs := probedContainer(name, podSpec)
 	if c == nil {
 		return errs
@@ -39,22 +42,17 @@ func checkContainer(cp ContainerProbes, name string, podSpec *corev1.PodSpec) fi
 }
 
 // probedContainer finds the container named name: a container of the pod,
-// or else a restartable init container; nil with the reason otherwise.
+// or else an init container (the caller has ruled out plain ones); nil
+// with the reason otherwise.
 func probedContainer(name string, podSpec *corev1.PodSpec) (*corev1.Container, field.ErrorList) {
 	byName := func(c corev1.Container) bool { return c.Name == name }
 	if i := slices.IndexFunc(podSpec.Containers, byName); i >= 0 {
 		return &podSpec.Containers[i], nil
 	}
-	i := slices.IndexFunc(podSpec.InitContainers, byName)
-	if i < 0 {
-		return nil, field.ErrorList{field.NotFound(field.NewPath("spec", "containers"), name)}
+	if i := slices.IndexFunc(podSpec.InitContainers, byName); i >= 0 {
+		return &podSpec.InitContainers[i], nil
 	}
-	c := &podSpec.InitContainers[i]
-	if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
-		return nil, field.ErrorList{field.Forbidden(field.NewPath("spec", "initContainers").Index(i),
-			"probes may not be set for init containers without restartPolicy=Always")}
-	}
-	return c, nil
+	return nil, field.ErrorList{field.NotFound(field.NewPath("spec", "containers"), name)}
 }
 
 // checkPorts resolves the named ports of a probe's httpGet or tcpSocket.

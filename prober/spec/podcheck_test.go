@@ -31,7 +31,7 @@ func TestCheckPod(t *testing.T) {
 		{"container not in the pod", `{"ghost": {"livenessProbe": {"tcpSocket": {"port": 1}}}}`,
 			[]string{`pod default/web: container "ghost": spec.containers: Not found: "ghost"`}},
 		{"plain init container", `{"migrate": {"livenessProbe": {"tcpSocket": {"port": 1}}}}`,
-			[]string{`pod default/web: container "migrate": spec.initContainers[0]: Forbidden: probes may not be set for init containers without restartPolicy=Always`}},
+			[]string{`pod default/web: container "migrate": spec.initContainers[0].livenessProbe: Forbidden: may not be set for init containers without restartPolicy=Always`}},
 		{"named port not declared", `{"web": {"livenessProbe": {"tcpSocket": {"port": "metrics"}}, "startupProbe": {"httpGet": {"port": "http"}}}}`,
 			[]string{`pod default/web: container "web": livenessProbe.tcpSocket.port: Invalid value: "metrics": port "metrics" not found in the container's ports (http=8080)`}},
 		{"named port on a container without ports", `{"worker": {"readinessProbe": {"httpGet": {"port": "http"}}}}`,

@@ -222,3 +222,49 @@ func TestValidation_ErrorsNamePodContainerProbeAndField(t *testing.T) {
 		}
 	}
 }
+
+// The API server's validateInitContainers ("Disallowed field with other
+// errors should only return a single Forbidden"): a probe on a plain init
+// container is exactly one Forbidden error per probe, at
+// spec.initContainers[i].<probe>, whatever is wrong inside it; problems
+// outside the probes stay, and a sidecar's probes are validated as usual.
+func TestValidation_PlainInitContainerProbeIsASingleForbidden(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	podSpec := &corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "setup"}, {Name: "migrate"}, {Name: "proxy", RestartPolicy: &always}},
+		Containers:     []corev1.Container{{Name: "web"}},
+	}
+	const forbidden = ": Forbidden: may not be set for init containers without restartPolicy=Always"
+	bad := `{"tcpSocket": {"port": 80}, "initialDelaySeconds": -1, "timeoutSeconds": -1, "periodSeconds": -1,
+		"successThreshold": -1, "failureThreshold": -1, "terminationGracePeriodSeconds": -1}`
+	tests := []struct {
+		name, annotation string
+		want             []string
+	}{
+		{"valid probe", `{"migrate": {"startupProbe": {"tcpSocket": {"port": 80}}}}`,
+			[]string{`pod default/web: container "migrate": spec.initContainers[1].startupProbe` + forbidden}},
+		{"probe with other errors", `{"migrate": {"startupProbe": ` + bad + `}}`,
+			[]string{`pod default/web: container "migrate": spec.initContainers[1].startupProbe` + forbidden}},
+		{"every probe, one invalid", `{"setup": {"livenessProbe": ` + bad + `, "readinessProbe": {"exec": {}}, "startupProbe": {"tcpSocket": {"port": 80}}}}`,
+			[]string{
+				`pod default/web: container "setup": spec.initContainers[0].livenessProbe` + forbidden,
+				`pod default/web: container "setup": spec.initContainers[0].readinessProbe` + forbidden,
+				`pod default/web: container "setup": spec.initContainers[0].startupProbe` + forbidden,
+			}},
+		{"an unknown key outside the probes stays", `{"migrate": {"startupProbe": ` + bad + `, "livenesProbe": {}}}`,
+			[]string{
+				`pod default/web: container "migrate": livenesProbe: Forbidden: unknown field (did you mean "livenessProbe"?)`,
+				`pod default/web: container "migrate": spec.initContainers[1].startupProbe` + forbidden,
+			}},
+		{"a sidecar's probe is validated", `{"proxy": {"startupProbe": {"tcpSocket": {"port": 80}, "successThreshold": 2}}}`,
+			[]string{`pod default/web: container "proxy": startupProbe.successThreshold: Invalid value: 2: must be 1`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := errorStrings(spec.Check(web, tc.annotation, podSpec).Errors)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("Check errors =\n %q\nwant\n %q", got, tc.want)
+			}
+		})
+	}
+}
