@@ -208,3 +208,85 @@ func TestContainerRestartAllContainersKeepsWorkers(t *testing.T) {
 		}
 	}
 }
+
+// The kubelet's TestAddRemovePodsWithRestartableInitContainer: with the
+// pod spec, only a pod's containers and its sidecars (init containers with
+// restartPolicy Always) get probe workers. A plain init container named in
+// the annotation is never probed nor killed, even when the spec arrives
+// after its workers started; its status names the API server's Forbidden
+// errors.
+func TestPlainInitContainerGetsNoProbeWorkers(t *testing.T) {
+	always := ptr.To(corev1.ContainerRestartPolicyAlways)
+	probes := spec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort), Startup: tcpProbe(startPort)}
+	const forbidden = ": Forbidden: may not be set for init containers without restartPolicy=Always"
+	tests := []struct {
+		name        string
+		init        corev1.Container
+		specLater   bool
+		wantWorkers int
+	}{
+		{name: "pod without sidecar", init: corev1.Container{Name: "app"}},
+		{name: "spec arrives after the workers started", init: corev1.Container{Name: "app"}, specLater: true},
+		{name: "pod with sidecar", init: corev1.Container{Name: "app", RestartPolicy: always}, wantWorkers: 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.tcp.always(livePort, failure)
+			h.tcp.always(startPort, failure)
+			ps := &corev1.PodSpec{InitContainers: []corev1.Container{{Name: "setup"}, tc.init}, Containers: []corev1.Container{{Name: "web"}}}
+			pod := testPod("c1", probes)
+			if tc.specLater {
+				h.update(pod) // node-only: probelet cannot tell an init container
+			}
+			pod = withAPI(pod, ps, false, nil)
+			h.update(pod)
+			before := h.tcp.count(livePort) + h.tcp.count(readyPort) + h.tcp.count(startPort)
+			h.step(time.Minute)
+			st, listed := h.m.Container("c1")
+			if !listed || len(st.Probes) != tc.wantWorkers {
+				t.Fatalf("workers = %d (listed %v), want %d: %+v", len(st.Probes), listed, tc.wantWorkers, st)
+			}
+			if tc.wantWorkers > 0 {
+				return
+			}
+			if after := h.tcp.count(livePort) + h.tcp.count(readyPort) + h.tcp.count(startPort); after != before {
+				t.Fatalf("probes run after the spec arrived: %d, then %d", before, after)
+			}
+			if k := h.killer.calls(); len(k) != 0 {
+				t.Fatalf("kills = %+v, want none", k)
+			}
+			want := "spec.initContainers[1].livenessProbe" + forbidden + "; spec.initContainers[1].readinessProbe" + forbidden +
+				"; spec.initContainers[1].startupProbe" + forbidden
+			if st.SpecError != want {
+				t.Fatalf("SpecError = %q, want %q", st.SpecError, want)
+			}
+		})
+	}
+}
+
+// The kubelet's TestUpdatePodStatusWithInitContainers: a plain init
+// container is started while it runs and ready only once it exited 0.
+func TestPlainInitContainerIsReadyOnlyOnceItExitsZero(t *testing.T) {
+	ps := &corev1.PodSpec{InitContainers: []corev1.Container{{Name: "app"}}, Containers: []corev1.Container{{Name: "web"}}}
+	pod := withAPI(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}), ps, false, nil)
+	tests := []struct {
+		name                   string
+		pod                    node.Pod
+		wantStarted, wantReady bool
+	}{
+		{"running", pod, true, false},
+		{"exited 0", exitedWith(pod, 0), false, true},
+		{"exited 1", exitedWith(pod, 1), false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.update(tc.pod)
+			st, listed := h.m.Container("c1")
+			if !listed || st.Started != tc.wantStarted || st.Ready != tc.wantReady {
+				t.Fatalf("listed %v, started %v, ready %v; want started %v, ready %v", listed, st.Started, st.Ready, tc.wantStarted, tc.wantReady)
+			}
+		})
+	}
+}

@@ -142,25 +142,26 @@ func (m *Manager) reindex(pe *podEntry, old node.Pod) {
 	}
 }
 
-// stopVanished stops workers whose container or probe is gone, and those
-// whose probe spec changed (startConfigured replaces them).
+// stopVanished stops workers whose container or probe is gone, those
+// whose probe spec changed (startConfigured replaces them), and those the
+// pod spec, once known, says the container never gets (getsWorkers).
 func (m *Manager) stopVanished(pe *podEntry) {
 	for _, w := range slices.Clone(pe.workers) {
 		_, hasContainer := pe.container(w.name)
 		p := pe.spec.Probes[w.name].Get(w.typ)
-		if !hasContainer || p == nil || !reflect.DeepEqual(p, w.spec) {
+		if !hasContainer || p == nil || !reflect.DeepEqual(p, w.spec) || !getsWorkers(pe.pod.API, w.name) {
 			m.stopWorker(w)
 		}
 	}
 }
 
 // startConfigured creates a worker for every configured probe of every
-// current container. A pod being deleted gets no new liveness or startup
-// workers, and a container that exited for good none: those workers
-// stopped, and recreating them would loop.
+// current container that gets workers (getsWorkers). A pod being deleted
+// gets no new liveness or startup workers, and a container that exited for
+// good none: those workers stopped, and recreating them would loop.
 func (m *Manager) startConfigured(pe *podEntry) {
 	for _, c := range pe.pod.Containers {
-		if c.State == node.StateExited && !restartsAfterExit(&pe.pod, &c) {
+		if (c.State == node.StateExited && !restartsAfterExit(&pe.pod, &c)) || !getsWorkers(pe.pod.API, c.Name) {
 			continue
 		}
 		cp := pe.spec.Probes[c.Name]

@@ -77,13 +77,24 @@ func (m *Manager) status(pe *podEntry, c *node.Container) (ContainerStatus, bool
 			st.Probes[t] = m.probeStatus(w, c)
 		}
 	}
+	i, plain := plainInit(pe.pod.API, c.Name)
+	if plain && st.SpecError == "" {
+		st.SpecError = forbiddenInitProbes(i, st.Spec)
+	}
 	if len(st.Probes) == 0 && st.SpecError == "" {
 		return ContainerStatus{}, false
+	}
+	st.Restarts = slices.Clone(pe.restarts[c.Name])
+	if plain {
+		// The kubelet's UpdatePodStatus for a non-restartable init
+		// container: started while it runs (it has no startup worker),
+		// ready once it exited 0.
+		st.Started, st.Ready = c.Running(), c.State == node.StateExited && c.ExitCode == 0
+		return st, true
 	}
 	running := c.State == node.StateRunning
 	st.Started = running && m.started(pe, c)
 	st.Ready = st.Started && m.ready(pe, c)
-	st.Restarts = slices.Clone(pe.restarts[c.Name])
 	return st, true
 }
 
