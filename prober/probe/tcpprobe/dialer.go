@@ -35,13 +35,15 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 }
 
 // ProbeTCP connects to target.Host:target.Port within target.Timeout and
-// closes the connection at once. A refused or timed-out connect is a Failure
-// carrying the dial error text; an invalid target or a cancelled ctx is an
-// error. The target's namespace fields are ignored: like the kubelet, the
-// dial happens from the agent's own network namespace.
+// closes the connection at once. A connect that fails for any reason — a
+// refusal, a timeout, a port no dial can use — is a Failure carrying the
+// dial error text, as the kubelet's TCP prober checks no port; a missing
+// timeout or a cancelled ctx is an error. The target's namespace fields
+// are ignored: like the kubelet, the dial happens from the agent's own
+// network namespace.
 func (d *Dialer) ProbeTCP(ctx context.Context, target probe.TCPTarget) (probe.Result, string, probe.Method, error) {
-	if err := probe.CheckEndpoint("tcp", target.Host, target.Port, target.Timeout); err != nil {
-		return probe.Unknown, "", probe.MethodDial, err
+	if target.Timeout <= 0 {
+		return probe.Unknown, "", probe.MethodDial, fmt.Errorf("tcp probe: timeout %v must be positive", target.Timeout)
 	}
 	addr := net.JoinHostPort(target.Host, strconv.Itoa(target.Port))
 	conn, err := d.netDialer(target.Timeout).DialContext(ctx, "tcp", addr)

@@ -73,8 +73,6 @@ func TestProbeTCPBadTarget(t *testing.T) {
 		target probe.TCPTarget
 		want   string
 	}{
-		{"port zero", probe.TCPTarget{Host: "127.0.0.1", Timeout: time.Second}, "port 0"},
-		{"port too big", probe.TCPTarget{Host: "127.0.0.1", Port: 65536, Timeout: time.Second}, "port 65536"},
 		{"no timeout", probe.TCPTarget{Host: "127.0.0.1", Port: 80}, "timeout"},
 	}
 	for _, tc := range tests {
@@ -82,6 +80,30 @@ func TestProbeTCPBadTarget(t *testing.T) {
 			res, _, _, err := tcpprobe.NewDialer().ProbeTCP(context.Background(), tc.target)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || res != probe.Unknown {
 				t.Fatalf("ProbeTCP = (%s, %v), want unknown and an error containing %q", res, err, tc.want)
+			}
+		})
+	}
+}
+
+// The kubelet's TestTcpHealthChecker ("No connection can be made and
+// probing would fail"): its TCP prober checks no port, so a port no dial
+// can use (-1 from a named port of an impossible number, 0, 65536) is the
+// dial's Failure with the dial's text, never an error.
+func TestProbeTCPImpossiblePortIsAFailure(t *testing.T) {
+	tests := []struct {
+		port int
+		want string
+	}{
+		{-1, "dial tcp: address -1: invalid port"},
+		{65536, "dial tcp: address 65536: invalid port"},
+		{0, "dial tcp 127.0.0.1:0: connect: connection refused"},
+	}
+	for _, tc := range tests {
+		t.Run(strconv.Itoa(tc.port), func(t *testing.T) {
+			target := probe.TCPTarget{Host: "127.0.0.1", Port: tc.port, Timeout: time.Second}
+			res, out, method, err := tcpprobe.NewDialer().ProbeTCP(context.Background(), target)
+			if err != nil || res != probe.Failure || out != tc.want || method != probe.MethodDial {
+				t.Fatalf("ProbeTCP(port %d) = (%s, %q, %s, %v), want (failure, %q, dial, nil)", tc.port, res, out, method, err, tc.want)
 			}
 		})
 	}
