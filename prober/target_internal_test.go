@@ -202,3 +202,18 @@ func TestPrepareWithoutPodIPTargetsTheNode(t *testing.T) {
 		}
 	}
 }
+
+// The kubelet's TestGetTCPAddrParts: before its TCP prober is reached,
+// ResolveContainerPort errors on a port out of 1-65535, a named one whose
+// containerPort is impossible included; the run errors (and is discarded),
+// it does not fail.
+func TestPrepareTCPPortOutOfRangeErrors(t *testing.T) {
+	pod, c := prepPod()
+	c.Annotations = map[string]string{spec.AnnotationContainerPorts: `[{"name":"bad","containerPort":-1,"protocol":"TCP"}]`}
+	for _, port := range []intstr.IntOrString{intstr.FromInt32(-1), intstr.FromString("-1"), intstr.FromString("bad"), intstr.FromString("not-found")} {
+		tg := prepare(handler(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: port}}), pod, c)
+		if tg.err == nil {
+			t.Errorf("port %s: prepared %+v, want an error", port.String(), tg.tcp)
+		}
+	}
+}

@@ -99,14 +99,14 @@ func containerVerboseInfo(e entry) (map[string]string, error) {
 func newProbeInfo(st *prober.ContainerStatus, t probe.Type) probeInfo {
 	ps := st.Probes[t]
 	pi := probeInfo{
-		Result: ps.Result.String(), Consecutive: ps.Consecutive,
+		Result: ps.Result.Name(), Consecutive: ps.Consecutive,
 		SuccessThreshold: ps.SuccessThreshold, FailureThreshold: ps.FailureThreshold,
 		OnHold: ps.OnHold, KillDeferred: ps.KillDeferred, LastProbeTime: timePtr(ps.LastProbeTime), LastOutput: ps.LastOutput,
 		Method: ps.Method, Spec: st.Spec.Get(t), Recent: []runInfo{},
 	}
 	for _, r := range ps.History {
 		pi.Recent = append(pi.Recent, runInfo{
-			Time: r.Time, Result: r.Result.String(), Duration: r.Duration.String(),
+			Time: r.Time, Result: r.Result.Name(), Duration: r.Duration.String(),
 			Output: r.Output, Method: r.Method, Error: r.Error,
 		})
 	}

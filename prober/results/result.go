@@ -15,8 +15,19 @@ const (
 	Failure
 )
 
-// String returns "Success", "Failure" or "Unknown" (the probectl JSON values).
+// String returns "Success", "Failure" or "UNKNOWN", the kubelet's
+// results.Result spelling, for logs and human output. JSON uses Name.
 func (r Result) String() string {
+	if r != Success && r != Failure {
+		return "UNKNOWN"
+	}
+	return r.Name()
+}
+
+// Name returns "Success", "Failure" or "Unknown": the result's value in
+// probelet's JSON (probectl -o json, crictl inspect's info), a contract
+// that String's kubelet spelling must not change.
+func (r Result) Name() string {
 	switch r {
 	case Success:
 		return "Success"
