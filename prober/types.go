@@ -128,7 +128,8 @@ type ContainerStatus struct {
 	StartedAt                     time.Time
 	// Started is true once the startup probe succeeded (or there is none).
 	Started bool
-	// Ready is the published readiness (true when there is no readiness probe and the container runs).
+	// Ready is the published readiness (true when there is no readiness probe and the container runs);
+	// for a plain init container, whether it exited 0.
 	Ready bool
 	// Spec is the container's defaulted probes.
 	Spec spec.ContainerProbes
