@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/probelet/probelet/internal/testutil"
 )
 
 var helperBuild struct {
@@ -19,7 +21,7 @@ var helperBuild struct {
 
 // testHelper builds probelet-exec once per test run, as make does; tests
 // that need it skip where it cannot be built (no compiler, not root to
-// install one).
+// install one), and fail in CI.
 func testHelper(t *testing.T) string {
 	t.Helper()
 	helperBuild.once.Do(func() {
@@ -34,7 +36,7 @@ func testHelper(t *testing.T) string {
 		helperBuild.out, helperBuild.err = exec.Command(script, helperBuild.path).CombinedOutput()
 	})
 	if helperBuild.err != nil {
-		t.Skipf("cannot build the exec helper: %v\n%s", helperBuild.err, helperBuild.out)
+		testutil.Unavailable(t, "cannot build the exec helper: %v\n%s", helperBuild.err, helperBuild.out)
 	}
 	return helperBuild.path
 }
