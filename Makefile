@@ -57,7 +57,7 @@ test: lint testbed unit image-reproducible vm fuzz e2e soak
 ## (root only; the unit tests that drive the real crictl and containerd use it)
 testbed:
 	@if [ "$$(id -u)" -eq 0 ]; then hack/testbed/build.sh >/dev/null && hack/testbed/images.sh >/dev/null && hack/cluster/build.sh >/dev/null; \
-	elif [ -n "$$CI" ]; then echo "testbed: CI needs root to build the containerd test bed" >&2; exit 1; \
+	elif . hack/lib/ci.sh && ci_set; then echo "testbed: CI needs root to build the containerd test bed" >&2; exit 1; \
 	else echo "testbed: not root, skipping the test bed build (tests that need it skip too)"; fi
 
 unit:
@@ -101,7 +101,7 @@ SOAK_PODS     ?= 110
 SOAK_CHAOS    ?= 20
 soak:
 	@if [ "$$(id -u)" -ne 0 ]; then \
-		if [ -n "$$CI" ]; then echo "soak: CI needs root for the containerd test bed" >&2; exit 1; fi; \
+		if . hack/lib/ci.sh && ci_set; then echo "soak: CI needs root for the containerd test bed" >&2; exit 1; fi; \
 		echo "soak: skipped: needs root (a private containerd test bed)"; exit 0; fi
 	PROBELET_E2E=1 SOAK_DURATION=$(SOAK_DURATION) SOAK_PODS=$(SOAK_PODS) SOAK_CHAOS=$(SOAK_CHAOS) \
 		$(GO) test -tags 'e2e soak' -count=1 -timeout 60m -run '^TestSoak$$' -v ./e2e/

@@ -24,7 +24,8 @@ import (
 // bench; build tags e2e and bench): N pods on a real kubelet whose apps
 // listen for 10 s and then not for 10 s, so their TCP readiness flaps; it
 // reports result change → condition visible in the API (a watch, p50/p99)
-// and API writes per minute next to the result changes per minute.
+// and API writes per minute next to the result changes per minute, and
+// fails when a write failed or there were more writes than changes.
 func TestBenchReadinessCondition(t *testing.T) {
 	pods := envInt("BENCH_READINESS_PODS", 100)
 	window := envDuration("BENCH_READINESS_WINDOW", 2*time.Minute)
@@ -54,6 +55,11 @@ func TestBenchReadinessCondition(t *testing.T) {
 	seen := watchConditions(t, n)
 	const writesMetric = "probelet_readiness_condition_writes_total"
 	failed := map[string]string{"result": "error"}
+	// Writes are counted from leadIn after the logs began: the write for
+	// a change from before they began is over by then (p99 0.1 s), so each
+	// counted write's change is in the log.
+	const leadIn = 5 * time.Second
+	time.Sleep(leadIn) // part of the measurement: the lead-in
 	writes0, failed0 := n.d.sum(writesMetric), n.d.sumWhere(writesMetric, failed)
 	start := time.Now()
 	time.Sleep(window) // the measurement window: results and conditions flow meanwhile
@@ -78,6 +84,18 @@ func TestBenchReadinessCondition(t *testing.T) {
 		len(lat), pct(lat, 50), pct(lat, 99), pct(lat, 100), len(timed))
 	t.Logf("  readiness result changes %.0f/min, condition writes %.0f/min, of them failed and retried %.0f/min (a write per change at most, and its retries; coalesced when a pod flaps faster than a write)",
 		float64(nChanges)/minutes, writes/minutes, failedWrites/minutes)
+
+	// The README's claims: none failed, one write per change at most.
+	if nChanges == 0 || len(lat) == 0 {
+		t.Fatalf("%d result changes, %d seen as conditions in the window: nothing was measured", nChanges, len(lat))
+	}
+	if failedWrites != 0 {
+		t.Errorf("%.0f condition writes failed, want none", failedWrites)
+	}
+	if written := len(changes.between(start.Add(-leadIn), end)); writes > float64(written) {
+		t.Errorf("%.0f condition writes for %d result changes (%d in the window and the lead-in before it): more than one write per change",
+			writes, nChanges, written)
+	}
 }
 
 type resultChange struct {

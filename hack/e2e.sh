@@ -12,12 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 
-ci_set() {
-	case "$(printf '%s' "${CI:-}" | tr '[:upper:]' '[:lower:]')" in
-	'' | false | 0) return 1 ;;
-	*) return 0 ;;
-	esac
-}
+# shellcheck source=hack/lib/ci.sh
+. hack/lib/ci.sh
 
 if [ "$(id -u)" -ne 0 ]; then
 	if ci_set; then

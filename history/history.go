@@ -29,6 +29,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/utils/clock"
 
+	"github.com/probelet/probelet/internal/atomicfile"
 	"github.com/probelet/probelet/prober"
 )
 
@@ -351,7 +352,7 @@ func (l *Log) failed(err error) {
 // rewrite replaces the file with data and opens it for appending.
 func (l *Log) rewrite(data []byte) error {
 	l.closeFile()
-	if err := writeAtomic(l.path, data); err != nil {
+	if err := atomicfile.WriteFile(l.path, data, 0o600); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0)
@@ -367,26 +368,4 @@ func (l *Log) closeFile() {
 		l.file.Close()
 		l.file = nil
 	}
-}
-
-// writeAtomic replaces path with data so a reader (or a crash) sees the old
-// file or the new one, never a part.
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op once renamed
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

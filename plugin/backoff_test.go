@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/probelet/probelet/internal/retry"
 	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/plugin"
 )
@@ -37,7 +38,8 @@ func TestRegistrationBackoffIsCappedExponential(t *testing.T) {
 		if !clk.HasWaiters() || failures() != float64(i+1) {
 			t.Fatalf("attempt %d did not wait %s", i+2, wait)
 		}
-		clk.Step(time.Millisecond)
+		// The jitter lengthens a wait by up to retry.Jitter, never more.
+		clk.Step(time.Duration(float64(wait)*retry.Jitter) + time.Millisecond)
 		testutil.WaitFor(t, "next attempt", func() bool { return failures() == float64(i+2) && clk.HasWaiters() })
 	}
 	if p.Connected() {

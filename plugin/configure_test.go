@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/probelet/probelet/internal/retry"
 	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/plugin"
@@ -277,8 +278,8 @@ func TestRegistrationThatNeverConfiguresIsRetried(t *testing.T) {
 			}
 
 			mute.close()
-			rt.start() // the runtime is back at the same socket
-			clk.Step(100 * time.Millisecond)
+			rt.start()                                                                  // the runtime is back at the same socket
+			clk.Step(time.Duration(float64(100*time.Millisecond) * (1 + retry.Jitter))) // the longest first wait
 			testutil.WaitFor(t, "registration with the restarted runtime", p.Connected)
 			if f := failures(); f != 1 {
 				t.Errorf("registration failures = %v, want 1", f)

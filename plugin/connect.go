@@ -8,11 +8,13 @@ import (
 
 	"github.com/containerd/nri/pkg/stub"
 	"go.uber.org/zap"
+
+	"github.com/probelet/probelet/internal/retry"
 )
 
 // Run registers with the runtime and keeps the registration alive until
 // ctx is done. When the connection drops (a runtime restart) it registers
-// again, waiting between attempts with capped exponential backoff; the
+// again, waiting between attempts with capped exponential backoff (jittered); the
 // runtime then replays its state through Synchronize, which reconciles the
 // cache. When ctx is done Run closes the connection, which unregisters the
 // plugin, and returns nil.
@@ -23,12 +25,12 @@ func (p *Plugin) Run(ctx context.Context) error {
 	if p.launched {
 		return p.runLaunched(ctx)
 	}
-	wait, failures := p.minBackoff, 0
+	backoff, failures := retry.Backoff(p.minBackoff, p.maxBackoff), 0
 	for {
 		st, closed, err := p.register(ctx)
 		switch {
 		case err == nil:
-			wait, failures = p.minBackoff, 0
+			backoff, failures = retry.Backoff(p.minBackoff, p.maxBackoff), 0
 			if p.serve(ctx, st, closed) {
 				return nil
 			}
@@ -42,9 +44,8 @@ func (p *Plugin) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-p.clock.After(wait):
+		case <-p.clock.After(backoff.Step()):
 		}
-		wait = min(2*wait, p.maxBackoff)
 	}
 }
 

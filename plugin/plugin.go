@@ -28,8 +28,8 @@ const (
 	// so its place does not matter much.
 	DefaultIndex = "10"
 	// DefaultMinBackoff and DefaultMaxBackoff bound the wait between
-	// registration attempts; the cap keeps reconnection within about a
-	// second of the runtime coming back.
+	// registration attempts (each wait up to retry.Jitter longer); the cap
+	// keeps reconnection within about a second of the runtime coming back.
 	DefaultMinBackoff = 100 * time.Millisecond
 	DefaultMaxBackoff = time.Second
 	// DefaultRegistrationTimeout bounds one registration attempt, from
@@ -113,7 +113,8 @@ func WithName(name string) Option {
 	}
 }
 
-// WithBackoff bounds the capped exponential wait between registration attempts.
+// WithBackoff bounds the capped exponential wait between registration
+// attempts (each wait up to retry.Jitter longer).
 func WithBackoff(minWait, maxWait time.Duration) Option {
 	return func(p *Plugin) error {
 		if minWait <= 0 || maxWait < minWait {

@@ -3,17 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/probelet/probelet/internal/testutil/golden"
 	"github.com/probelet/probelet/prober/spec"
 )
-
-var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/validate/ and testdata/convert/")
 
 const fixtures = "testdata/validate/"
 
@@ -183,21 +181,8 @@ func TestValidateCommand_ValidContainersPrintedDespiteErrors(t *testing.T) {
 	}
 }
 
-// checkGolden compares got with the golden file at path, or rewrites it
-// when the tests run with -update.
+// checkGolden compares got with the golden file at path (golden.Check).
 func checkGolden(t *testing.T, path, got string) {
 	t.Helper()
-	if *updateGolden {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run %s -update)", err, t.Name())
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s:\n--- got\n%s--- want\n%s", path, got, want)
-	}
+	golden.Check(t, path, []byte(got))
 }

@@ -6,14 +6,13 @@ package client
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/probelet/probelet/internal/endpoint"
 )
 
 const (
@@ -79,48 +78,34 @@ func WithLogger(l *zap.Logger) Option {
 	}
 }
 
-// New returns a client for endpoint ("unix:///path" or a bare path). It
-// does not dial; the first call does.
-func New(endpoint string, opts ...Option) (*Client, error) {
-	path, err := SocketPath(endpoint)
-	if err != nil {
+// New returns a client for endpoint (see endpoint.UnixPath). It does not
+// dial; the first call does.
+func New(ep string, opts ...Option) (*Client, error) {
+	if _, err := SocketPath(ep); err != nil {
 		return nil, err
 	}
-	c := &Client{endpoint: endpoint, timeout: DefaultTimeout, log: zap.NewNop(), procs: procs{root: "/proc"}}
+	c := &Client{endpoint: ep, timeout: DefaultTimeout, log: zap.NewNop(), procs: procs{root: "/proc"}}
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, err
 		}
 	}
-	conn, err := grpc.NewClient("unix://"+path,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
-		// The default backoff grows to two minutes; a restarted runtime
-		// must be found again within about a second.
-		grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
-			MinConnectTimeout: 5 * time.Second,
-		}))
+	conn, err := endpoint.DialRuntime(ep, maxMsgSize)
 	if err != nil {
-		return nil, fmt.Errorf("client: runtime endpoint %q: %w", endpoint, err)
+		return nil, fmt.Errorf("client: %w", err)
 	}
 	c.conn, c.rt = conn, runtimeapi.NewRuntimeServiceClient(conn)
 	return c, nil
 }
 
-// SocketPath returns the file path of a unix endpoint ("unix:///path" or
-// "/path"); other schemes are an error.
-func SocketPath(endpoint string) (string, error) {
-	switch {
-	case strings.HasPrefix(endpoint, "unix://"):
-		endpoint = strings.TrimPrefix(endpoint, "unix://")
-	case strings.Contains(endpoint, "://"):
-		return "", fmt.Errorf("runtime endpoint %q: only unix:// is supported", endpoint)
+// SocketPath returns the file path of a unix endpoint (endpoint.UnixPath's
+// rule).
+func SocketPath(ep string) (string, error) {
+	path, err := endpoint.UnixPath(ep)
+	if err != nil {
+		return "", fmt.Errorf("runtime endpoint %w", err)
 	}
-	if !strings.HasPrefix(endpoint, "/") {
-		return "", fmt.Errorf("runtime endpoint %q: the socket path must be absolute", endpoint)
-	}
-	return endpoint, nil
+	return path, nil
 }
 
 // Endpoint returns the endpoint the client was made for.

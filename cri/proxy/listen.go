@@ -5,15 +5,13 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
 
-	"github.com/probelet/probelet/cri/server"
-)
+	"github.com/coreos/go-systemd/v22/activation"
 
-// listenFDsStart is the first file descriptor systemd passes (SD_LISTEN_FDS_START).
-const listenFDsStart = 3
+	"github.com/probelet/probelet/cri/server"
+	endpointpkg "github.com/probelet/probelet/internal/endpoint"
+)
 
 // Listen returns the listener for endpoint (unix:///path). When systemd
 // passed a socket bound to that path (socket activation: LISTEN_PID is
@@ -23,13 +21,12 @@ const listenFDsStart = 3
 // Otherwise the socket is created (see cri/server.ListenUnixSocket) and
 // release removes it. activated says which.
 //
-// These few lines replace a dependency: the protocol is a documented
-// environment contract (sd_listen_fds(3)), and a library would bring its
-// D-Bus and journal code along.
+// The protocol (sd_listen_fds(3)) is read by go-systemd's activation
+// package, which imports only the standard library.
 func Listen(endpoint string) (l net.Listener, release func(), activated bool, err error) {
-	path, ok := strings.CutPrefix(endpoint, "unix://")
-	if !ok || !strings.HasPrefix(path, "/") {
-		return nil, nil, false, fmt.Errorf("--cri-proxy-listen %q is not unix:///absolute/path", endpoint)
+	path, err := endpointpkg.UnixPath(endpoint)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("--cri-proxy-listen %w", err)
 	}
 	switch l, err := activatedListener(path); {
 	case err != nil:
@@ -46,36 +43,42 @@ func Listen(endpoint string) (l net.Listener, release func(), activated bool, er
 	return ul, release, false, nil
 }
 
-// activatedListener returns the passed socket bound to path, nil when none
-// was passed for it. The descriptors are claimed once: the variables are
-// unset so a child does not take them for its own.
+// activatedListener returns the passed socket bound to path, nil when
+// none was passed. The descriptors are claimed once (go-systemd unsets the
+// variables so a child does not take them for its own); those bound
+// elsewhere are closed, as nothing here would ever serve them.
 func activatedListener(path string) (net.Listener, error) {
-	if os.Getenv("LISTEN_PID") != strconv.Itoa(os.Getpid()) {
+	files := activation.Files(true)
+	if len(files) == 0 {
 		return nil, nil
 	}
-	n, err := strconv.Atoi(os.Getenv("LISTEN_FDS"))
-	if err != nil || n < 1 {
-		return nil, nil
-	}
-	for fd := listenFDsStart; fd < listenFDsStart+n; fd++ {
-		sa, err := syscall.Getsockname(fd)
-		if err != nil {
-			continue
+	var l net.Listener
+	var err error
+	for _, f := range files {
+		if l == nil && err == nil && boundTo(f, path) {
+			l, err = net.FileListener(f)
 		}
-		if ua, ok := sa.(*syscall.SockaddrUnix); !ok || ua.Name != path {
-			continue
-		}
-		syscall.CloseOnExec(fd)
-		f := os.NewFile(uintptr(fd), "systemd:"+path)
-		l, err := net.FileListener(f)
 		_ = f.Close() // FileListener made its own copy
-		if err != nil {
-			return nil, fmt.Errorf("socket passed for %s: %w", path, err)
-		}
-		for _, v := range []string{"LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"} {
-			_ = os.Unsetenv(v)
-		}
-		return l, nil
 	}
-	return nil, errors.New("systemd passed sockets (LISTEN_FDS), none bound to " + path)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("socket passed for %s: %w", path, err)
+	case l == nil:
+		return nil, errors.New("systemd passed sockets (LISTEN_FDS), none bound to " + path)
+	}
+	return l, nil
+}
+
+// boundTo reports whether f is a unix socket bound to path.
+func boundTo(f *os.File, path string) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var sa syscall.Sockaddr
+	if cerr := rc.Control(func(fd uintptr) { sa, err = syscall.Getsockname(int(fd)) }); cerr != nil || err != nil {
+		return false
+	}
+	ua, ok := sa.(*syscall.SockaddrUnix)
+	return ok && ua.Name == path
 }

@@ -208,22 +208,35 @@ func TestMemoDoesNotKeepAnswersFromBeforeAChange(t *testing.T) {
 }
 
 // TestMemoKeepsNothingWithoutTheRuntimeStream: while the runtime's event
-// stream is down every read asks the runtime.
+// stream is down every read asks the runtime. The stream's first opening
+// fails and the proxy waits out its back-off on a fake clock, so it stays
+// down until the test steps the clock; then the memo serves again.
 func TestMemoKeepsNothingWithoutTheRuntimeStream(t *testing.T) {
 	rt := startFakeRuntime(t)
 	rt.addPod("sb1", "c1", running)
 	rt.mu.Lock()
 	rt.failNext["GetContainerEvents"] = errUnavailable
 	rt.mu.Unlock()
-	h := startProxy(t, rt)
+	clk := clocktesting.NewFakeClock(time.Now())
+	h := startProxy(t, rt, proxy.WithClock(clk))
+	itu.WaitFor(t, "the proxy to wait before reopening the stream", func() bool {
+		return rt.count("GetContainerEvents") == 1 && clk.HasWaiters() &&
+			h.gauge("probelet_cri_proxy_runtime_events_connected") == 0
+	})
 	for range 3 {
 		listContainers(t, h, nil)
 	}
-	if h.gauge("probelet_cri_proxy_runtime_events_connected") == 1 {
-		t.Skip("the proxy reconnected before the reads; nothing to check")
-	}
 	if hits := h.counter("probelet_cri_proxy_calls_total", "served", "memo"); hits != 0 {
 		t.Errorf("memo served %v reads without the runtime's event stream", hits)
+	}
+
+	clk.Step(2 * time.Second) // past the longest first back-off
+	h.waitLive(t)
+	for range 2 {
+		listContainers(t, h, nil)
+	}
+	if hits := h.counter("probelet_cri_proxy_calls_total", "served", "memo"); hits == 0 {
+		t.Error("memo served nothing with the stream back")
 	}
 }
 

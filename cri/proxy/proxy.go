@@ -3,17 +3,15 @@ package proxy
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
+	endpointpkg "github.com/probelet/probelet/internal/endpoint"
 	"github.com/probelet/probelet/node"
 )
 
@@ -142,9 +140,8 @@ func WithForwardedEvents() Option {
 // New returns a proxy to the runtime at endpoint (unix:///path). It does
 // not dial; calls do.
 func New(endpoint string, opts ...Option) (*Proxy, error) {
-	path, ok := strings.CutPrefix(endpoint, "unix://")
-	if !ok || !strings.HasPrefix(path, "/") {
-		return nil, fmt.Errorf("proxy: runtime endpoint %q is not unix:///absolute/path", endpoint)
+	if _, err := endpointpkg.UnixPath(endpoint); err != nil {
+		return nil, fmt.Errorf("proxy: runtime endpoint %w", err)
 	}
 	p := &Proxy{endpoint: endpoint, clock: clock.RealClock{}, log: zap.NewNop(), maxAge: DefaultMaxAge,
 		lifecycle: make(chan LifecycleSource, 1)}
@@ -159,17 +156,9 @@ func New(endpoint string, opts ...Option) (*Proxy, error) {
 			return nil, err
 		}
 	}
-	conn, err := grpc.NewClient("unix://"+path,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
-		// A restarted runtime must be found again within about a second;
-		// the default backoff grows to two minutes.
-		grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
-			MinConnectTimeout: 5 * time.Second,
-		}))
+	conn, err := endpointpkg.DialRuntime(endpoint, maxMsgSize)
 	if err != nil {
-		return nil, fmt.Errorf("proxy: runtime endpoint %q: %w", endpoint, err)
+		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	p.conn, p.rt = conn, runtimeapi.NewRuntimeServiceClient(conn)
 	p.memo = newMemo(p.clock, p.maxAge)

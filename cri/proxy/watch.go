@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/probelet/probelet/internal/retry"
 	"github.com/probelet/probelet/node"
 )
 
@@ -31,11 +32,11 @@ const (
 // answers only while it is connected, and every (re)connect makes the
 // announcer list again and announce what changed while it was down.
 func (p *Proxy) watchRuntime(ctx context.Context) {
-	wait := watchMinBackoff
+	backoff := retry.Backoff(watchMinBackoff, watchMaxBackoff)
 	for ctx.Err() == nil {
 		stream, err := p.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
 		if err == nil {
-			wait = watchMinBackoff
+			backoff = retry.Backoff(watchMinBackoff, watchMaxBackoff)
 			// The gauge goes up before the memo may keep answers and
 			// down after it stopped: a memo answer is never seen with
 			// the gauge at 0.
@@ -62,9 +63,8 @@ func (p *Proxy) watchRuntime(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-p.clock.After(wait):
+		case <-p.clock.After(backoff.Step()):
 		}
-		wait = min(2*wait, watchMaxBackoff)
 	}
 }
 

@@ -6,25 +6,23 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/probelet/probelet/internal/endpoint"
 )
 
 // dialProbeTimeout bounds the dial that tells a live socket from a stale one.
 const dialProbeTimeout = time.Second
 
-// SocketPath returns the filesystem path of a unix:// endpoint. A bare
-// absolute path is accepted too.
-func SocketPath(endpoint string) (string, error) {
-	path, ok := strings.CutPrefix(endpoint, "unix://")
-	if !ok && strings.Contains(endpoint, "://") {
-		return "", fmt.Errorf("listen address %q: only unix:// endpoints are supported", endpoint)
+// SocketPath returns the filesystem path of the listen endpoint
+// (endpoint.UnixPath's rule).
+func SocketPath(ep string) (string, error) {
+	path, err := endpoint.UnixPath(ep)
+	if err != nil {
+		return "", fmt.Errorf("listen address %w", err)
 	}
-	if !filepath.IsAbs(path) {
-		return "", fmt.Errorf("listen address %q: socket path must be absolute", endpoint)
-	}
-	return filepath.Clean(path), nil
+	return path, nil
 }
 
 // listenUnix creates the socket at path: the directory is created 0750 if

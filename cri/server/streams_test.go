@@ -93,10 +93,11 @@ func TestClientDisconnectCancelsSubscriptions(t *testing.T) {
 
 // neverReader is one stream kind for the never-reading-client test.
 type neverReader struct {
-	name    string
-	open    func(ctx context.Context, conn *grpc.ClientConn) (recv func() error, err error)
-	publish func(i int)
-	stats   func() (subscribers int, dropped uint64, cancelled int)
+	name     string
+	open     func(ctx context.Context, conn *grpc.ClientConn) (recv func() error, err error)
+	publish  func(i int)
+	stats    func() (subscribers int, dropped uint64, cancelled int)
+	buffered func() int
 }
 
 func neverReaders(src *servertest.Status, view *servertest.View) []neverReader {
@@ -108,8 +109,9 @@ func neverReaders(src *servertest.Status, view *servertest.View) []neverReader {
 				s, err := apiv1.NewProbeletClient(conn).WatchResults(ctx, &apiv1.WatchResultsRequest{})
 				return func() error { _, err := s.Recv(); return err }, err
 			},
-			publish: func(i int) { src.PublishResult(resultChange(i, len(big))) },
-			stats:   src.ResultStats,
+			publish:  func(i int) { src.PublishResult(resultChange(i, len(big))) },
+			stats:    src.ResultStats,
+			buffered: src.ResultsBuffered,
 		},
 		{
 			name: "GetContainerEvents",
@@ -122,7 +124,8 @@ func neverReaders(src *servertest.Status, view *servertest.View) []neverReader {
 				pod.Annotations = map[string]string{"big": big}
 				view.Publish(node.Event{Type: node.ContainerStartedEvent, ContainerID: servertest.WebAppID, Pod: pod})
 			},
-			stats: view.EventStats,
+			stats:    view.EventStats,
+			buffered: view.EventsBuffered,
 		},
 	}
 }
@@ -157,27 +160,33 @@ func TestStreamClientThatNeverReads(t *testing.T) {
 	}
 }
 
+// maxPublished bounds the messages a never-reading client may take
+// before the server cancels it: far more than the stream queue and the
+// flow-control windows hold.
+const maxPublished = 1000
+
 // publishUntilCancelled publishes until the server cancels the
 // subscription. Every publish returns at once (the fakes, like the real
 // sources, drop for a full subscriber): this loop is probing carrying on.
+// After each message it waits for the server to take it from the
+// subscription, so the server's queue, not the publisher's drops, decides
+// when the client is cut off.
 func publishUntilCancelled(t *testing.T, nr neverReader) int {
 	t.Helper()
+	cancelled := func() bool { _, _, c := nr.stats(); return c == 1 }
 	published := 0
-	for published < 100_000 {
+	for !cancelled() {
+		if published == maxPublished {
+			t.Fatalf("the subscription is still open after %d messages", published)
+		}
 		nr.publish(published)
 		published++
-		if _, _, cancelled := nr.stats(); cancelled == 1 {
-			break
-		}
-		if published%1000 == 0 {
-			time.Sleep(time.Millisecond) // let the server goroutines run on 2 cores
-		}
+		servertest.WaitFor(t, "the server to take the message", func() bool { return cancelled() || nr.buffered() == 0 })
 	}
-	subs, dropped, cancelled := nr.stats()
-	if cancelled != 1 || subs != 0 {
-		t.Fatalf("after %d messages: %d subscribers, %d cancelled; want the subscription cancelled", published, subs, cancelled)
+	if subs, _, _ := nr.stats(); subs != 0 {
+		t.Fatalf("after %d messages: %d subscribers; want the subscription cancelled", published, subs)
 	}
-	t.Logf("subscription cancelled after %d messages (%d dropped by the publisher)", published, dropped)
+	t.Logf("subscription cancelled after %d messages", published)
 	return published
 }
 
@@ -199,14 +208,13 @@ func TestStopWithStuckClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	servertest.WaitFor(t, "the watch subscription", func() bool { n, _, _ := src.ResultStats(); return n == 1 })
-	for i := 0; ; i++ {
+	cancelled := func() bool { _, _, c := src.ResultStats(); return c == 1 }
+	for i := 0; !cancelled(); i++ {
+		if i == maxPublished {
+			t.Fatalf("the watch is still subscribed after %d changes", i)
+		}
 		src.PublishResult(resultChange(i, 1<<20))
-		if _, _, c := src.ResultStats(); c == 1 {
-			break
-		}
-		if i%1000 == 999 {
-			time.Sleep(time.Millisecond)
-		}
+		servertest.WaitFor(t, "the server to take the change", func() bool { return cancelled() || src.ResultsBuffered() == 0 })
 	}
 	stopped := make(chan struct{})
 	go func() { srv.Stop(); close(stopped) }()

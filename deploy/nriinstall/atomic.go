@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/probelet/probelet/internal/atomicfile"
 )
 
 // stagedPrefix starts the name of every temporary copy.
@@ -16,26 +18,15 @@ const stagedPrefix = ".probelet-install-"
 
 // writeAtomic writes content to a temporary file in stagingDir and renames
 // it onto dest, so readers see the old file or the complete new one.
-func writeAtomic(stagingDir, dest string, content io.Reader, mode fs.FileMode) (err error) {
-	tmp, err := os.CreateTemp(stagingDir, stagedPrefix+"*")
-	if err != nil {
-		return fmt.Errorf("stage %s: %w", dest, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if err := fill(tmp, content, mode); err != nil {
-		return fmt.Errorf("stage %s: %w", dest, err)
-	}
-	if err := os.Rename(tmp.Name(), dest); err != nil {
-		if errors.Is(err, syscall.EXDEV) {
-			return fmt.Errorf("install %s: staging directory %s is on another filesystem: %w", dest, stagingDir, err)
-		}
+func writeAtomic(stagingDir, dest string, content io.Reader, mode fs.FileMode) error {
+	err := atomicfile.Write(stagingDir, stagedPrefix, dest, content, mode)
+	switch {
+	case errors.Is(err, syscall.EXDEV):
+		return fmt.Errorf("install %s: staging directory %s is on another filesystem: %w", dest, stagingDir, err)
+	case err != nil:
 		return fmt.Errorf("install %s: %w", dest, err)
 	}
-	return syncDir(filepath.Dir(dest))
+	return nil
 }
 
 // removeStaged removes the temporary copies an installer killed between
@@ -56,29 +47,4 @@ func removeStaged(dir string) error {
 		}
 	}
 	return nil
-}
-
-// fill writes, flushes and closes f with its final mode.
-func fill(f *os.File, content io.Reader, mode fs.FileMode) error {
-	_, err := io.Copy(f, content)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// syncDir makes a rename durable across a node crash.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // probelet-exec: probelet's direct exec helper. It runs one exec probe
 // command inside a running container the way `runc exec` does, in runc's
 // order (libcontainer/nsenter/nsexec.c, setns_init_linux.go,

@@ -3,6 +3,8 @@ package ebpftest
 import (
 	"os"
 	"testing"
+
+	"github.com/probelet/probelet/internal/testutil"
 )
 
 // RequireRoot skips t unless it runs as root. With CI set it fails
@@ -12,8 +14,5 @@ func RequireRoot(t testing.TB) {
 	if os.Geteuid() == 0 {
 		return
 	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("this test needs root (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_NET_ADMIN) and CI is set")
-	}
-	t.Skip("needs root")
+	testutil.Unavailable(t, "this test needs root (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_NET_ADMIN)")
 }

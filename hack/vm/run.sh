@@ -41,12 +41,8 @@ fail() {
 	exit 1
 }
 
-ci_set() {
-	case "$(printf '%s' "${CI:-}" | tr '[:upper:]' '[:lower:]')" in
-	'' | false | 0) return 1 ;;
-	*) return 0 ;;
-	esac
-}
+# shellcheck source=hack/lib/ci.sh
+. "$(dirname "$0")/../lib/ci.sh"
 
 if [ "$(id -u)" -ne 0 ]; then
 	ci_set && fail "the VM stage needs root (apt, network namespaces in the VM); CI=$CI requires it to run"

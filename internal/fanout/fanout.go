@@ -107,3 +107,15 @@ func (h *Hub[T]) Stats() (subscribers int, dropped uint64, cancelled int) {
 	defer h.mu.RUnlock()
 	return len(h.subs), h.dropped, h.cancelled
 }
+
+// Buffered reports the values published and not yet received, over every
+// subscription (tests wait on it to know a subscriber caught up).
+func (h *Hub[T]) Buffered() int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	n := 0
+	for _, ch := range h.subs {
+		n += len(ch)
+	}
+	return n
+}

@@ -1,44 +1,27 @@
 package testbed
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
+	goldenfile "github.com/probelet/probelet/internal/testutil/golden"
 	"github.com/probelet/probelet/prober/spec"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
 func int64p(v int64) *int64 { return &v }
 
-// golden compares v's JSON with testdata/name, or rewrites it with -update.
+// golden compares v's JSON with testdata/name (golden.Check).
 func golden(t *testing.T, name string, v any) {
 	t.Helper()
 	got, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = append(got, '\n')
-	file := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(file, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", name), append(got, '\n'))
 }
 
 func webPod() PodSpec {

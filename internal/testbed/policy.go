@@ -2,8 +2,9 @@ package testbed
 
 import (
 	"os"
-	"strings"
 	"testing"
+
+	"github.com/probelet/probelet/internal/testutil"
 )
 
 // verdict is what Start does when the bed cannot run.
@@ -18,8 +19,7 @@ const (
 // mustRun reports whether the environment demands the end-to-end tests:
 // CI is set (to anything but false/0) or PROBELET_E2E=1.
 func mustRun(getenv func(string) string) bool {
-	ci := strings.ToLower(strings.TrimSpace(getenv("CI")))
-	return (ci != "" && ci != "false" && ci != "0") || getenv("PROBELET_E2E") == "1"
+	return testutil.CISet(getenv("CI")) || getenv("PROBELET_E2E") == "1"
 }
 
 // decide applies the policy to a missing root privilege: skip on a

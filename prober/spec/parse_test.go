@@ -3,16 +3,14 @@ package spec_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/probelet/probelet/internal/testutil/golden"
 	"github.com/probelet/probelet/prober/spec"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // render is what a golden file holds: the errors, then the parsed probes.
 func render(t *testing.T, probes spec.PodProbes, errs spec.ErrorList) []byte {
@@ -48,20 +46,7 @@ func TestParse_Golden(t *testing.T) {
 			}
 			probes, errs := spec.Parse(web, string(value))
 			got := render(t, probes, errs)
-			golden := strings.TrimSuffix(in, ".in") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("mismatch with %s:\n--- got\n%s\n--- want\n%s", golden, got, want)
-			}
+			golden.Check(t, strings.TrimSuffix(in, ".in")+".golden", got)
 		})
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/probelet/probelet/cri/client"
 	"github.com/probelet/probelet/directexec"
+	"github.com/probelet/probelet/internal/endpoint"
 	"github.com/probelet/probelet/killguard"
 	"github.com/probelet/probelet/plugin"
 )
@@ -207,11 +208,8 @@ func absPath(p string) error {
 }
 
 func unixEndpoint(e string) error {
-	p, ok := strings.CutPrefix(e, "unix://")
-	if !ok {
-		return fmt.Errorf("%q is not unix:///absolute/path", e)
-	}
-	return absPath(p)
+	_, err := endpoint.UnixPath(e)
+	return err
 }
 
 func hostPort(a string) error {

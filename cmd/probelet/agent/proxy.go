@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/probelet/probelet/cri/proxy"
+	"github.com/probelet/probelet/internal/endpoint"
 	"github.com/probelet/probelet/lifecycle"
 )
 
@@ -28,10 +29,10 @@ func (c Config) validateProxy() error {
 	if err := unixEndpoint(c.CRIProxyListen); err != nil {
 		return err
 	}
-	switch c.CRIProxyListen {
-	case c.RuntimeEndpoint:
+	switch {
+	case endpoint.Same(c.CRIProxyListen, c.RuntimeEndpoint):
 		return errors.New("is the runtime's own endpoint (--runtime-endpoint)")
-	case c.Listen:
+	case endpoint.Same(c.CRIProxyListen, c.Listen):
 		return errors.New("is probelet's own socket (--listen)")
 	}
 	return nil

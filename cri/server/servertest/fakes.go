@@ -95,6 +95,10 @@ func (s *Status) EventStats() (subscribers int, dropped uint64, cancelled int) {
 	return s.events.Stats()
 }
 
+// ResultsBuffered reports result changes published and not yet taken by
+// their subscribers.
+func (s *Status) ResultsBuffered() int { return s.results.Buffered() }
+
 // View is a fake lifecycle.View whose publisher never blocks.
 type View struct {
 	mu     sync.Mutex
@@ -144,6 +148,10 @@ func (v *View) Publish(ev node.Event) { v.events.Publish(ev) }
 func (v *View) EventStats() (subscribers int, dropped uint64, cancelled int) {
 	return v.events.Stats()
 }
+
+// EventsBuffered reports lifecycle events published and not yet taken by
+// their subscribers.
+func (v *View) EventsBuffered() int { return v.events.Buffered() }
 
 // CloseSubscriptions ends every lifecycle subscription.
 func (v *View) CloseSubscriptions() { v.events.Close() }

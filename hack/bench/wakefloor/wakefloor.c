@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // wakefloor: what one timer wake-up of an otherwise idle process costs on
 // this machine with no language runtime in the way — timerfd_settime, then
 // epoll_wait until it fires, 20 ms apart, as BenchmarkAlarmWakeUp in

@@ -1,0 +1,37 @@
+package endpoint
+
+import (
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// runtimeBackoff paces reconnecting to a runtime: gRPC's default grows to
+// two minutes, and a restarted containerd must be found again within about
+// a second.
+var runtimeBackoff = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+	MinConnectTimeout: 5 * time.Second,
+}
+
+// DialRuntime returns a gRPC connection to the CRI runtime at endpoint
+// (see UnixPath), with messages up to maxMsgSize bytes each way. It does
+// not dial: the first call does, and the connection reconnects on its own
+// after a runtime restart.
+func DialRuntime(endpoint string, maxMsgSize int) (*grpc.ClientConn, error) {
+	path, err := UnixPath(endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("runtime endpoint %w", err)
+	}
+	conn, err := grpc.NewClient("unix://"+path,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
+		grpc.WithConnectParams(runtimeBackoff))
+	if err != nil {
+		return nil, fmt.Errorf("runtime endpoint %q: %w", endpoint, err)
+	}
+	return conn, nil
+}
