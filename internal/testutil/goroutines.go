@@ -3,6 +3,8 @@ package testutil
 import (
 	"runtime"
 	"strings"
+	"testing"
+	"time"
 )
 
 // Goroutines returns the stacks of the live goroutines that have a frame
@@ -28,4 +30,26 @@ func Goroutines(prefix string) []string {
 		}
 	}
 	return out
+}
+
+// NoGoroutines fails the test unless every goroutine with a frame under
+// one of prefixes has ended within waitLimit. A goroutine a WaitGroup
+// joined may still be returning when Wait does, so it polls, as goleak
+// does; a goroutine still blocked at the limit is a leak, printed.
+func NoGoroutines(t testing.TB, prefixes ...string) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		var left []string
+		for _, p := range prefixes {
+			left = append(left, Goroutines(p)...)
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines left after %s:\n%s", len(left), waitLimit, strings.Join(left, "\n\n"))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }

@@ -3,7 +3,6 @@ package events_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -117,9 +116,5 @@ func TestAFailedWriteIsRetriedAndRunLeavesNothingRunning(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	for _, prefix := range []string{"github.com/probelet/probelet/kube/events.", "k8s.io/client-go/tools/record."} {
-		if gs := testutil.Goroutines(prefix); len(gs) != 0 {
-			t.Errorf("%d goroutines of %s left after Run returned:\n%s", len(gs), prefix, strings.Join(gs, "\n\n"))
-		}
-	}
+	testutil.NoGoroutines(t, "github.com/probelet/probelet/kube/events.", "k8s.io/client-go/tools/record.")
 }

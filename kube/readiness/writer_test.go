@@ -301,20 +301,35 @@ func TestALostChangeIsWrittenByTheNextResync(t *testing.T) {
 	e.waitCondition(t, corev1.ConditionTrue)
 }
 
-// TestRunLeavesNothingRunning: after Run returns, none of the writer's
-// goroutines is left, and the work queue's own timer loop ends.
+// TestRunLeavesNothingRunning stops the writer while its write hangs on
+// an API server that never answers (and a client deadline far away): Run
+// gives the write its drain time and no more, and once it has returned
+// the writer's goroutines and the work queue's timer loop end.
 func TestRunLeavesNothingRunning(t *testing.T) {
-	e := start(t, gatedPod())
-	e.publish(true)
-	e.waitCondition(t, corev1.ConditionTrue)
-	e.stop()
-	if gs := testutil.Goroutines("github.com/probelet/probelet/kube/readiness."); len(gs) != 0 {
-		t.Fatalf("%d goroutines of the writer left after Run returned:\n%s", len(gs), strings.Join(gs, "\n\n"))
+	hanging := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // then the server notices the client hang up
+		select {
+		case hanging <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	real, err := kube.NewClient(&rest.Config{Host: srv.URL, Timeout: time.Hour}, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The queue's delaying loop ends on ShutDown, on its own goroutine.
-	testutil.WaitFor(t, "the work queue's loop to end", func() bool {
-		return len(testutil.Goroutines("k8s.io/client-go/util/workqueue.")) == 0
-	})
+	e := newEnv(t, gatedPod())
+	e.run(t, patchThrough{Client: kubetest.Client(e.client), real: real}, nil)
+	<-hanging
+	start := time.Now()
+	e.stop()
+	// 2 s of drain; the upper bound is loose for a loaded machine.
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Run returned %s after its context ended, want about its 2 s drain", took)
+	}
+	testutil.NoGoroutines(t, "github.com/probelet/probelet/kube/readiness.", "k8s.io/client-go/util/workqueue.")
 }
 
 // counter reads the series of a counter vector whose label is value.
