@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -13,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 )
 
@@ -32,10 +33,11 @@ type Client interface {
 	// PatchPodStatus applies a strategic merge patch to a pod's status,
 	// as probelet's field manager.
 	PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*corev1.Pod, error)
-	// Events is where the event broadcaster writes core/v1 Events.
-	Events() record.EventSink
-	// Scheme knows the types above, for the event recorder.
-	Scheme() *runtime.Scheme
+	// CreateEvent creates a core/v1 Event in its namespace.
+	CreateEvent(ctx context.Context, ev *corev1.Event) (*corev1.Event, error)
+	// PatchEvent applies a strategic merge patch to an Event (a repeat's
+	// count and last timestamp).
+	PatchEvent(ctx context.Context, namespace, name string, patch []byte) (*corev1.Event, error)
 }
 
 // FieldManager names probelet's writes in managedFields.
@@ -55,17 +57,28 @@ func NewScheme() *runtime.Scheme {
 	return s
 }
 
+// DefaultRequestTimeout bounds every call but a watch when the
+// configuration sets no rest.Config.Timeout: a list, a condition write, an
+// Event. A watch is long by design; the API server ends it (the reflector
+// asks for 5 to 10 minutes) and the HTTP/2 health check finds a dead one.
+const DefaultRequestTimeout = 10 * time.Second
+
 // restClient is Client over client-go's REST client, speaking JSON like
 // the clientset does by default.
 type restClient struct {
-	scheme *runtime.Scheme
-	core   rest.Interface // /api/v1
-	policy rest.Interface // /apis/policy/v1
+	core    rest.Interface // /api/v1
+	policy  rest.Interface // /apis/policy/v1
+	timeout time.Duration
+	m       *Metrics
 }
 
 // NewClient returns a Client for cfg. Its two API groups share one HTTP
-// client and one rate limiter, as a clientset's do.
-func NewClient(cfg *rest.Config) (Client, error) {
+// client and one rate limiter, as a clientset's do. cfg.Timeout (default
+// DefaultRequestTimeout) bounds each call but watches: client-go would put
+// it on the HTTP client, which cuts every watch at that age, so it is set
+// on each request instead. Failed calls are counted in m (nil: a fresh,
+// unregistered Metrics).
+func NewClient(cfg *rest.Config, m *Metrics) (Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	if cfg.RateLimiter == nil && cfg.QPS > 0 {
 		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
@@ -73,12 +86,19 @@ func NewClient(cfg *rest.Config) (Client, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultRequestTimeout
+	}
+	cfg.Timeout = 0
+	if m == nil {
+		m = NewMetrics()
+	}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("API client: %w", err)
 	}
-	scheme := NewScheme()
-	codecs := serializer.NewCodecFactory(scheme).WithoutConversion()
+	codecs := serializer.NewCodecFactory(NewScheme()).WithoutConversion()
 	group := func(apiPath string, gv schema.GroupVersion) (*rest.RESTClient, error) {
 		c := rest.CopyConfig(cfg)
 		c.APIPath, c.GroupVersion, c.NegotiatedSerializer = apiPath, &gv, codecs
@@ -88,7 +108,7 @@ func NewClient(cfg *rest.Config) (Client, error) {
 		}
 		return rc, nil
 	}
-	c := &restClient{scheme: scheme}
+	c := &restClient{timeout: timeout, m: m}
 	if c.core, err = group("/api", corev1.SchemeGroupVersion); err != nil {
 		return nil, err
 	}
@@ -99,45 +119,58 @@ func NewClient(cfg *rest.Config) (Client, error) {
 }
 
 func (c *restClient) NodePods(nodeName string) cache.ListerWatcher {
-	return cache.NewListWatchFromClient(c.core, "pods", metav1.NamespaceAll, NodePodsSelector(nodeName))
+	return c.listWatch(c.core, "pods", NodePodsSelector(nodeName))
 }
 
 func (c *restClient) PodDisruptionBudgets() cache.ListerWatcher {
-	return cache.NewListWatchFromClient(c.policy, "poddisruptionbudgets", metav1.NamespaceAll, fields.Everything())
+	return c.listWatch(c.policy, "poddisruptionbudgets", fields.Everything())
+}
+
+// listWatch is cache.NewListWatchFromClient with the list bounded by the
+// request timeout and failures counted.
+func (c *restClient) listWatch(rc rest.Interface, resource string, sel fields.Selector) cache.ListerWatcher {
+	get := func(o metav1.ListOptions) *rest.Request {
+		o.FieldSelector = sel.String()
+		return rc.Get().Resource(resource).VersionedParams(&o, metav1.ParameterCodec)
+	}
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			obj, err := get(o).Timeout(c.timeout).Do(ctx).Get()
+			return obj, c.count(ctx, "list "+resource, err)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.Watch = true
+			w, err := get(o).Watch(ctx)
+			return w, c.count(ctx, "watch "+resource, err)
+		},
+	}
 }
 
 func (c *restClient) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
 	err := c.core.Patch(types.StrategicMergePatchType).Namespace(namespace).Resource("pods").Name(name).
 		SubResource("status").VersionedParams(&metav1.PatchOptions{FieldManager: FieldManager}, metav1.ParameterCodec).
-		Body(patch).Do(ctx).Into(pod)
-	return pod, err
+		Body(patch).Timeout(c.timeout).Do(ctx).Into(pod)
+	return pod, c.count(ctx, "patch pods/status", err)
 }
 
-func (c *restClient) Events() record.EventSink { return eventSink{c.core} }
-
-func (c *restClient) Scheme() *runtime.Scheme { return c.scheme }
-
-// eventSink writes Events into their own namespaces, as client-go's
-// EventSinkImpl does. The broadcaster calls it without a context: a write
-// is bounded by the REST client's timeout and retried by the broadcaster.
-type eventSink struct{ core rest.Interface }
-
-func (s eventSink) Create(ev *corev1.Event) (*corev1.Event, error) {
+func (c *restClient) CreateEvent(ctx context.Context, ev *corev1.Event) (*corev1.Event, error) {
 	out := &corev1.Event{}
-	err := s.core.Post().Namespace(ev.Namespace).Resource("events").Body(ev).Do(context.Background()).Into(out)
-	return out, err
+	err := c.core.Post().Namespace(ev.Namespace).Resource("events").Body(ev).Timeout(c.timeout).Do(ctx).Into(out)
+	return out, c.count(ctx, "create events", err)
 }
 
-func (s eventSink) Update(ev *corev1.Event) (*corev1.Event, error) {
+func (c *restClient) PatchEvent(ctx context.Context, namespace, name string, patch []byte) (*corev1.Event, error) {
 	out := &corev1.Event{}
-	err := s.core.Put().Namespace(ev.Namespace).Resource("events").Name(ev.Name).Body(ev).Do(context.Background()).Into(out)
-	return out, err
+	err := c.core.Patch(types.StrategicMergePatchType).Namespace(namespace).Resource("events").Name(name).
+		Body(patch).Timeout(c.timeout).Do(ctx).Into(out)
+	return out, c.count(ctx, "patch events", err)
 }
 
-func (s eventSink) Patch(ev *corev1.Event, patch []byte) (*corev1.Event, error) {
-	out := &corev1.Event{}
-	err := s.core.Patch(types.StrategicMergePatchType).Namespace(ev.Namespace).Resource("events").Name(ev.Name).
-		Body(patch).Do(context.Background()).Into(out)
-	return out, err
+// count counts a failed call, unless the caller gave up on it.
+func (c *restClient) count(ctx context.Context, call string, err error) error {
+	if err != nil && ctx.Err() == nil {
+		c.m.errors.WithLabelValues(call).Inc()
+	}
+	return err
 }

@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,18 +89,13 @@ func TestClientSpeaksTheAPI(t *testing.T) {
 		check: func(t *testing.T, o runtime.Object) { wantName(t, o.(*corev1.Pod).Name, "web") },
 	}, {
 		name: "create an Event", reply: event,
-		call:  func(_ context.Context, c kube.Client) (runtime.Object, error) { return c.Events().Create(event) },
+		call:  func(ctx context.Context, c kube.Client) (runtime.Object, error) { return c.CreateEvent(ctx, event) },
 		want:  request{method: "POST", path: "/api/v1/namespaces/default/events", query: url.Values{}, contentType: "application/json"},
 		check: func(t *testing.T, o runtime.Object) { wantName(t, o.(*corev1.Event).Name, "web.1") },
 	}, {
-		name: "update an Event", reply: event,
-		call:  func(_ context.Context, c kube.Client) (runtime.Object, error) { return c.Events().Update(event) },
-		want:  request{method: "PUT", path: "/api/v1/namespaces/default/events/web.1", query: url.Values{}, contentType: "application/json"},
-		check: func(t *testing.T, o runtime.Object) { wantName(t, o.(*corev1.Event).Name, "web.1") },
-	}, {
 		name: "patch an Event", reply: event,
-		call: func(_ context.Context, c kube.Client) (runtime.Object, error) {
-			return c.Events().Patch(event, []byte(`{"count":2}`))
+		call: func(ctx context.Context, c kube.Client) (runtime.Object, error) {
+			return c.PatchEvent(ctx, "default", "web.1", []byte(`{"count":2}`))
 		},
 		want: request{method: "PATCH", path: "/api/v1/namespaces/default/events/web.1", query: url.Values{},
 			contentType: "application/strategic-merge-patch+json", body: `{"count":2}`},
@@ -114,7 +111,7 @@ func TestClientSpeaksTheAPI(t *testing.T) {
 				_ = json.NewEncoder(w).Encode(tc.reply)
 			}))
 			defer srv.Close()
-			c, err := kube.NewClient(&rest.Config{Host: srv.URL})
+			c, err := kube.NewClient(&rest.Config{Host: srv.URL}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +123,10 @@ func TestClientSpeaksTheAPI(t *testing.T) {
 			if tc.want.body == "" {
 				req.body = "" // a JSON-encoded object: its decoding is checked by the reply
 			}
-			req.query.Del("timeout") // the clientset's watch adds one too; its value is random
+			if got := req.query.Get("timeout"); req.query.Get("watch") == "" && got != kube.DefaultRequestTimeout.String() {
+				t.Errorf("timeout = %q, want every call but a watch bounded by %s", got, kube.DefaultRequestTimeout)
+			}
+			req.query.Del("timeout")
 			req.query.Del("timeoutSeconds")
 			if req.method != tc.want.method || req.path != tc.want.path || req.query.Encode() != tc.want.query.Encode() ||
 				req.contentType != tc.want.contentType || req.body != tc.want.body {
@@ -142,4 +142,86 @@ func wantName(t *testing.T, got, want string) {
 	if got != want {
 		t.Errorf("decoded name %q, want %q", got, want)
 	}
+}
+
+// TestCallsToAHangingAPIServerEndAtTheirDeadline runs each call against an
+// API server that accepts the request and never answers: the call must
+// fail at the configured timeout, and the failure is counted.
+func TestCallsToAHangingAPIServerEndAtTheirDeadline(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	event := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web.1", Namespace: "default"}}
+	for _, tc := range []struct {
+		call string
+		do   func(context.Context, kube.Client) error
+	}{
+		{"list pods", func(ctx context.Context, c kube.Client) error {
+			_, err := cache.ToListerWatcherWithContext(c.NodePods("n1")).ListWithContext(ctx, metav1.ListOptions{})
+			return err
+		}},
+		{"patch pods/status", func(ctx context.Context, c kube.Client) error {
+			_, err := c.PatchPodStatus(ctx, "default", "web", []byte(`{}`))
+			return err
+		}},
+		{"create events", func(ctx context.Context, c kube.Client) error { _, err := c.CreateEvent(ctx, event); return err }},
+		{"patch events", func(ctx context.Context, c kube.Client) error {
+			_, err := c.PatchEvent(ctx, "default", "web.1", []byte(`{}`))
+			return err
+		}},
+	} {
+		t.Run(tc.call, func(t *testing.T) {
+			release := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+				select { // hang until the client gives up or the test ends
+				case <-r.Context().Done():
+				case <-release:
+				}
+			}))
+			defer srv.Close()
+			defer close(release)
+			reg := prometheus.NewRegistry()
+			m := kube.NewMetrics()
+			if err := m.Register(reg); err != nil {
+				t.Fatal(err)
+			}
+			c, err := kube.NewClient(&rest.Config{Host: srv.URL, Timeout: timeout}, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			err = tc.do(context.Background(), c)
+			took := time.Since(start)
+			if err == nil {
+				t.Fatal("a call to a hanging API server succeeded")
+			}
+			// Not before the deadline; the upper bound is loose for a loaded machine.
+			if took < timeout || took > timeout+5*time.Second {
+				t.Errorf("the call ended after %s, want at its %s deadline", took, timeout)
+			}
+			if got := counter(t, reg, "probelet_api_request_errors_total", tc.call); got != 1 {
+				t.Errorf("errors counted for %q = %v, want 1", tc.call, got)
+			}
+		})
+	}
+}
+
+// counter reads one series of a counter vector labelled call.
+func counter(t *testing.T, reg *prometheus.Registry, name, call string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "call" && l.GetValue() == call {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

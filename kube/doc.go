@@ -48,6 +48,7 @@ func Config(kubeconfig string) (*rest.Config, error) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
+	cfg.Timeout = DefaultRequestTimeout // NewClient puts it on each call but watches
 	cfg.UserAgent = "probelet"
 	return cfg, nil
 }

@@ -60,7 +60,7 @@ func (p *Plugin) register(ctx context.Context) (stub.Stub, <-chan struct{}, erro
 	closed := make(chan struct{})
 	var once sync.Once
 	opts := []stub.Option{
-		stub.WithLogger(nriLogger{p.log.Sugar()}),
+		stub.WithLogger(nriLogger{p}),
 		stub.WithOnClose(func() { once.Do(func() { close(closed) }) }),
 		stub.WithConnection(conn),
 	}
@@ -126,18 +126,18 @@ func startResult(st stub.Stub, err error) error {
 func (p *Plugin) serve(ctx context.Context, st stub.Stub, closed <-chan struct{}) bool {
 	p.setConnected(true)
 	name, version := p.Runtime()
-	p.log.Info("Registered with the runtime over NRI", zap.String("socket", p.socket),
+	p.logger().Info("Registered with the runtime over NRI", zap.String("socket", p.socket),
 		zap.String("plugin", p.index+"-"+p.name), zap.String("runtime", name), zap.String("runtimeVersion", version))
 	select {
 	case <-ctx.Done():
 		st.Stop()
 		p.setConnected(false)
-		p.log.Info("Unregistered from NRI")
+		p.logger().Info("Unregistered from NRI")
 		return true
 	case <-closed:
 		p.setConnected(false)
 		p.m.reconnects.Inc()
-		p.log.Warn("NRI connection closed, registering again", zap.String("socket", p.socket))
+		p.logger().Warn("NRI connection closed, registering again", zap.String("socket", p.socket))
 		return false
 	}
 }
@@ -146,9 +146,9 @@ func (p *Plugin) serve(ctx context.Context, st stub.Stub, closed <-chan struct{}
 // so a runtime that stays down does not flood the log.
 func (p *Plugin) logFailure(n int, err error) {
 	if n == 1 || n%50 == 0 {
-		p.log.Warn("Cannot register with the runtime over NRI, retrying",
+		p.logger().Warn("Cannot register with the runtime over NRI, retrying",
 			zap.String("socket", p.socket), zap.Int("attempt", n), zap.Error(err))
 		return
 	}
-	p.log.Debug("NRI registration failed", zap.Int("attempt", n), zap.Error(err))
+	p.logger().Debug("NRI registration failed", zap.Int("attempt", n), zap.Error(err))
 }

@@ -41,7 +41,7 @@ func (h handler) Configure(_ context.Context, config, runtime, version string) (
 		return 0, nil
 	}
 	if err := h.p.onConfig(config); err != nil {
-		h.p.log.Error("Invalid plugin configuration from the runtime", zap.Error(err))
+		h.p.logger().Error("Invalid plugin configuration from the runtime", zap.Error(err))
 		return 0, err
 	}
 	return 0, nil
@@ -60,14 +60,14 @@ func (h handler) Synchronize(_ context.Context, pods []*api.PodSandbox, ctrs []*
 		cs = append(cs, containerFrom(c))
 	}
 	h.p.cache.Sync(at, sbs, cs)
-	h.p.log.Info("Synchronized with the runtime", zap.Int("pods", len(sbs)), zap.Int("containers", len(cs)))
+	h.p.logger().Info("Synchronized with the runtime", zap.Int("pods", len(sbs)), zap.Int("containers", len(cs)))
 	return nil, nil
 }
 
 // Shutdown is the runtime announcing it goes away; the connection drop
 // that follows triggers the reconnect.
 func (h handler) Shutdown(context.Context) {
-	h.p.log.Info("Runtime is shutting down")
+	h.p.logger().Info("Runtime is shutting down")
 }
 
 // RunPodSandbox records a new pod. NRI carries no creation time; the
@@ -149,7 +149,7 @@ func (h handler) guard(event string) {
 	h.p.m.events.WithLabelValues(event).Inc()
 	if r := recover(); r != nil {
 		h.p.m.panics.Inc()
-		h.p.log.Error("NRI event handler panicked", zap.String("event", event),
+		h.p.logger().Error("NRI event handler panicked", zap.String("event", event),
 			zap.String("panic", fmt.Sprint(r)), zap.Stack("stack"))
 	}
 }

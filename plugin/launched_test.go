@@ -107,3 +107,36 @@ func TestLaunchedPluginRejectsBadConfiguration(t *testing.T) {
 		t.Fatalf("Run = %v, connected %v; want the registration refused", err, p.Connected())
 	}
 }
+
+// TestConfiguredLoggerTakesOver: a launched plugin starts logging before
+// the runtime's configuration says how; the logger its config handler sets
+// logs everything after, the NRI stub's own messages included.
+func TestConfiguredLoggerTakesOver(t *testing.T) {
+	rt := newFakeRuntime(t)
+	launchedEnv(t, rt)
+	preCore, pre := observer.New(zap.DebugLevel)
+	postCore, post := observer.New(zap.DebugLevel)
+	var p *plugin.Plugin
+	p, err := plugin.New(panickyCache{}, plugin.WithLogger(zap.New(preCore)), plugin.WithConfigHandler(func(string) error {
+		p.SetLogger(zap.New(postCore))
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	testutil.WaitFor(t, "the registration", p.Connected)
+	if n := post.FilterMessage("Registered with the runtime over NRI").Len(); n != 1 {
+		t.Errorf("the configured logger has %d registration lines, want 1", n)
+	}
+	if n := pre.FilterMessage("Registered with the runtime over NRI").Len(); n != 0 {
+		t.Errorf("the logger from before the configuration has %d registration lines, want 0", n)
+	}
+	if pre.FilterMessageSnippet("Configuring plugin").Len() != 1 || post.FilterMessageSnippet("Subscribing plugin").Len() != 1 {
+		t.Errorf("the stub's messages: before %v, after %v; want its Configure narrated by the first, then the second",
+			pre.All(), post.All())
+	}
+}

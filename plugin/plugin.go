@@ -62,7 +62,7 @@ type Plugin struct {
 	maxBackoff time.Duration
 	regTimeout time.Duration
 	clock      clock.Clock
-	log        *zap.Logger
+	log        atomic.Pointer[zap.Logger]
 	reg        prometheus.Registerer
 	m          *metrics
 
@@ -157,7 +157,7 @@ func WithLogger(l *zap.Logger) Option {
 		if l == nil {
 			return errors.New("plugin: nil logger")
 		}
-		p.log = l
+		p.log.Store(l)
 		return nil
 	}
 }
@@ -186,10 +186,10 @@ func New(cache Cache, opts ...Option) (*Plugin, error) {
 		maxBackoff: DefaultMaxBackoff,
 		regTimeout: DefaultRegistrationTimeout,
 		clock:      clock.RealClock{},
-		log:        zap.NewNop(),
 		m:          newMetrics(),
 		launched:   Launched(),
 	}
+	p.log.Store(zap.NewNop())
 	for _, o := range opts {
 		if err := o(p); err != nil {
 			return nil, err
@@ -205,6 +205,18 @@ func New(cache Cache, opts ...Option) (*Plugin, error) {
 	}
 	return p, nil
 }
+
+// SetLogger replaces the logger, the NRI stub's messages included: a
+// launched plugin starts with a logger made before the runtime's
+// configuration said how to log, and takes the configured one from its
+// config handler.
+func (p *Plugin) SetLogger(l *zap.Logger) {
+	if l != nil {
+		p.log.Store(l)
+	}
+}
+
+func (p *Plugin) logger() *zap.Logger { return p.log.Load() }
 
 // Connected reports whether the plugin is registered with the runtime.
 func (p *Plugin) Connected() bool { return p.connected.Load() }

@@ -2,12 +2,17 @@ package events_test
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/probelet/probelet/cri/server/servertest"
 	"github.com/probelet/probelet/internal/testutil"
@@ -71,4 +76,45 @@ func TestEngineEventsBecomeKubeletStyleEvents(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAFailedWriteIsRetriedAndRunLeavesNothingRunning: an Event the API
+// server did not take is written on the next try, a retry-wait later; once
+// Run returns, nothing of the recorder runs.
+func TestAFailedWriteIsRetriedAndRunLeavesNothingRunning(t *testing.T) {
+	client := fake.NewClientset()
+	var failing atomic.Int32
+	failing.Store(1)
+	client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if failing.Add(-1) >= 0 {
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	clk := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
+	status := servertest.NewStatus()
+	r, err := events.New(kubetest.Client(client), "n1", status, nil, events.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer cancel()
+	testutil.WaitFor(t, "the engine subscription", func() bool { n, _, _ := status.EventStats(); return n == 1 })
+	status.PublishEvent(prober.Event{Time: time.Now(), PodUID: "u1", PodName: "web", PodNamespace: "default",
+		ContainerName: "app", ContainerID: "c1", ProbeType: probe.Liveness, Type: "Warning", Reason: "Unhealthy", Message: "x"})
+
+	testutil.WaitFor(t, "the retry wait", func() bool { return failing.Load() == 0 && clk.HasWaiters() })
+	clk.Step(10 * time.Second)
+	testutil.WaitFor(t, "the Event written on the retry", func() bool {
+		list, err := client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(list.Items) == 1
+	})
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	testutil.NoGoroutines(t, "github.com/probelet/probelet/kube/events.", "k8s.io/client-go/tools/record.")
 }

@@ -12,10 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/probelet/probelet/kube"
 )
@@ -59,8 +56,10 @@ func (c clientset) PatchPodStatus(ctx context.Context, namespace, name string, p
 		metav1.PatchOptions{FieldManager: kube.FieldManager}, "status")
 }
 
-func (c clientset) Events() record.EventSink {
-	return &typedcorev1.EventSinkImpl{Interface: c.cs.CoreV1().Events("")}
+func (c clientset) CreateEvent(ctx context.Context, ev *corev1.Event) (*corev1.Event, error) {
+	return c.cs.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
 }
 
-func (c clientset) Scheme() *runtime.Scheme { return scheme.Scheme }
+func (c clientset) PatchEvent(ctx context.Context, namespace, name string, patch []byte) (*corev1.Event, error) {
+	return c.cs.CoreV1().Events(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -33,6 +34,7 @@ const resync = 10 * time.Minute
 type Watcher struct {
 	nodeName string
 	informer cache.SharedIndexInformer
+	failures atomic.Int64 // list or watch failures, for the log
 	lister   listersv1.PodLister
 	sink     Sink
 	clock    clock.PassiveClock
@@ -51,6 +53,9 @@ func New(client kube.Client, nodeName string, sink Sink, log *zap.Logger) (*Watc
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	w := &Watcher{nodeName: nodeName, informer: informer, lister: listersv1.NewPodLister(informer.GetIndexer()), sink: sink,
 		clock: clock.RealClock{}, log: log}
+	if err := w.informer.SetWatchErrorHandlerWithContext(w.watchFailed); err != nil {
+		return nil, fmt.Errorf("podwatch: %w", err)
+	}
 	if _, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    w.set,
 		UpdateFunc: func(_, cur any) { w.set(cur) },
@@ -73,13 +78,21 @@ func (w *Watcher) Lister() listersv1.PodLister { return w.lister }
 // informer catches up when it returns. It returns once the informer has
 // stopped, or kube.StopWait after ctx ended.
 func (w *Watcher) Run(ctx context.Context) error {
-	wait := kube.StartInformer(ctx, w.informer)
-	if cache.WaitForCacheSync(ctx.Done(), w.informer.HasSynced) {
-		w.log.Info("Watching the node's pods in the API server", zap.Int("pods", len(w.informer.GetStore().ListKeys())))
-	}
-	wait()
+	kube.StartInformer(ctx, w.informer)()
 	return nil
 }
+
+// watchFailed logs the informer's failed lists and watches (the API client
+// counts them) on the first and then every 50th, so an API server that
+// stays away does not flood the log; the reflector retries with back-off.
+func (w *Watcher) watchFailed(_ context.Context, _ *cache.Reflector, err error) {
+	if n := w.failures.Add(1); n == 1 || n%50 == 0 {
+		w.log.Warn("Cannot list or watch the node's pods in the API server; retrying", zap.Int64("failures", n), zap.Error(err))
+	}
+}
+
+// Pods counts the pods in the informer's cache.
+func (w *Watcher) Pods() int { return len(w.informer.GetStore().ListKeys()) }
 
 // HasSynced reports whether the first listing arrived.
 func (w *Watcher) HasSynced() bool { return w.informer.HasSynced() }

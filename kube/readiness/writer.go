@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -31,9 +31,22 @@ import (
 const (
 	retryMin = 50 * time.Millisecond
 	retryMax = 2 * time.Second
-	// changeBuffer is the engine subscription's buffer; a burst beyond it
-	// is caught up by the informer's resync and the next change.
+	// changeBuffer is the engine subscription's buffer; a change lost to
+	// a burst beyond it is caught by the next resync pass.
 	changeBuffer = 4096
+	// resyncPeriod is how often every gated pod is checked against the
+	// engine, as the kubelet's status manager syncs every pod each 10 s
+	// (syncPeriod): it repairs a missed change within seconds rather than
+	// at the informer's 10-minute resync. A pass writes nothing when the
+	// conditions are right.
+	resyncPeriod = 10 * time.Second
+	// echoWait bounds how long a write that the informer's copy does not
+	// show yet counts as in flight; past it the pod is checked again.
+	echoWait = 30 * time.Second
+	// drainWait bounds the writes after Run's context ended: the engine
+	// stops first, and its last changes are written if the API server
+	// answers in time.
+	drainWait = 2 * time.Second
 )
 
 // Writer keeps the condition of the node's gated pods. Run it once.
@@ -52,18 +65,24 @@ type Writer struct {
 	started time.Time
 
 	mu sync.Mutex
-	// written is what this writer last wrote per pod UID, with the pod's
-	// resourceVersion after the write: a cache that has not caught up yet
-	// is not mistaken for someone else's change.
+	// written is what this writer last wrote per pod UID, and what the
+	// condition was before: a cache that has not caught up yet is not
+	// mistaken for someone else's change.
 	written map[types.UID]writeMark
 	// changed is when a pod's probe result last changed, for the
 	// result → condition latency.
 	changed map[types.NamespacedName]time.Time
 }
 
+// writeMark is one write of the condition. resourceVersions are opaque
+// (the API only promises equality), so the cache's copy is judged by the
+// condition it holds: our write changes only our condition, so a copy that
+// still holds the condition as it was before has not seen the write yet,
+// whatever else moved.
 type writeMark struct {
-	v  verdict
-	rv uint64
+	v      verdict
+	before corev1.PodCondition // zero: there was none
+	at     time.Time
 }
 
 // Options are the Writer's inputs.
@@ -77,7 +96,7 @@ type Options struct {
 	Metrics  *Metrics // default: unregistered
 }
 
-// New returns a Writer; it registers an event handler on the informer.
+// New returns a Writer. It starts nothing: Run does.
 func New(o Options) (*Writer, error) {
 	if o.Client == nil || o.Informer == nil || o.Lister == nil || o.Status == nil {
 		return nil, errors.New("readiness: a client, the pod informer and lister, and the engine are required")
@@ -97,39 +116,82 @@ func New(o Options) (*Writer, error) {
 	if w.m == nil {
 		w.m = NewMetrics()
 	}
-	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](retryMin, retryMax),
-		workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "probelet_readiness", Clock: w.clock})
-	if _, err := o.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    w.podChanged,
-		UpdateFunc: func(_, cur any) { w.podChanged(cur) },
-		DeleteFunc: w.podGone,
-	}); err != nil {
-		return nil, fmt.Errorf("readiness: %w", err)
-	}
 	return w, nil
 }
 
 // Run writes conditions until ctx ends or the engine's subscription closes.
-// Writes happen on this goroutine; the engine only ever offers changes to a
-// buffered channel, so a slow or absent API server never slows probing.
+// Writes happen on one worker goroutine that Run starts and joins; the
+// engine only ever offers changes to a buffered channel, so a slow or
+// absent API server never slows probing.
 func (w *Writer) Run(ctx context.Context) error {
+	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](retryMin, retryMax),
+		workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "probelet_readiness", Clock: w.clock})
+	// The ticker comes before the subscription, so a subscriber seen
+	// means a ticker running (tests step a fake clock).
+	tick := w.clock.NewTicker(resyncPeriod)
+	defer tick.Stop()
 	changes, cancel := w.status.SubscribeResults(changeBuffer)
 	defer cancel()
-	defer w.queue.ShutDown()
-	go w.work()
+	reg, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    w.podChanged,
+		UpdateFunc: func(_, cur any) { w.podChanged(cur) },
+		DeleteFunc: w.podGone,
+	})
+	if err != nil {
+		w.queue.ShutDown()
+		return fmt.Errorf("readiness: %w", err)
+	}
+	defer func() { _ = w.informer.RemoveEventHandler(reg) }()
+
+	// The worker's writes outlive the loop below by drainWait at most:
+	// the engine stops first, and its last changes are written if the
+	// API server answers in time.
+	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w.work(wctx)
+	}()
+	w.loop(ctx, changes, tick)
+	drain := time.AfterFunc(drainWait, stop) // real time: the API server's
+	defer drain.Stop()
+	w.queue.ShutDown() // the worker drains the queue, then returns
+	wg.Wait()
+	return nil
+}
+
+// loop queues pods whose condition may have to change until ctx ends or
+// the engine's subscription closes.
+func (w *Writer) loop(ctx context.Context, changes <-chan prober.ResultChange, tick clock.Ticker) {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case rc, ok := <-changes:
 			if !ok {
-				return nil
+				return
 			}
 			if rc.Type == probe.Readiness || rc.Type == probe.Startup {
 				w.resultChanged(rc)
 			}
+		case <-tick.C():
+			w.resync()
 		}
+	}
+}
+
+// resync queues every gated pod: a change the subscription lost, or a
+// write whose echo never came, is repaired here.
+func (w *Writer) resync() {
+	pods, err := w.lister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, pod := range pods {
+		w.podChanged(pod)
 	}
 }
 
@@ -161,15 +223,16 @@ func (w *Writer) podGone(obj any) {
 	}
 }
 
-// work drains the queue; a key is handled by one worker at a time, and
-// keys added meanwhile coalesce.
-func (w *Writer) work() {
+// work drains the queue until it is shut down and empty; a key is handled
+// by one worker at a time, and keys added meanwhile coalesce. A failed
+// write is retried with the queue's exponential back-off.
+func (w *Writer) work(ctx context.Context) {
 	for {
 		key, quit := w.queue.Get()
 		if quit {
 			return
 		}
-		if err := w.sync(context.Background(), key); err != nil {
+		if err := w.sync(ctx, key); err != nil {
 			w.m.writes.WithLabelValues("error").Inc()
 			if w.queue.NumRequeues(key) == 0 {
 				w.log.Warn("Cannot write the readiness condition; retrying", zap.Stringer("pod", key), zap.Error(err))
@@ -200,18 +263,18 @@ func (w *Writer) sync(ctx context.Context, key types.NamespacedName) error {
 		w.settled(pod, v)
 		return nil
 	}
-	if w.inFlight(pod, v) {
-		return nil // our write has not reached the cache yet
+	if wait, ok := w.inFlight(pod, v, cur, has); ok {
+		w.queue.AddAfter(key, wait) // checked again should the echo never come
+		return nil                  // our write has not reached the cache yet
 	}
 	lastTransition := metav1.NewTime(w.clock.Now())
 	if has && cur.Status == v.status {
 		lastTransition = cur.LastTransitionTime
 	}
-	updated, err := w.patch(ctx, pod, v, lastTransition)
-	if err != nil {
+	if _, err := w.patch(ctx, pod, v, lastTransition); err != nil {
 		return err
 	}
-	w.wrote(pod, v, updated, key)
+	w.wrote(pod, v, cur, key)
 	return nil
 }
 
@@ -241,25 +304,35 @@ func nullIfEmpty(s string) any {
 	return s
 }
 
-// inFlight reports whether this writer already wrote v for pod at a
-// resourceVersion the informer's copy has not reached.
-func (w *Writer) inFlight(pod *corev1.Pod, v verdict) bool {
+// inFlight reports whether this writer already wrote v for pod and the
+// informer's copy does not show it yet: the copy still holds the condition
+// as it was before the write (cur, has). Anything else there is someone
+// else's change, which gets v written again. wait is how long the mark
+// still holds.
+func (w *Writer) inFlight(pod *corev1.Pod, v verdict, cur corev1.PodCondition, has bool) (wait time.Duration, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	mark, ok := w.written[pod.UID]
-	if !ok || mark.v != v {
-		return false
+	mark, found := w.written[pod.UID]
+	if !found || mark.v != v || !sameCondition(mark.before, cur, has) {
+		return 0, false
 	}
-	rv, err := strconv.ParseUint(pod.ResourceVersion, 10, 64)
-	// A copy at our write's version would already show v; one above it is
-	// someone else's change, which gets v written again.
-	return err == nil && rv <= mark.rv
+	wait = echoWait - w.clock.Since(mark.at)
+	return wait, wait > 0
 }
 
-func (w *Writer) wrote(pod *corev1.Pod, v verdict, updated *corev1.Pod, key types.NamespacedName) {
-	rv, _ := strconv.ParseUint(updated.ResourceVersion, 10, 64)
+// sameCondition reports whether the copy's condition (c, has) is before
+// (zero: absent).
+func sameCondition(before, c corev1.PodCondition, has bool) bool {
+	if !has {
+		return before.Type == ""
+	}
+	return before.Type == c.Type && before.Status == c.Status && before.Reason == c.Reason &&
+		before.Message == c.Message && before.LastTransitionTime.Equal(&c.LastTransitionTime)
+}
+
+func (w *Writer) wrote(pod *corev1.Pod, v verdict, before corev1.PodCondition, key types.NamespacedName) {
 	w.mu.Lock()
-	w.written[pod.UID] = writeMark{v: v, rv: rv}
+	w.written[pod.UID] = writeMark{v: v, before: before, at: w.clock.Now()}
 	since, ok := w.changed[key]
 	delete(w.changed, key)
 	w.mu.Unlock()

@@ -2,20 +2,31 @@ package readiness_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/probelet/probelet/cri/server/servertest"
 	"github.com/probelet/probelet/internal/testutil"
+	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/kube/kubetest"
 	"github.com/probelet/probelet/kube/readiness"
 	"github.com/probelet/probelet/node"
@@ -53,11 +64,20 @@ type env struct {
 	status  *servertest.Status
 	patches atomic.Int32
 	fail    atomic.Int32 // patches still to fail
+	reg     *prometheus.Registry
+	stop    func() // ends Run and waits for it
 }
 
 func start(t *testing.T, objs ...runtime.Object) *env {
 	t.Helper()
-	e := &env{client: fake.NewClientset(objs...), status: servertest.NewStatus()}
+	e := newEnv(t, objs...)
+	e.run(t, kubetest.Client(e.client), nil)
+	return e
+}
+
+func newEnv(t *testing.T, objs ...runtime.Object) *env {
+	t.Helper()
+	e := &env{client: fake.NewClientset(objs...), status: servertest.NewStatus(), reg: prometheus.NewRegistry()}
 	e.client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "status" {
 			t.Errorf("patched %s, want only pods/status", a.GetSubresource())
@@ -68,9 +88,21 @@ func start(t *testing.T, objs ...runtime.Object) *env {
 		e.patches.Add(1)
 		return false, nil, nil
 	})
+	return e
+}
+
+// run starts the writer over the fake clientset's informer, writing
+// through client, on clk (nil: real).
+func (e *env) run(t *testing.T, client kube.Client, clk clock.WithTicker) {
+	t.Helper()
 	factory := informers.NewSharedInformerFactory(e.client, 0)
 	pods := factory.Core().V1().Pods()
-	w, err := readiness.New(readiness.Options{Client: kubetest.Client(e.client), Informer: pods.Informer(), Lister: pods.Lister(), Status: e.status})
+	m := readiness.NewMetrics()
+	if err := m.Register(e.reg); err != nil {
+		t.Fatal(err)
+	}
+	w, err := readiness.New(readiness.Options{Client: client, Informer: pods.Informer(), Lister: pods.Lister(), Status: e.status,
+		Clock: clk, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,9 +110,17 @@ func start(t *testing.T, objs ...runtime.Object) *env {
 	done := make(chan error, 1)
 	factory.Start(ctx.Done())
 	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+	var once sync.Once
+	e.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run = %v", err)
+			}
+		})
+	}
+	t.Cleanup(func() { e.stop(); factory.Shutdown() })
 	testutil.WaitFor(t, "the writer's engine subscription", func() bool { n, _, _ := e.status.ResultStats(); return n == 1 })
-	return e
 }
 
 func (e *env) condition(t *testing.T) (corev1.PodCondition, []corev1.PodCondition) {
@@ -174,4 +214,142 @@ func TestPodsWithoutTheGateAreLeftAlone(t *testing.T) {
 	if err != nil || len(pod.Status.Conditions) != 2 {
 		t.Fatalf("the pod without the gate was written: %+v, %v", pod.Status.Conditions, err)
 	}
+}
+
+// TestAWriteToAHangingAPIServerEndsAtItsDeadlineAndIsRetried writes through
+// the real REST client to an API server that accepts the first two writes
+// and never answers them: each ends at the client's deadline, is counted,
+// and retried with back-off; the third, answered, is the condition.
+func TestAWriteToAHangingAPIServerEndsAtItsDeadlineAndIsRetried(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	type attempt struct {
+		body string
+		took time.Duration
+	}
+	attempts := make(chan attempt, 10)
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		body, _ := io.ReadAll(r.Body)
+		if r.Method != http.MethodPatch || r.URL.Path != "/api/v1/namespaces/default/pods/web/status" {
+			t.Errorf("%s %s, want only the pod's status patched", r.Method, r.URL.Path)
+		}
+		if calls.Add(1) <= 2 {
+			<-r.Context().Done() // hang until the client gives up
+			attempts <- attempt{string(body), time.Since(start)}
+			return
+		}
+		attempts <- attempt{string(body), time.Since(start)}
+		rw.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(rw).Encode(gatedPod())
+	}))
+	defer srv.Close()
+	apiMetrics := kube.NewMetrics()
+	e := newEnv(t, gatedPod())
+	if err := apiMetrics.Register(e.reg); err != nil {
+		t.Fatal(err)
+	}
+	real, err := kube.NewClient(&rest.Config{Host: srv.URL, Timeout: timeout}, apiMetrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(t, patchThrough{Client: kubetest.Client(e.client), real: real}, nil)
+
+	for i := range 3 {
+		a := <-attempts
+		if !strings.Contains(a.body, string(readiness.ConditionType)) {
+			t.Errorf("write %d = %s, want the condition", i+1, a.body)
+		}
+		// A hung write ends at its deadline (the client's clock started
+		// before the server's); the upper bound is loose for a loaded machine.
+		if i < 2 && (a.took < timeout-100*time.Millisecond || a.took > timeout+5*time.Second) {
+			t.Errorf("hung write %d ended after %s, want at its %s deadline", i+1, a.took, timeout)
+		}
+	}
+	testutil.WaitFor(t, "the answered write counted", func() bool {
+		return counter(t, e.reg, "probelet_readiness_condition_writes_total", "result", "ok") == 1
+	})
+	if got := counter(t, e.reg, "probelet_readiness_condition_writes_total", "result", "error"); got != 2 {
+		t.Errorf("failed writes counted %v, want 2", got)
+	}
+	if got := counter(t, e.reg, "probelet_api_request_errors_total", "call", "patch pods/status"); got != 2 {
+		t.Errorf("API errors counted %v, want 2", got)
+	}
+}
+
+// patchThrough writes the condition through real and reads pods from the
+// embedded (fake) client.
+type patchThrough struct {
+	kube.Client
+	real kube.Client
+}
+
+func (p patchThrough) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*corev1.Pod, error) {
+	return p.real.PatchPodStatus(ctx, namespace, name, patch)
+}
+
+// TestALostChangeIsWrittenByTheNextResync changes the engine's verdict
+// without a result change reaching the writer (a subscriber that fell
+// behind loses it): the periodic pass writes it.
+func TestALostChangeIsWrittenByTheNextResync(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
+	e := newEnv(t, gatedPod())
+	e.run(t, kubetest.Client(e.client), clk)
+	e.waitCondition(t, corev1.ConditionFalse)
+	e.status.Set(webStatus(true)) // no PublishResult: the change is lost
+	clk.Step(10 * time.Second)
+	e.waitCondition(t, corev1.ConditionTrue)
+}
+
+// TestRunLeavesNothingRunning stops the writer while its write hangs on
+// an API server that never answers (and a client deadline far away): Run
+// gives the write its drain time and no more, and once it has returned
+// the writer's goroutines and the work queue's timer loop end.
+func TestRunLeavesNothingRunning(t *testing.T) {
+	hanging := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // then the server notices the client hang up
+		select {
+		case hanging <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	real, err := kube.NewClient(&rest.Config{Host: srv.URL, Timeout: time.Hour}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, gatedPod())
+	e.run(t, patchThrough{Client: kubetest.Client(e.client), real: real}, nil)
+	<-hanging
+	start := time.Now()
+	e.stop()
+	// 2 s of drain; the upper bound is loose for a loaded machine.
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Run returned %s after its context ended, want about its 2 s drain", took)
+	}
+	testutil.NoGoroutines(t, "github.com/probelet/probelet/kube/readiness.", "k8s.io/client-go/util/workqueue.")
+}
+
+// counter reads the series of a counter vector whose label is value.
+func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

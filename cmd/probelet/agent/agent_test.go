@@ -17,6 +17,7 @@ import (
 
 	nri "github.com/containerd/nri/pkg/adaptation"
 	nrilog "github.com/containerd/nri/pkg/log"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -25,6 +26,7 @@ import (
 	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/plugin"
 	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/spec"
 )
 
@@ -310,4 +312,129 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// TestLaunchedPluginAnswersConfigureBeforeASlowBuild launches probelet as
+// containerd does, with an eBPF load (the TCP prober's builder) that takes
+// well past the 2 s the runtime gives Configure: the registration must go
+// through at once, and the pod Synchronize brought and the container
+// started meanwhile are probed once the build is done.
+func TestLaunchedPluginAnswersConfigureBeforeASlowBuild(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	serveCRI(t, filepath.Join(dir, "cri.sock"), &fakeCRI{})
+	pod := &nri.PodSandbox{Id: "sb1", Uid: "uid1", Name: "web", Namespace: "default",
+		Annotations: map[string]string{spec.AnnotationProbes: `{
+			"app":  {"readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}},
+			"side": {"readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}}}`}}
+	running := func(id, name string) *nri.Container {
+		return &nri.Container{Id: id, PodSandboxId: "sb1", Name: name, State: nri.ContainerState_CONTAINER_RUNNING,
+			CreatedAt: time.Now().UnixNano(), StartedAt: time.Now().UnixNano(), Pid: 99}
+	}
+	syncFn := func(ctx context.Context, cb nri.SyncCB) error {
+		_, err := cb(ctx, []*nri.PodSandbox{pod}, []*nri.Container{running("c1", "app")})
+		return err
+	}
+	update := func(context.Context, []*nri.ContainerUpdate) ([]*nri.ContainerUpdate, error) { return nil, nil }
+	rt, err := nri.New("fake-containerd", "v2.4.2", syncFn, update, // NRI's default 2 s request timeout
+		nri.WithSocketPath(filepath.Join(dir, "nri.sock")),
+		nri.WithPluginPath(filepath.Join(dir, "plugins")), nri.WithPluginConfigPath(filepath.Join(dir, "conf.d")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Stop)
+	inheritNRIConnection(t, filepath.Join(dir, "nri.sock"))
+
+	loading := make(chan time.Time, 1)
+	release := make(chan struct{})
+	slowLoad := func(ctx context.Context, _ string, _ bool, _ *zap.Logger, _ prometheus.Registerer) (probe.TCPProber, error) {
+		loading <- time.Now()
+		select {
+		case <-release:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	cfg := testConfig(dir)
+	cfg.NRISocket = "/nonexistent/nri.sock" // ignored: the socket is inherited
+	var logs strings.Builder
+	a, err := agent.New(cfg, agent.AsLaunchedPlugin(), agent.WithTCPProber(slowLoad),
+		agent.WithLogOutput(&syncWriter{w: &logs}), agent.WithEngineOptions(prober.WithJitter(func() float64 { return 0 })))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	}()
+
+	var began time.Time
+	select {
+	case began = <-loading:
+	case err := <-done:
+		done <- err
+		t.Fatalf("Run = %v before building", err)
+	}
+	// The plugin's own count of the runtime's Synchronize: registered,
+	// configured and synchronized while the build waits.
+	testutil.WaitFor(t, "Synchronize during the build", func() bool {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("Run = %v while building: the runtime gave up on Configure", err)
+		default:
+		}
+		return synced(t, a)
+	})
+	t.Logf("registered and synchronized %s into the build", time.Since(began).Round(time.Millisecond))
+	runtimeOp(t, rt, func(ctx context.Context) error {
+		return rt.PostStartContainer(ctx, &nri.PostStartContainerRequest{Pod: pod, Container: running("c2", "side")})
+	})
+	// The load is slow for real: it ends well past the runtime's 2 s
+	// Configure deadline, which the registration above met.
+	<-time.After(time.Until(began.Add(3 * time.Second)))
+	close(release)
+
+	<-a.Started()
+	for _, id := range []string{"c1", "c2"} {
+		testutil.WaitFor(t, id+" probed ready", func() bool { st, ok := a.Engine().Container(id); return ok && st.Ready })
+	}
+	if n := len(a.Cache().Pods()); n != 1 {
+		t.Errorf("cache has %d pods, want the one Synchronize brought", n)
+	}
+}
+
+// inheritNRIConnection is what containerd hands a plugin it launches: a
+// connected socket, index and name in the environment, no flags.
+func inheritNRIConnection(t *testing.T, socket string) {
+	t.Helper()
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := conn.(*net.UnixConn).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Dup(int(f.Fd()))
+	f.Close()
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NRI_PLUGIN_SOCKET", strconv.Itoa(fd))
+	t.Setenv("NRI_PLUGIN_IDX", "10")
+	t.Setenv("NRI_PLUGIN_NAME", "probelet")
 }

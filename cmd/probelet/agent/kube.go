@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"go.uber.org/zap"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/kube/events"
@@ -17,6 +19,9 @@ import (
 // kubeParts are the API server side: optional, built only when there is a
 // kubeconfig or an in-cluster configuration.
 type kubeParts struct {
+	log       *zap.Logger
+	host      string
+	node      string
 	pods      *podwatch.Watcher
 	readiness *readiness.Writer
 	events    *events.Recorder
@@ -36,12 +41,16 @@ func (a *Agent) buildKube(p *parts) (*kubeParts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
-	client, err := kube.NewClient(cfg)
+	apiMetrics := kube.NewMetrics()
+	if err := apiMetrics.Register(a.reg); err != nil {
+		return nil, err
+	}
+	client, err := kube.NewClient(cfg, apiMetrics)
 	if err != nil {
 		return nil, err
 	}
 	log := a.log.Named("kube")
-	k := &kubeParts{}
+	k := &kubeParts{log: log, host: cfg.Host, node: a.cfg.NodeName}
 	if k.pods, err = podwatch.New(client, a.cfg.NodeName, p.cache, log.Named("pods")); err != nil {
 		return nil, err
 	}
@@ -61,28 +70,47 @@ func (a *Agent) buildKube(p *parts) (*kubeParts, error) {
 			return nil, err
 		}
 	}
-	log.Info("Connected to the API server", zap.String("host", cfg.Host), zap.String("node", a.cfg.NodeName))
 	return k, nil
 }
 
-// run starts the API server side's goroutines as one task.
+// run runs the API server side's components as one task and joins them.
+// None of them stops probing: an error is logged, and returned once all
+// have stopped.
 func (k *kubeParts) run(ctx context.Context) error {
 	if k == nil {
 		return nil
 	}
-	runs := []func(context.Context) error{k.pods.Run, k.readiness.Run, k.events.Run}
+	runs := map[string]func(context.Context) error{
+		"pod watch": k.pods.Run, "readiness condition writer": k.readiness.Run, "event recorder": k.events.Run,
+		"API server connection": k.announce,
+	}
 	if k.budgets != nil {
-		runs = append(runs, k.budgets.Run)
+		runs["PodDisruptionBudget watch"] = k.budgets.Run
 	}
-	done := make(chan struct{}, len(runs))
-	for _, f := range runs {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			_ = f(ctx) // each logs its own trouble and returns nil
-		}()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(runs))
+	for name, f := range runs {
+		wg.Go(func() {
+			if err := f(ctx); err != nil {
+				k.log.Error("The API server side stopped", zap.String("component", name), zap.Error(err))
+				errs <- fmt.Errorf("%s: %w", name, err)
+			}
+		})
 	}
-	for range runs {
-		<-done
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
+// announce logs the connection once the pod informer has listed the
+// node's pods: the first answer of the API server, not the configuration.
+func (k *kubeParts) announce(ctx context.Context) error {
+	if cache.WaitForCacheSync(ctx.Done(), k.pods.HasSynced) {
+		k.log.Info("Connected to the API server", zap.String("host", k.host), zap.String("node", k.node), zap.Int("pods", k.pods.Pods()))
 	}
 	return nil
 }

@@ -23,7 +23,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	// Components get contexts that only shutdown cancels, one by one, so
 	// the order below holds whatever ends ctx.
 	base := context.WithoutCancel(ctx)
-	failed := make(chan error, 4)
+	// The first failure ends Run; goRun logs any later one rather than
+	// block on this channel, however many tasks send to it.
+	failed := make(chan error, 1)
 	// The CRI proxy first: the kubelet's runtime must not wait for
 	// anything else (a launched plugin learns its flags from the runtime,
 	// so its proxy starts once configured).
@@ -118,15 +120,22 @@ func (t *task) stop() {
 }
 
 // goRun runs f until its context ends; an error f returns before that is
-// sent to failed (when given).
+// sent to failed (when given) if nothing is waiting there yet, else logged:
+// Run acts on the first failure.
 func (a *Agent) goRun(parent context.Context, f func(context.Context) error, failed chan<- error) *task {
 	ctx, cancel := context.WithCancel(parent)
 	t := &task{cancel: cancel}
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		if err := f(ctx); err != nil && ctx.Err() == nil && failed != nil {
-			failed <- err
+		err := f(ctx)
+		if err == nil || ctx.Err() != nil || failed == nil {
+			return
+		}
+		select {
+		case failed <- err:
+		default:
+			a.Logger().Error("A component failed while another failure is shutting probelet down", zap.Error(err))
 		}
 	}()
 	return t
