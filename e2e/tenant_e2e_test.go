@@ -223,3 +223,64 @@ func TestTenantEscapesNeverReachTheTerminal(t *testing.T) {
 		t.Error(msg)
 	}
 }
+
+// headerBomb answers every connection on 8080 with a 200 whose one header
+// is 8 MiB long.
+var headerBomb = shell(`trap "exit 0" TERM; while true; do
+	{ printf 'HTTP/1.1 200 OK\r\nX-Pad: '; head -c 8388608 /dev/zero | tr '\0' a; printf '\r\nContent-Length: 0\r\n\r\n'; } | nc -l -p 8080
+done`)
+
+// maxTenantRSS is the issue's bound on probelet's memory under attack.
+const maxTenantRSS = 150 << 20
+
+// TestTenantHeaderBombsCostBoundedMemory: 20 HTTP targets answering 8 MiB
+// of headers every second leave probelet running, under 150 MiB of RSS,
+// and the victim probed on time. (Exec output through ExecSync is not
+// bounded yet: README, Security.)
+func TestTenantHeaderBombsCostBoundedMemory(t *testing.T) {
+	bed := testbed.Start(t)
+	d := startProbelet(t, bed)
+	victim := victimApp(t, bed, webApp)
+	for i := range 20 {
+		runApp(t, bed, appSpec{name: fmt.Sprintf("bomb-%02d", i), cmd: headerBomb, probes: spec.ContainerProbes{
+			Readiness: httpProbe("/", 1, 1)}})
+	}
+	eventually(t, 30*time.Second, "every bomb probed and failing on its headers", func() (bool, string) {
+		n := 0
+		for _, c := range d.ps() {
+			if strings.HasPrefix(c.PodName, "bomb-") && strings.Contains(c.Probes["readiness"].LastOutput, "headers exceeded") {
+				n++
+			}
+		}
+		return n == 20, fmt.Sprintf("%d of 20", n)
+	})
+	var peak int64
+	during(t, 20*time.Second, "probelet running, under the RSS bound, the victim on time", func() (bool, string) {
+		if d.exited() {
+			return false, "probelet exited"
+		}
+		rss := vmRSS(d.cmd.Process.Pid)
+		peak = max(peak, rss)
+		if rss >= maxTenantRSS {
+			return false, fmt.Sprintf("RSS %d MiB", rss>>20)
+		}
+		return victimOnTime(d, victim) == "", victimOnTime(d, victim)
+	})
+	t.Logf("20 header bombs for 20 s: probelet's RSS peaked at %.1f MiB (bound %d MiB)", float64(peak)/(1<<20), maxTenantRSS>>20)
+}
+
+// vmRSS is pid's resident set in bytes, 0 when unreadable.
+func vmRSS(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			_, _ = fmt.Sscan(v, &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
