@@ -26,11 +26,11 @@ type Config struct {
 	// SecondaryRate is the kills per second in PartialDisruption.
 	SecondaryRate float64 `json:"secondaryRate,omitempty"`
 	// PartialThreshold and UnhealthyThreshold are the shares of the node's
-	// liveness-probed, started containers failing at which the node is in
-	// PartialDisruption and FullDisruption.
+	// liveness- or startup-probed pods failing (at a failureThreshold) at
+	// which the node is in PartialDisruption and FullDisruption.
 	PartialThreshold   float64 `json:"partialThreshold,omitempty"`
 	UnhealthyThreshold float64 `json:"unhealthyThreshold,omitempty"`
-	// MinFailing is the fewest failing containers that make a disruption:
+	// MinFailing is the fewest failing pods that make a disruption:
 	// on a node with two pods, both failing is not a storm.
 	MinFailing int `json:"minFailing,omitempty"`
 	// Ceiling bounds how long any kill waits.

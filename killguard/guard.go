@@ -22,8 +22,8 @@ import (
 // the node is Normal again, a token comes due.
 const passInterval = time.Second
 
-// CensusSource counts the node's liveness-probed, started containers and
-// how many fail; the engine's LivenessCensus.
+// CensusSource counts the node's liveness- or startup-probed pods and how
+// many have a probe at its failureThreshold; the engine's LivenessCensus.
 type CensusSource func() Census
 
 // Budget says why killing k would take its workload below its

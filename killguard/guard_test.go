@@ -151,7 +151,7 @@ func TestFullDisruptionPausesAndRecoveryCancels(t *testing.T) {
 	ctxA, cancelA := context.WithCancel(context.Background())
 	e.kill(ctxA, "a", t0)
 	e.kill(context.Background(), "b", t0.Add(time.Millisecond))
-	e.waitTold("a", "node in FullDisruption, 18 of 20 liveness probes failing since 10:00:00")
+	e.waitTold("a", "node in FullDisruption, 18 of 20 pods failing liveness since 10:00:00")
 	e.waitTold("b", "FullDisruption")
 	e.clock.Step(time.Minute)
 	if k := e.inner.killed(); len(k) != 0 {
@@ -166,7 +166,7 @@ func TestFullDisruptionPausesAndRecoveryCancels(t *testing.T) {
 	// failure.
 	e.setCensus(1)
 	e.clock.Step(time.Second)
-	e.waitTold("b", "node in Normal since 10:01:01, 1 of 20 liveness probes failing: waiting for the probe to fail again")
+	e.waitTold("b", "node in Normal since 10:01:01, 1 of 20 pods failing liveness: waiting for the probe to fail again")
 	e.clock.Step(time.Second)
 	e.waitKilled("b")
 }
@@ -184,7 +184,7 @@ func TestHeldKillWaitsForAFreshFailure(t *testing.T) {
 	e.waitTold("a", "FullDisruption")
 	e.setCensus(10) // half recovered: PartialDisruption, a token to spend
 	e.clock.Step(time.Second)
-	e.waitTold("a", "node in PartialDisruption since 10:00:01, 10 of 20 liveness probes failing: waiting for the probe to fail again before killing")
+	e.waitTold("a", "node in PartialDisruption since 10:00:01, 10 of 20 pods failing liveness: waiting for the probe to fail again before killing")
 	e.clock.Step(5 * time.Second)
 	if k := e.inner.killed(); len(k) != 0 {
 		t.Fatalf("killed %v before the probe failed again", k)
@@ -203,7 +203,7 @@ func TestPartialDisruptionUsesTheSecondaryRate(t *testing.T) {
 	e.kill(context.Background(), "a", t0)
 	e.waitKilled("a") // the secondary bucket holds one
 	e.kill(context.Background(), "b", t0.Add(time.Millisecond))
-	e.waitTold("b", "node in PartialDisruption, 8 of 20 liveness probes failing since 10:00:00: kills go at 1 per 30s")
+	e.waitTold("b", "node in PartialDisruption, 8 of 20 pods failing liveness since 10:00:00: kills go at 1 per 30s")
 	e.clock.Step(20 * time.Second)
 	if k := e.inner.killed(); len(k) != 1 {
 		t.Fatalf("killed %v after 20 s, want one per 30 s", k)
@@ -279,7 +279,7 @@ func TestZeroSecondaryRatePausesPartialDisruption(t *testing.T) {
 	e := start(t, cfg)
 	e.setCensus(8)
 	e.kill(context.Background(), "a", t0)
-	e.waitTold("a", "node in PartialDisruption, 8 of 20 liveness probes failing since 10:00:00: kills paused (secondary rate 0)")
+	e.waitTold("a", "node in PartialDisruption, 8 of 20 pods failing liveness since 10:00:00: kills paused (secondary rate 0)")
 	// Up to the ceiling, which bounds this wait too (and raced the check
 	// when the step went past it).
 	e.clock.Step(cfg.Ceiling - 2*time.Second)

@@ -24,14 +24,17 @@ func (s State) String() string {
 	return "Normal"
 }
 
-// Census is the count the state is computed from: the node's running,
-// started containers with a liveness probe, and how many of them fail it.
+// Census is the count the state is computed from, in pods as the node
+// lifecycle controller counts nodes: the node's pods with a running
+// container under a liveness or startup probe, and how many of them have
+// one whose probe reached its failureThreshold (a kill decided or
+// waiting). A pod counts once however many containers it has.
 type Census struct {
 	Probed, Failing int
 }
 
 func (c Census) String() string {
-	return fmt.Sprintf("%d of %d liveness probes failing", c.Failing, c.Probed)
+	return fmt.Sprintf("%d of %d pods failing liveness", c.Failing, c.Probed)
 }
 
 // classify is the state cfg gives a census.

@@ -156,9 +156,6 @@ func mergeContainer(old, cur node.Container) node.Container {
 	if len(cur.Annotations) == 0 {
 		cur.Annotations = old.Annotations
 	}
-	if len(cur.Env) == 0 {
-		cur.Env = old.Env
-	}
 	return cur
 }
 

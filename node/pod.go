@@ -73,9 +73,6 @@ type Container struct {
 	// FinishedAt and ExitCode are set once the container exited.
 	FinishedAt time.Time
 	ExitCode   int32
-	// Env is the container environment as KEY=VALUE, used for $(VAR) in
-	// exec probes.
-	Env []string
 	// Annotations carry the kubelet's io.kubernetes.container.ports and
 	// io.kubernetes.pod.terminationGracePeriod.
 	Annotations map[string]string

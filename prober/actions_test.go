@@ -325,10 +325,12 @@ func TestDeferredKillOfAStillFailingContainerGoesThrough(t *testing.T) {
 	}
 }
 
-// The liveness census counts running, started containers with a liveness
-// probe, and those failing it: a run of failures or a kill waiting. A
-// container still in its startup probe, or without a liveness probe, is
-// not counted.
+// The liveness census counts pods, as the node lifecycle controller counts
+// nodes: probed are those with a running container probed by liveness
+// (once started) or startup (until then); failing are those with such a
+// probe at its failureThreshold (a kill decided or waiting), not on its
+// first failure. A pod counts once however many containers it has; a
+// probe pinned below a huge failureThreshold is never failing.
 func TestLivenessCensus(t *testing.T) {
 	const failPort, startPort = 1101, 1102
 	h := newHarness(t)
@@ -341,25 +343,46 @@ func TestLivenessCensus(t *testing.T) {
 		p.UID, p.Name = uid, uid
 		return p
 	}
-	h.update(named("healthy", "c1", spec.ContainerProbes{Liveness: tcpProbe(livePort)}))
-	h.update(named("failing", "c2", spec.ContainerProbes{Liveness: tcpProbe(failPort, withThresholds(1, 3))}))
-	h.update(named("starting", "c3", spec.ContainerProbes{
-		Liveness: tcpProbe(livePort), Startup: tcpProbe(startPort, withThresholds(1, 100)),
-	}))
-	h.update(named("unprobed", "c4", spec.ContainerProbes{Readiness: tcpProbe(livePort)}))
-
-	h.step(0)
-	if probed, failing := h.m.LivenessCensus(); probed != 2 || failing != 1 {
-		t.Fatalf("census after the first probes = %d probed, %d failing; want 2, 1", probed, failing)
+	failAt3 := spec.ContainerProbes{Liveness: tcpProbe(failPort, withThresholds(1, 3))}
+	twoFailing := named("two-failing", "c6", failAt3)
+	twoFailing.Annotations = annotate(spec.PodProbes{"app": failAt3, "side": failAt3})
+	twoFailing.Containers = append(twoFailing.Containers,
+		node.Container{ID: "c7", Name: "side", State: node.StateRunning, StartedAt: epoch})
+	for _, p := range []node.Pod{
+		named("healthy", "c1", spec.ContainerProbes{Liveness: tcpProbe(livePort)}),
+		named("failing", "c2", failAt3),
+		named("pinned", "c3", spec.ContainerProbes{Liveness: tcpProbe(failPort, withThresholds(1, 1000000))}),
+		named("starting", "c4", spec.ContainerProbes{
+			Liveness: tcpProbe(livePort), Startup: tcpProbe(startPort, withThresholds(1, 100)),
+		}),
+		named("failing-startup", "c5", spec.ContainerProbes{Startup: tcpProbe(startPort, withThresholds(1, 3))}),
+		named("unprobed", "c8", spec.ContainerProbes{Readiness: tcpProbe(livePort)}),
+		twoFailing,
+	} {
+		h.update(p)
 	}
-	h.step(30 * time.Second) // c2's kill is asked for and held: still failing
-	if probed, failing := h.m.LivenessCensus(); probed != 2 || failing != 1 {
-		t.Fatalf("census with a kill held = %d probed, %d failing; want 2, 1", probed, failing)
+	steps := []struct {
+		name    string
+		advance time.Duration
+		failing int
+	}{
+		{"first failures are not failing", 0, 0},
+		{"one failure short of the threshold", 10 * time.Second, 0},
+		// failing, failing-startup and two-failing (once for its two
+		// containers) have their kills held; pinned is not counted.
+		{"at the threshold, kills held", 10 * time.Second, 3},
+		{"still held", 30 * time.Second, 3},
+	}
+	for _, s := range steps {
+		h.step(s.advance)
+		if probed, failing := h.m.LivenessCensus(); probed != 6 || failing != s.failing {
+			t.Fatalf("%s: census = %d probed, %d failing; want 6, %d", s.name, probed, failing, s.failing)
+		}
 	}
 	h.tcp.always(failPort, success)
 	h.step(10 * time.Second)
-	testutil.WaitFor(t, "the census to show the recovery (the held kill cancelled)", func() bool {
+	testutil.WaitFor(t, "the census to show the liveness recoveries (the held kills cancelled)", func() bool {
 		probed, failing := h.m.LivenessCensus()
-		return probed == 2 && failing == 0
+		return probed == 6 && failing == 1 // the startup kill stays held: its probe still fails
 	})
 }

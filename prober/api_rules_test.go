@@ -1,7 +1,6 @@
 package prober_test
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -105,25 +104,47 @@ func TestAPIDeletionStopsLivenessAndStartup(t *testing.T) {
 	}
 }
 
-// With the pod spec, $(VAR) in an exec command expands like the kubelet's
-// ExpandContainerCommandOnlyStatic: the spec's static env values only.
-func TestExecExpandsFromTheSpecsStaticEnv(t *testing.T) {
+// $(VAR) in an exec command expands like the kubelet's
+// ExpandContainerCommandOnlyStatic: from the spec's static env values only
+// (a secretKeyRef variable is ""). Without the spec (node-only, or before
+// the informer has the pod) the command runs as written, and once the
+// spec arrives the next run expands from it; the runtime's environment,
+// which holds resolved secret values, is never a source.
+func TestExecExpandsFromTheSpecsStaticEnvOnly(t *testing.T) {
 	runner := &fakeRunner{}
 	h := newHarness(t, prober.WithExecRunner(runner))
 	exec := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
-		Command: []string{"check", "$(STATIC)", "$(FROM_SECRET)", "$(RUNTIME_ONLY)"}}}}
+		Command: []string{"check", "$(STATIC)", "$(FROM_SECRET)", "$(RUNTIME_ONLY)"}}}, PeriodSeconds: 10}
 	pod := testPod("c1", spec.ContainerProbes{Readiness: exec})
-	pod.Containers[0].Env = []string{"STATIC=runtime", "FROM_SECRET=s3cret", "RUNTIME_ONLY=img"}
 	ps := &corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{
 		{Name: "STATIC", Value: "spec"},
 		{Name: "FROM_SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "k"}}},
 	}}}}
-	h.update(withAPI(pod, ps, false, nil))
-	want := "c1: check spec  $(RUNTIME_ONLY)"
-	runner.mu.Lock()
-	defer runner.mu.Unlock()
-	if !slices.Contains(runner.cmds, want) {
-		t.Fatalf("exec commands = %q, want %q", runner.cmds, want)
+	lastCmd := func() string {
+		runner.mu.Lock()
+		defer runner.mu.Unlock()
+		if len(runner.cmds) == 0 {
+			return ""
+		}
+		return runner.cmds[len(runner.cmds)-1]
+	}
+	steps := []struct {
+		name string
+		pod  node.Pod
+		want string
+	}{
+		{"node-only: as written", pod, "c1: check $(STATIC) $(FROM_SECRET) $(RUNTIME_ONLY)"},
+		{"the spec arrived: its static values", withAPI(pod, ps, false, nil), "c1: check spec  $(RUNTIME_ONLY)"},
+		{"the spec is gone again: as written", pod, "c1: check $(STATIC) $(FROM_SECRET) $(RUNTIME_ONLY)"},
+	}
+	for i, s := range steps {
+		h.update(s.pod)
+		if i > 0 {
+			h.step(10 * time.Second)
+		}
+		if got := lastCmd(); got != s.want {
+			t.Fatalf("%s: exec command = %q, want %q", s.name, got, s.want)
+		}
 	}
 }
 

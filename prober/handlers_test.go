@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/execprobe"
@@ -68,7 +69,8 @@ func TestDefaultHandlersProbeRealTargets(t *testing.T) {
 			TimeoutSeconds: 5, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 1},
 	})
 	pod.IPs = []string{"127.0.0.1"}
-	pod.Containers[0].Env = []string{"MARKER=/tmp/started"}
+	pod.API = &node.APIPod{Spec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
+		Env: []corev1.EnvVar{{Name: "MARKER", Value: "/tmp/started"}}}}}}
 	pod.Containers[0].Annotations = map[string]string{spec.AnnotationContainerPorts: `[{"name":"web","containerPort":` + portStr + `}]`}
 	m.UpdatePod(pod)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -113,6 +113,21 @@ func (m *Manager) updatePodLocked(pod node.Pod, parsed *spec.Parsed) {
 	m.stopVanished(pe)
 	m.startConfigured(pe)
 	m.wakeChanged(pe, known && netChanged(old, pod))
+	if known && hasSpec(old) != hasSpec(pod) {
+		pe.retarget()
+	}
+}
+
+// hasSpec reports whether the API server gave p's spec, which exec
+// targets expand $(VAR) from.
+func hasSpec(p node.Pod) bool { return p.API != nil && p.API.Spec != nil }
+
+// retarget makes every worker of pe prepare its target again at its next
+// run: the spec its exec command expands from came (or went).
+func (pe *podEntry) retarget() {
+	for _, w := range pe.workers {
+		w.target = nil
+	}
 }
 
 // removePodLocked stops the pod's workers, drops their results and forgets it.

@@ -134,25 +134,52 @@ func (m *Manager) probeStatus(w *worker, c *node.Container) ProbeStatus {
 	return ps
 }
 
-// LivenessCensus counts the running, started containers that have a
-// liveness probe, and those whose liveness is failing: a run of failures
-// (published or not), or a kill waiting. The kill guard classifies the
-// node with it.
+// LivenessCensus counts the node's pods the way the node lifecycle
+// controller counts a zone's nodes, for the kill guard: probed are the pods
+// with a running container that a liveness probe (once started) or a
+// startup probe (until then) probes; failing are those of them with such
+// a container whose probe has reached its failureThreshold (a kill
+// decided, waiting or under way), as a node counts NotReady only once its
+// grace period has passed. A run of failures below the threshold does not
+// count: a probe pinned below a huge failureThreshold restarts nothing
+// and must not hold other pods' kills back. A pod counts once however
+// many containers it has, so one tenant's containers weigh as one pod.
 func (m *Manager) LivenessCensus() (probed, failing int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, pe := range m.pods {
-		for i := range pe.pod.Containers {
-			c := &pe.pod.Containers[i]
-			w := pe.worker(c.Name, probe.Liveness)
-			if w == nil || !c.Running() || w.containerID != c.ID || !m.started(pe, c) {
-				continue
-			}
+		p, f := m.podCensus(pe)
+		if p {
 			probed++
-			if w.pending != nil || (w.lastResult == results.Failure && (w.resultRun > 0 || w.onHold)) {
-				failing++
-			}
+		}
+		if f {
+			failing++
 		}
 	}
 	return probed, failing
+}
+
+// podCensus is pe's part of the census: whether a liveness or startup
+// probe probes one of its running containers, and whether one of those
+// reached its failureThreshold.
+func (m *Manager) podCensus(pe *podEntry) (probed, failing bool) {
+	for i := range pe.pod.Containers {
+		c := &pe.pod.Containers[i]
+		if !c.Running() {
+			continue
+		}
+		t := probe.Liveness
+		if !m.started(pe, c) {
+			t = probe.Startup
+		}
+		w := pe.worker(c.Name, t)
+		if w == nil || w.containerID != c.ID {
+			continue
+		}
+		probed = true
+		if w.pending != nil || (w.onHold && w.lastResult == results.Failure) {
+			return true, true
+		}
+	}
+	return probed, false
 }

@@ -124,18 +124,16 @@ func timeout(p *corev1.Probe) time.Duration {
 	return time.Duration(positiveOr(p.TimeoutSeconds, spec.DefaultTimeoutSeconds)) * time.Second
 }
 
-// expansionEnv is what $(VAR) in an exec command expands from: like the
-// kubelet, the container spec's env with static values only (a valueFrom
-// variable is ""), when the API server gave the spec; else the runtime's
-// environment of the container.
-func expansionEnv(pod *node.Pod, c *node.Container) []string {
-	sc := pod.API.SpecContainer(c.Name)
-	if sc == nil {
-		return c.Env
+// expansionEnv is what $(VAR) in an exec command expands from: the
+// container spec's env as the API server gave it, of which ExpandCommand
+// reads static values only, like the kubelet. Without the spec (node-only,
+// or until the informer has the pod) there is nothing to expand from and
+// the references stay as written; the engine prepares the target again
+// when the spec arrives. The runtime's environment of the container is
+// never used: it holds resolved secretKeyRef values.
+func expansionEnv(pod *node.Pod, c *node.Container) []corev1.EnvVar {
+	if sc := pod.API.SpecContainer(c.Name); sc != nil {
+		return sc.Env
 	}
-	env := make([]string, len(sc.Env))
-	for i, e := range sc.Env {
-		env[i] = e.Name + "=" + e.Value
-	}
-	return env
+	return nil
 }

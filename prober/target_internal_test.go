@@ -22,9 +22,11 @@ import (
 func prepPod() (*node.Pod, *node.Container) {
 	pod := &node.Pod{
 		UID: "u", Name: "web", Namespace: "ns", IPs: []string{"10.0.0.5", "fd00::5"}, NetNSPath: "/proc/42/ns/net",
+		API: &node.APIPod{Spec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
+			Env: []corev1.EnvVar{{Name: "DIR", Value: "/tmp"}, {Name: "FILE", Value: "ready"}}}}}},
 	}
 	c := &node.Container{
-		ID: "c1", Name: "app", Env: []string{"DIR=/tmp", "FILE=ready"},
+		ID: "c1", Name: "app",
 		Annotations: map[string]string{spec.AnnotationContainerPorts: `[{"name":"http","containerPort":8080,"protocol":"TCP"}]`},
 	}
 	return pod, c
@@ -59,7 +61,7 @@ func TestPrepareResolvesTargetsLikeTheKubelet(t *testing.T) {
 		{"gRPC goes to the pod IP with its service",
 			handler(corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 50051, Service: ptr.To("api")}}),
 			target{kind: kindGRPC, grpcHost: "10.0.0.5", grpcPort: 50051, grpcService: "api"}},
-		{"exec expands $(VAR) from the container env only",
+		{"exec expands $(VAR) from the container spec's env only",
 			handler(corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "$(DIR)/$(FILE)", "$(HOME)"}}}),
 			target{kind: kindExec, execCmd: []string{"cat", "/tmp/ready", "$(HOME)"}}},
 	}

@@ -99,7 +99,6 @@ func (l *Lister) ContainerStatus(ctx context.Context, id string) (lifecycle.Cont
 		CreatedAt: lifecycle.UnixNanos(st.GetCreatedAt()), StartedAt: lifecycle.UnixNanos(st.GetStartedAt()),
 		FinishedAt: lifecycle.UnixNanos(st.GetFinishedAt()), ExitCode: st.GetExitCode(),
 		Labels: st.GetLabels(), Annotations: st.GetAnnotations(), State: state, Pid: pid,
-		Env: info.RuntimeSpec.Process.Env,
 	}}, nil
 }
 
@@ -108,9 +107,6 @@ type verboseInfo struct {
 	SandboxID   string `json:"sandboxID"`
 	Pid         uint32 `json:"pid"`
 	RuntimeSpec struct {
-		Process struct {
-			Env []string `json:"env"`
-		} `json:"process"`
 		Linux struct {
 			Namespaces []struct {
 				Type string `json:"type"`

@@ -3,23 +3,25 @@ package spec
 import (
 	"strings"
 	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // ExpandCommand expands $(VAR) references in an exec probe's command from
-// the container's environment only (KEY=VALUE entries; the last entry for a
-// key wins, entries without "=" are ignored), with the kubelet's semantics
-// (third_party/forked/golang/expansion): "$$" is a literal "$", an
-// unresolved $(VAR) and an unterminated "$(" are left as written. The
-// input is not modified.
-func ExpandCommand(cmd []string, env []string) []string {
+// the container spec's env, static values only, as the kubelet's
+// ExpandContainerCommandOnlyStatic: every entry maps its name to its Value
+// (the last entry for a name wins), so a valueFrom variable (a Secret, a
+// ConfigMap, a field) expands to "" and its value is never read. The
+// expansion is the kubelet's (third_party/forked/golang/expansion): "$$" is
+// a literal "$", an unresolved $(VAR) and an unterminated "$(" are left as
+// written. The input is not modified.
+func ExpandCommand(cmd []string, env []corev1.EnvVar) []string {
 	if len(cmd) == 0 {
 		return nil
 	}
 	vars := make(map[string]string, len(env))
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			vars[k] = v
-		}
+	for _, e := range env {
+		vars[e.Name] = e.Value
 	}
 	out := make([]string, len(cmd))
 	for i, arg := range cmd {

@@ -4,11 +4,15 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/probelet/probelet/prober/spec"
 )
 
 func TestExpandCommand(t *testing.T) {
-	env := []string{"HOME=/root", "PORT=8080", "EMPTY=", "NOEQUALS", "DUP=first", "DUP=second", "A=$(PORT)"}
+	env := []corev1.EnvVar{{Name: "HOME", Value: "/root"}, {Name: "PORT", Value: "8080"}, {Name: "EMPTY"},
+		{Name: "DUP", Value: "first"}, {Name: "DUP", Value: "second"}, {Name: "A", Value: "$(PORT)"},
+		{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
 	tests := []struct {
 		name string
 		in   []string
@@ -19,6 +23,9 @@ func TestExpandCommand(t *testing.T) {
 		{"several in one argument", []string{"$(HOME)$(PORT)"}, []string{"/root8080"}},
 		{"empty value", []string{"x$(EMPTY)y"}, []string{"xy"}},
 		{"unresolved left as is", []string{"$(MISSING)", "a$(NOEQUALS)b"}, []string{"$(MISSING)", "a$(NOEQUALS)b"}},
+		// The kubelet maps every entry to its Value: a valueFrom variable
+		// is known and empty (its source is never read).
+		{"valueFrom variables expand to their static Value, never their source", []string{"x$(POD)y"}, []string{"xy"}},
 		{"last entry for a key wins", []string{"$(DUP)"}, []string{"second"}},
 		{"values are not expanded again", []string{"$(A)"}, []string{"$(PORT)"}},
 		{"dollar dollar escapes", []string{"$$(PORT)", "a$$b", "$$$$"}, []string{"$(PORT)", "a$b", "$$"}},

@@ -15,11 +15,25 @@ import (
 // kubelet does.
 var dialer = tcpprobe.NewDialer()
 
+// A health reply is a few bytes; the kubelet keeps gRPC's defaults (4 MiB
+// messages, 16 MiB of headers), which a hostile target can make the node
+// buffer for every probe in flight. Beyond these limits the call fails,
+// a Failure as it is for the kubelet beyond its.
+const (
+	// MaxReplyBytes bounds a health reply message.
+	MaxReplyBytes = 64 << 10
+	// MaxHeaderListBytes bounds a reply's headers and trailers, as
+	// httpprobe.MaxResponseHeaderBytes does an HTTP probe's.
+	MaxHeaderListBytes = 1 << 20
+)
+
 // connect opens a plaintext connection to addr and waits until it is ready
 // or ctx ends. The passthrough scheme dials addr as given, with no resolver.
 func connect(ctx context.Context, addr string) (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient("passthrough:///"+addr,
 		grpc.WithUserAgent(UserAgent),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxReplyBytes)),
+		grpc.WithMaxHeaderListSize(MaxHeaderListBytes),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
 			return dialer.DialContext(ctx, "tcp", a)

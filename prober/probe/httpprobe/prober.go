@@ -23,6 +23,14 @@ const UserAgent = "kube-probe/1.37"
 // maxBodyLength caps how much of a response body is read and reported.
 const maxBodyLength = 10 << 10
 
+// MaxResponseHeaderBytes bounds a probe response's headers. The kubelet
+// keeps net/http's default, 10 MiB, so a target answering megabytes of
+// headers costs the node that much memory per probe in flight; a probe
+// needs a status line. 1 MiB is what a Go server accepts of a request's
+// headers (http.DefaultMaxHeaderBytes). More is a Failure with net/http's
+// message, as the kubelet's answer to more than 10 MiB is.
+const MaxResponseHeaderBytes = 1 << 20
+
 // Prober runs HTTP probes. It is safe for concurrent use; its transport is
 // built once and keeps no idle connections.
 type Prober struct {
@@ -49,6 +57,8 @@ func New(opts ...Option) *Prober {
 		Proxy:              http.ProxyURL(nil),
 		DisableCompression: true,
 		DialContext:        tcpprobe.NewDialer().DialContext,
+		// HTTP/2 (over TLS) takes its header list limit from this too.
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	})
 	return p
 }

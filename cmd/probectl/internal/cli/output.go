@@ -33,7 +33,8 @@ func validateOutput(got string, allowed ...string) error {
 	return usageErrorf("--output %q is not supported here; use one of: %s", got, strings.Join(names, ", "))
 }
 
-// printStructured writes v as indented JSON or as YAML.
+// printStructured writes v as indented JSON or as YAML, with nothing in
+// either a terminal would act on (terminal.go).
 func printStructured(w io.Writer, format string, v any) error {
 	switch format {
 	case outputJSON:
@@ -41,10 +42,14 @@ func printStructured(w io.Writer, format string, v any) error {
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
+		_, err = fmt.Fprintf(w, "%s\n", jsonControls(b))
 		return err
 	case outputYAML:
-		b, err := yaml.Marshal(v)
+		tree, err := visibleTree(v)
+		if err != nil {
+			return err
+		}
+		b, err := yaml.Marshal(tree)
 		if err != nil {
 			return err
 		}
@@ -60,7 +65,7 @@ func printLine(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
+	_, err = fmt.Fprintf(w, "%s\n", jsonControls(b))
 	return err
 }
 

@@ -52,7 +52,13 @@ arguments or an ambiguous container), 3 container not found.`,
 
 // Execute runs probectl with args, printing any error to streams.ErrOut.
 // ExitCode turns the returned error into the process's exit code.
+// Everything it writes goes through a termWriter: no control character
+// from a probe's output or a message reaches the terminal.
 func Execute(ctx context.Context, args []string, streams IOStreams, env Env) error {
+	out, errOut := newTermWriter(streams.Out), newTermWriter(streams.ErrOut)
+	defer func() { _ = errOut.Flush() }()
+	defer func() { _ = out.Flush() }()
+	streams = IOStreams{Out: out, ErrOut: errOut}
 	cmd := NewCommand(streams, env)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
