@@ -18,6 +18,10 @@ type APIPod struct {
 	DeletionTimestamp time.Time
 	// DeletionGracePeriodSeconds is the grace of a requested deletion.
 	DeletionGracePeriodSeconds *int64
+	// Annotations are the API object's, which may have changed since the
+	// sandbox was created (the engine keeps the sandbox's and reports a
+	// change); nil when the source does not say, empty when it has none.
+	Annotations map[string]string
 }
 
 // SpecContainer returns the spec of the pod's container (or restartable

@@ -27,7 +27,7 @@ const (
 	defaultHistory     = 10
 	// specMemoSize bounds the distinct probes annotations kept parsed: a
 	// node runs at most a few hundred pods, and replicas share one value.
-	specMemoSize = 512
+	specMemoBytes = 8 << 20
 )
 
 var _ StatusSource = (*Manager)(nil)
@@ -96,7 +96,7 @@ func NewManager(opts ...Option) (*Manager, error) {
 		concurrency: defaultConcurrency,
 		historyLen:  defaultHistory,
 		cache:       results.NewCache(),
-		specs:       spec.NewMemo(specMemoSize),
+		specs:       spec.NewMemo(specMemoBytes),
 		runStarted:  make(chan struct{}),
 		done:        make(chan struct{}),
 		pods:        make(map[string]*podEntry),

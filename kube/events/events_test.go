@@ -72,3 +72,15 @@ func TestEngineEventsBecomeKubeletStyleEvents(t *testing.T) {
 		}
 	}
 }
+
+func TestInvolvedObjectOfAPodEventHasNoFieldPath(t *testing.T) {
+	for _, tc := range []struct{ container, want string }{
+		{"app", "spec.containers{app}"},
+		{"", ""}, // ProbeSpecChanged is about the pod
+	} {
+		ref := events.InvolvedObject(prober.Event{PodUID: "u1", PodName: "web", PodNamespace: "default", ContainerName: tc.container})
+		if ref.FieldPath != tc.want || ref.Name != "web" || ref.UID != "u1" {
+			t.Errorf("container %q: reference %+v, want field path %q", tc.container, ref, tc.want)
+		}
+	}
+}
