@@ -25,8 +25,9 @@ import (
 const (
 	defaultConcurrency = 64
 	defaultHistory     = 10
-	// specMemoSize bounds the distinct probes annotations kept parsed: a
-	// node runs at most a few hundred pods, and replicas share one value.
+	// specMemoBytes bounds the parsed probes annotations kept: replicas
+	// share one value, and a value is at most 64 KiB
+	// (spec.MaxAnnotationBytes), so this holds dozens of the largest.
 	specMemoBytes = 8 << 20
 )
 
