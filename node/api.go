@@ -22,6 +22,10 @@ type APIPod struct {
 	// condition is True: the kubelet is restarting every container of the
 	// pod after one exited on a RestartAllContainers rule.
 	AllContainersRestarting bool
+	// Annotations are the API object's, which may have changed since the
+	// sandbox was created (the engine keeps the sandbox's and reports a
+	// change); nil when the source does not say, empty when it has none.
+	Annotations map[string]string
 }
 
 // SpecContainer returns the spec of the pod's container (or restartable

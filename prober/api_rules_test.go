@@ -81,7 +81,7 @@ func TestDeletionGraceWinsForAKill(t *testing.T) {
 	h := newHarness(t)
 	p := failingLiveness(h, func(p *corev1.Probe) { p.TerminationGracePeriodSeconds = ptr.To[int64](5) })
 	pod := withAPI(testPod("c1", spec.ContainerProbes{Liveness: p}),
-		&corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](60)}, false, ptr.To[int64](9))
+		&corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](60), Containers: []corev1.Container{{Name: "app"}}}, false, ptr.To[int64](9))
 	h.update(pod)
 	if k := h.killer.calls(); len(k) != 1 || k[0].grace != 9*time.Second {
 		t.Fatalf("kills = %+v, want one with the deletion's 9 s", k)
@@ -94,7 +94,7 @@ func TestAPIDeletionStopsLivenessAndStartup(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort)})
 	h.update(pod)
-	h.update(withAPI(pod, &corev1.PodSpec{}, true, ptr.To[int64](30)))
+	h.update(withAPI(pod, &corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}, true, ptr.To[int64](30)))
 	st, _ := h.m.Container("c1")
 	if _, ok := st.Probes[probe.Liveness]; ok {
 		t.Fatalf("liveness worker kept during deletion: %+v", st.Probes)

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
@@ -199,18 +201,20 @@ func TestStopIsIdempotentAndRemovesResults(t *testing.T) {
 	}
 }
 
+// A probe leaves the spec only when the pod spec, once known, rejects its
+// container (the annotation is fixed at creation): its workers stop.
 func TestWorkerStopsWhenContainerOrProbeVanishes(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort)})
 	h.update(pod)
-	noLiveness := pod
-	noLiveness.Annotations = annotate(spec.PodProbes{"app": {Readiness: tcpProbe(readyPort)}})
-	h.update(noLiveness)
+	rejected := pod
+	rejected.API = &node.APIPod{Spec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "other"}}}}
+	h.update(rejected)
 	st, _ := h.m.Container("c1")
-	if _, ok := st.Probes[probe.Liveness]; ok {
-		t.Fatal("liveness worker kept after its probe left the spec")
+	if len(st.Probes) != 0 || st.SpecError == "" {
+		t.Fatalf("status after the pod spec rejected the container = %+v, want no workers and a spec error", st)
 	}
-	noContainer := noLiveness
+	noContainer := rejected
 	noContainer.Containers = nil
 	h.update(noContainer)
 	if got := h.m.Containers(); len(got) != 0 {
@@ -223,7 +227,9 @@ func TestWorkerStopsWhenContainerOrProbeVanishes(t *testing.T) {
 	}
 }
 
-func TestChangedProbeSpecReplacesTheWorker(t *testing.T) {
+// The kubelet keeps a pod's probes for its life: a snapshot with another
+// annotation (the runtime never reports one) changes no worker.
+func TestChangedAnnotationKeepsTheWorker(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(60))})
 	h.update(pod)
@@ -231,8 +237,8 @@ func TestChangedProbeSpecReplacesTheWorker(t *testing.T) {
 	faster.Annotations = annotate(spec.PodProbes{"app": {Readiness: tcpProbe(readyPort, withPeriod(5))}})
 	h.update(faster)
 	h.step(10 * time.Second)
-	if got := h.tcp.count(readyPort); got != 4 {
-		t.Fatalf("probes = %d, want 4 (old worker once, new one at 0, 5, 10 s)", got)
+	if got := h.tcp.count(readyPort); got != 1 {
+		t.Fatalf("probes = %d, want 1 (the first probe; the next one 60 s later)", got)
 	}
 }
 

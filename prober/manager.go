@@ -25,9 +25,10 @@ import (
 const (
 	defaultConcurrency = 64
 	defaultHistory     = 10
-	// specMemoSize bounds the distinct probes annotations kept parsed: a
-	// node runs at most a few hundred pods, and replicas share one value.
-	specMemoSize = 512
+	// specMemoBytes bounds the parsed probes annotations kept: replicas
+	// share one value, and a value is at most 64 KiB
+	// (spec.MaxAnnotationBytes), so this holds dozens of the largest.
+	specMemoBytes = 8 << 20
 )
 
 var _ StatusSource = (*Manager)(nil)
@@ -96,7 +97,7 @@ func NewManager(opts ...Option) (*Manager, error) {
 		concurrency: defaultConcurrency,
 		historyLen:  defaultHistory,
 		cache:       results.NewCache(),
-		specs:       spec.NewMemo(specMemoSize),
+		specs:       spec.NewMemo(specMemoBytes),
 		runStarted:  make(chan struct{}),
 		done:        make(chan struct{}),
 		pods:        make(map[string]*podEntry),

@@ -1,7 +1,6 @@
 package prober
 
 import (
-	"maps"
 	"reflect"
 	"slices"
 
@@ -16,11 +15,21 @@ import (
 // slice is smaller and as fast as a map.
 type podEntry struct {
 	pod node.Pod
-	// spec is the pod's probes annotation, parsed (shared through the
-	// Manager's memo; never nil once the pod was updated).
-	spec     *spec.Parsed
-	workers  []*worker
-	restarts map[string][]Restart // nil until a probe restarts something
+	// spec is the probes the pod was created with: its sandbox's
+	// annotation, parsed (shared through the Manager's memo), then checked
+	// against the pod spec once the API server gave it (specChecked).
+	// Never nil once the pod was updated.
+	spec *spec.Parsed
+	// specFixed is set once a snapshot carried the sandbox's annotations:
+	// from then on spec changes no more, as the kubelet keeps a pod's
+	// probes for its life.
+	specFixed   bool
+	specChecked bool
+	// specChangeTold is set once a change of the API object's annotation
+	// was reported.
+	specChangeTold bool
+	workers        []*worker
+	restarts       map[string][]Restart // nil until a probe restarts something
 }
 
 // worker returns the worker for container name and probe type t, or nil.
@@ -49,9 +58,13 @@ func (pe *podEntry) container(name string) (*node.Container, bool) {
 // changes, so the first probe of a new container runs at once. The engine
 // keeps pod as given: the caller must not modify it afterwards. It returns
 // at once; the probes annotation is parsed here (once per distinct value),
-// before the engine's lock is taken.
+// before the engine's lock is taken, and only for a pod whose probes are
+// not fixed yet.
 func (m *Manager) UpdatePod(pod node.Pod) {
-	parsed := m.specs.Parse(pod.Annotations[spec.AnnotationProbes])
+	var parsed *spec.Parsed
+	if !m.specFixed(pod.UID) {
+		parsed = m.specs.Parse(pod.Annotations[spec.AnnotationProbes])
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.stopped {
@@ -74,7 +87,9 @@ func (m *Manager) RemovePod(uid string) {
 func (m *Manager) SyncPods(pods []node.Pod) {
 	parsed := make([]*spec.Parsed, len(pods))
 	for i := range pods {
-		parsed[i] = m.specs.Parse(pods[i].Annotations[spec.AnnotationProbes])
+		if !m.specFixed(pods[i].UID) {
+			parsed[i] = m.specs.Parse(pods[i].Annotations[spec.AnnotationProbes])
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -106,9 +121,7 @@ func (m *Manager) updatePodLocked(pod node.Pod, parsed *spec.Parsed) {
 	}
 	old := pe.pod
 	pe.pod = pod
-	if pe.spec == nil || pe.spec.Value != parsed.Value {
-		m.specChanged(pe, parsed)
-	}
+	m.takeSpec(pe, parsed)
 	m.reindex(pe, old)
 	m.stopVanished(pe)
 	m.startConfigured(pe)
@@ -236,14 +249,90 @@ func (m *Manager) stopWorker(w *worker) {
 	w.metrics.forget()
 }
 
-// specChanged takes the pod's newly parsed annotation and reports, once per
-// new value, every container whose probes were rejected: that container
-// runs unprobed, the others are not disturbed.
-func (m *Manager) specChanged(pe *podEntry, parsed *spec.Parsed) {
-	pe.spec = parsed
-	for _, name := range slices.Sorted(maps.Keys(parsed.Errors)) {
-		m.log.Warn("Invalid probe spec",
-			zap.String("pod", pe.pod.Namespace+"/"+pe.pod.Name), zap.String("podUID", pe.pod.UID),
-			zap.String("container", name), zap.String("error", parsed.Errors[name]))
+// specFixed reports whether the pod's probes are fixed, so its annotation
+// need not be parsed again.
+func (m *Manager) specFixed(uid string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pe, ok := m.pods[uid]
+	return ok && pe.specFixed
+}
+
+// takeSpec keeps the probes the pod was created with. The sandbox's
+// annotation (parsed, nil when the probes were fixed before the lock was
+// taken) fixes them once a snapshot carries the sandbox's annotations; the
+// runtime never changes them. The pod spec, once the API server gives it,
+// is applied once (spec.Parsed.ForPod: what `probelet validate` checks). A
+// later change of the API object's annotation changes nothing and is
+// reported once.
+func (m *Manager) takeSpec(pe *podEntry, parsed *spec.Parsed) {
+	old := pe.spec
+	if !pe.specFixed && parsed == nil {
+		// Fixed when UpdatePod looked, removed and back since: rare.
+		parsed = m.specs.Parse(pe.pod.Annotations[spec.AnnotationProbes])
 	}
+	if !pe.specFixed && (pe.spec == nil || pe.spec.Value != parsed.Value) {
+		pe.spec, pe.specChecked = parsed, false
+	}
+	pe.specFixed = pe.specFixed || len(pe.pod.Annotations) > 0
+	if a := pe.pod.API; !pe.specChecked && a != nil && a.Spec != nil {
+		pe.spec, pe.specChecked = pe.spec.ForPod(a.Spec), true
+	}
+	if pe.spec != old {
+		m.reportSpecErrors(pe, old)
+	}
+	if a := pe.pod.API; pe.specFixed && !pe.specChangeTold && a != nil && a.Annotations != nil &&
+		a.Annotations[spec.AnnotationProbes] != pe.spec.Value {
+		pe.specChangeTold = true
+		m.reportSpecChange(pe)
+	}
+}
+
+// reportSpecErrors logs, as `probelet validate` words them, the problems
+// of the pod's probes that were not reported for its previous ones (old):
+// the containers concerned run unprobed, the others are not disturbed.
+func (m *Manager) reportSpecErrors(pe *podEntry, old *spec.Parsed) {
+	ref := spec.PodRef{Namespace: pe.pod.Namespace, Name: pe.pod.Name}
+	for _, e := range pe.spec.List.For(ref) {
+		name := e.Container
+		if name == "" {
+			name = spec.PodWide
+		}
+		if old != nil && old.Errors[name] == pe.spec.Errors[name] {
+			continue
+		}
+		m.log.Warn("Invalid probe spec", zap.String("pod", ref.String()), zap.String("podUID", pe.pod.UID),
+			zap.String("container", e.Container), zap.String("error", e.Error()))
+	}
+}
+
+// Reason and message of the report of a changed annotation.
+const (
+	reasonProbeSpecChanged  = "ProbeSpecChanged"
+	messageProbeSpecChanged = spec.AnnotationProbes + " changed after the pod was created; " +
+		"the probes it was created with stay in force — recreate the pod to apply"
+)
+
+// reportSpecChange tells, once per pod, that the API object's annotation
+// no longer is the one the pod was created with: a Warning event about the
+// pod (no container), which the socket, the log and the API server get.
+func (m *Manager) reportSpecChange(pe *podEntry) {
+	ev := Event{
+		Time: m.clock.Now(), Type: eventWarning, Reason: reasonProbeSpecChanged, Message: messageProbeSpecChanged,
+		PodUID: pe.pod.UID, PodName: pe.pod.Name, PodNamespace: pe.pod.Namespace,
+	}
+	m.events.Publish(ev)
+	m.log.Warn(ev.Message, zap.String("pod", ev.PodNamespace+"/"+ev.PodName), zap.String("podUID", ev.PodUID),
+		zap.String("reason", ev.Reason))
+}
+
+// PodSpec implements StatusSource.
+func (m *Manager) PodSpec(uid string) (*spec.Parsed, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pe, ok := m.pods[uid]
+	if !ok || pe.spec == nil {
+		return nil, false
+	}
+	return pe.spec, true
 }

@@ -51,7 +51,7 @@ func TestContainerStatusReportsProbeState(t *testing.T) {
 }
 
 func TestContainersListsProbedAndMisconfiguredContainersOnly(t *testing.T) {
-	h := newHarness(t, prober.WithSpecParser(spec.NewMemo(8)))
+	h := newHarness(t, prober.WithSpecParser(spec.NewMemo(1<<20)))
 	pod := testPod("c1", spec.ContainerProbes{})
 	pod.Annotations = map[string]string{spec.AnnotationProbes: `{"app": {"readinessProbe": {"tcpSocket": {"port": 1002}}},
 		"broken": {"livenessProbe": {"tcpSocket": {"port": 1001}, "periodSeconds": -1}}}`}
@@ -99,7 +99,7 @@ func TestAnnotationIsParsedPerContainer(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, prober.WithSpecParser(spec.NewMemo(8)))
+			h := newHarness(t, prober.WithSpecParser(spec.NewMemo(1<<20)))
 			pod := testPod("c1", spec.ContainerProbes{})
 			pod.Annotations = map[string]string{spec.AnnotationProbes: tc.annotation}
 			pod.Containers = []node.Container{
@@ -129,24 +129,6 @@ func TestAnnotationIsParsedPerContainer(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestChangedAnnotationReplacesWorkers(t *testing.T) {
-	h := newHarness(t, prober.WithSpecParser(spec.NewMemo(8)))
-	pod := testPod("c1", spec.ContainerProbes{})
-	pod.Annotations = map[string]string{spec.AnnotationProbes: `{"app": {"readinessProbe": {"tcpSocket": {"port": 1002}, "periodSeconds": 2}}}`}
-	h.update(pod)
-	st, _ := h.m.Container("c1")
-	if st.Spec.Readiness == nil || st.Spec.Readiness.PeriodSeconds != 2 || st.Spec.Readiness.TimeoutSeconds != 1 {
-		t.Fatalf("spec = %+v, want the defaulted readiness probe", st.Spec)
-	}
-	bad := pod
-	bad.Annotations = map[string]string{spec.AnnotationProbes: `{"app": {"readinessProbe": {}}}`}
-	h.update(bad)
-	st, _ = h.m.Container("c1")
-	if len(st.Probes) != 0 || !strings.Contains(st.SpecError, "readinessProbe") {
-		t.Fatalf("after a bad change: %+v, want no workers and the error", st)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/probelet/probelet/node"
@@ -25,8 +26,9 @@ func TestStopIsIdempotentAndRemovesTheCachedResult(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	pod := node.Pod{
 		UID: "u", Name: "web", Namespace: "ns", IPs: []string{"10.0.0.1"},
-		Annotations: map[string]string{spec.AnnotationProbes: `{"app": {"livenessProbe": {"tcpSocket": {"port": 80}}, "readinessProbe": {"tcpSocket": {"port": 80}}}}`},
-		Containers:  []node.Container{{ID: "c1", Name: "app", State: node.StateRunning, StartedAt: t0}},
+		Annotations: map[string]string{spec.AnnotationProbes: `{"app": {"livenessProbe": {"tcpSocket": {"port": 80}}}, "side": {"readinessProbe": {"tcpSocket": {"port": 80}}}}`},
+		Containers: []node.Container{{ID: "c1", Name: "app", State: node.StateRunning, StartedAt: t0},
+			{ID: "c2", Name: "side", State: node.StateRunning, StartedAt: t0}},
 	}
 	settle := func() {
 		if err := m.WaitIdle(context.Background()); err != nil {
@@ -38,15 +40,17 @@ func TestStopIsIdempotentAndRemovesTheCachedResult(t *testing.T) {
 	if n := m.cache.Len(); n != 2 {
 		t.Fatalf("cached results = %d, want 2", n)
 	}
+	// The pod spec rejects app's probes (no such container): its liveness
+	// worker stops.
 	readinessOnly := pod
-	readinessOnly.Annotations = map[string]string{spec.AnnotationProbes: `{"app": {"readinessProbe": {"tcpSocket": {"port": 80}}}}`}
+	readinessOnly.API = &node.APIPod{Spec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "side"}}}}
 	m.UpdatePod(readinessOnly)
 	settle()
 	if n := m.cache.Len(); n != 1 {
 		t.Fatalf("cached results after the liveness worker stopped = %d, want 1", n)
 	}
 	m.mu.Lock()
-	w := m.pods["u"].worker("app", probe.Readiness)
+	w := m.pods["u"].worker("side", probe.Readiness)
 	m.stopWorker(w)
 	m.stopWorker(w) // idempotent
 	m.mu.Unlock()

@@ -160,6 +160,11 @@ type StatusSource interface {
 	// Pod lists the containers of the pod with uid that have probe state
 	// or a spec error, ordered by container name.
 	Pod(uid string) []ContainerStatus
+	// PodSpec is the probes the pod with uid was created with, parsed and
+	// checked once (the one parse of the probelet.io/probes annotation the
+	// socket, the readiness condition and Events read); false when the
+	// engine does not know the pod. The value is shared: do not modify it.
+	PodSpec(uid string) (*spec.Parsed, bool)
 	// SubscribeResults delivers result changes. The channel is buffered;
 	// when a subscriber falls behind, changes for it are dropped (and
 	// counted), never blocking probing. cancel closes the channel.

@@ -131,11 +131,15 @@ func pbRestart(r prober.Restart) *apiv1.Restart {
 }
 
 func pbEvent(ev prober.Event) *apiv1.Event {
-	return &apiv1.Event{
+	pb := &apiv1.Event{
 		Time: pbTime(ev.Time), Type: ev.Type, Reason: ev.Reason, Message: ev.Message,
 		PodUid: ev.PodUID, PodName: ev.PodName, PodNamespace: ev.PodNamespace,
 		ContainerName: ev.ContainerName, ContainerId: ev.ContainerID, ProbeType: pbProbeType(ev.ProbeType),
 	}
+	if ev.ContainerName == "" {
+		pb.ProbeType = apiv1.ProbeType_PROBE_TYPE_UNSPECIFIED // an event about the pod (ProbeSpecChanged)
+	}
+	return pb
 }
 
 func pbResultChange(rc prober.ResultChange) *apiv1.ResultChange {

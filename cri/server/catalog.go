@@ -119,12 +119,16 @@ func (s *Server) statusOf(id string) *prober.ContainerStatus {
 	return nil
 }
 
-// entry joins a view's container with its probe state; without one, with
-// the probes its pod declares for it.
+// entry joins a view's container with its probe state; without one (a
+// container the engine has not taken up yet: pods' unprobed containers,
+// and every container for a moment when probelet starts), with the probes
+// the engine holds for its pod.
 func (s *Server) entry(pod *node.Pod, ctr node.Container, st *prober.ContainerStatus) entry {
 	e := entry{pod: pod, ctr: ctr, status: st}
 	if st == nil {
-		e.declared = s.specs.Parse(pod.Annotations[spec.AnnotationProbes]).Probes[ctr.Name]
+		if parsed, ok := s.status.PodSpec(pod.UID); ok {
+			e.declared = parsed.Probes[ctr.Name]
+		}
 	}
 	return e
 }

@@ -46,7 +46,10 @@ func TestContainerWithoutProbeStateShowsItsDeclaredGates(t *testing.T) {
 			if tc.annotation != "" {
 				pod.Annotations = map[string]string{spec.AnnotationProbes: tc.annotation}
 			}
-			_, endpoint := servertest.Start(t, servertest.NewStatus(), servertest.NewView(pod))
+			// The engine holds the pod's probes before it takes the container up.
+			status := servertest.NewStatus()
+			status.SetPodSpec(pod.UID, spec.NewMemo(1<<20).Parse(tc.annotation))
+			_, endpoint := servertest.Start(t, status, servertest.NewView(pod))
 			api := apiv1.NewProbeletClient(servertest.Dial(t, endpoint))
 			ctx := context.Background()
 			list, err := api.ListContainers(context.Background(), &apiv1.ListContainersRequest{})

@@ -20,7 +20,6 @@ import (
 	"github.com/probelet/probelet/internal/version"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/spec"
 )
 
 // Server serves the read-only CRI services, probelet's API and gRPC health
@@ -41,10 +40,6 @@ type Server struct {
 	grpc   *grpc.Server
 	health *health.Server
 	events *eventLog
-	// specs parses the probes of containers without probe state: pods'
-	// unprobed containers, and every container for a moment when probelet
-	// starts. The engine keeps its own, larger memo.
-	specs *spec.Memo
 
 	mu       sync.Mutex
 	listener net.Listener
@@ -73,7 +68,6 @@ func New(status prober.StatusSource, view lifecycle.View, opts ...Option) (*Serv
 		eventHistory:    512,
 		shutdownTimeout: 5 * time.Second,
 		done:            make(chan struct{}),
-		specs:           spec.NewMemo(64),
 	}
 	for _, opt := range opts {
 		if err := opt(s); err != nil {

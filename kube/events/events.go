@@ -240,10 +240,14 @@ func (r *Recorder) makeEvent(ev prober.Event) *corev1.Event {
 }
 
 // InvolvedObject is the kubelet's reference for a container event: the pod,
-// with the container's field path.
+// with the container's field path; an event about the whole pod
+// (ProbeSpecChanged) has none.
 func InvolvedObject(ev prober.Event) *corev1.ObjectReference {
-	return &corev1.ObjectReference{
+	ref := &corev1.ObjectReference{
 		Kind: "Pod", APIVersion: "v1", Namespace: ev.PodNamespace, Name: ev.PodName, UID: types.UID(ev.PodUID),
-		FieldPath: fmt.Sprintf("spec.containers{%s}", ev.ContainerName),
 	}
+	if ev.ContainerName != "" {
+		ref.FieldPath = fmt.Sprintf("spec.containers{%s}", ev.ContainerName)
+	}
+	return ref
 }

@@ -118,3 +118,15 @@ func TestAFailedWriteIsRetriedAndRunLeavesNothingRunning(t *testing.T) {
 	}
 	testutil.NoGoroutines(t, "github.com/probelet/probelet/kube/events.", "k8s.io/client-go/tools/record.")
 }
+
+func TestInvolvedObjectOfAPodEventHasNoFieldPath(t *testing.T) {
+	for _, tc := range []struct{ container, want string }{
+		{"app", "spec.containers{app}"},
+		{"", ""}, // ProbeSpecChanged is about the pod
+	} {
+		ref := events.InvolvedObject(prober.Event{PodUID: "u1", PodName: "web", PodNamespace: "default", ContainerName: tc.container})
+		if ref.FieldPath != tc.want || ref.Name != "web" || ref.UID != "u1" {
+			t.Errorf("container %q: reference %+v, want field path %q", tc.container, ref, tc.want)
+		}
+	}
+}

@@ -114,10 +114,16 @@ func (w *Watcher) gone(obj any) {
 	}
 }
 
+// noAnnotations is a pod's without any: known to be none, unlike nil.
+var noAnnotations = map[string]string{}
+
 // APIPod is what the node model takes from an API pod. The spec is shared
 // with the informer's cache, which never modifies it.
 func APIPod(pod *corev1.Pod) *node.APIPod {
-	a := &node.APIPod{Spec: &pod.Spec, DeletionGracePeriodSeconds: pod.DeletionGracePeriodSeconds}
+	a := &node.APIPod{Spec: &pod.Spec, DeletionGracePeriodSeconds: pod.DeletionGracePeriodSeconds, Annotations: pod.Annotations}
+	if a.Annotations == nil {
+		a.Annotations = noAnnotations
+	}
 	if pod.DeletionTimestamp != nil {
 		a.DeletionTimestamp = pod.DeletionTimestamp.Time
 	}

@@ -107,7 +107,7 @@ func TestDecide(t *testing.T) {
 			for _, name := range tc.apiRunning {
 				apiRunning[name] = true
 			}
-			v, undecided := decide(spec.NewMemo(4).Parse(tc.annotation), tc.sts, apiRunning, agentStart)
+			v, undecided := decide(spec.NewMemo(1<<20).Parse(tc.annotation), tc.sts, apiRunning, agentStart)
 			if undecided != tc.wantUndecided {
 				t.Fatalf("undecided = %v, want %v (%+v)", undecided, tc.wantUndecided, v)
 			}

@@ -22,7 +22,6 @@ import (
 	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
-	"github.com/probelet/probelet/prober/spec"
 )
 
 // Retry bounds for a failed write: fast enough that the condition is right
@@ -55,7 +54,6 @@ type Writer struct {
 	informer cache.SharedIndexInformer
 	lister   listersv1.PodLister
 	status   prober.StatusSource
-	specs    *spec.Memo
 	clock    clock.WithTicker
 	log      *zap.Logger
 	m        *Metrics
@@ -103,7 +101,7 @@ func New(o Options) (*Writer, error) {
 	}
 	w := &Writer{
 		client: o.Client, informer: o.Informer, lister: o.Lister, status: o.Status,
-		specs: spec.NewMemo(256), clock: o.Clock, log: o.Log, m: o.Metrics,
+		clock: o.Clock, log: o.Log, m: o.Metrics,
 		written: map[types.UID]writeMark{}, changed: map[types.NamespacedName]time.Time{},
 	}
 	if w.clock == nil {
@@ -254,7 +252,14 @@ func (w *Writer) sync(ctx context.Context, key types.NamespacedName) error {
 	if err != nil || !hasGate(pod) {
 		return err
 	}
-	v, undecided := decide(w.specs.Parse(pod.Annotations[spec.AnnotationProbes]), w.status.Pod(string(pod.UID)), runningInAPI(pod), w.started)
+	// The probes the pod was created with, as the engine runs them: not the
+	// API object's annotation, which may have changed since. A pod the
+	// engine does not know yet keeps its condition until it does.
+	parsed, known := w.status.PodSpec(string(pod.UID))
+	if !known {
+		return nil
+	}
+	v, undecided := decide(parsed, w.status.Pod(string(pod.UID)), runningInAPI(pod), w.started)
 	if undecided {
 		return nil
 	}

@@ -80,6 +80,7 @@ func TestACacheBehindOurWriteIsNotWrittenAgain(t *testing.T) {
 				workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Clock: clk})
 			defer w.queue.ShutDown()
 			status.Set(readyWeb())
+			status.SetPodSpec("u1", spec.NewMemo(1<<20).Parse(webOnly)) // the probes the pod was created with
 
 			if err := w.sync(context.Background(), key); err != nil || patches != 1 {
 				t.Fatalf("first sync: err %v, %d writes; want True written once", err, patches)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
@@ -62,6 +63,7 @@ func webStatus(ready bool) prober.ContainerStatus {
 type env struct {
 	client  *fake.Clientset
 	status  *servertest.Status
+	lister  listersv1.PodLister
 	patches atomic.Int32
 	fail    atomic.Int32 // patches still to fail
 	reg     *prometheus.Registry
@@ -78,6 +80,13 @@ func start(t *testing.T, objs ...runtime.Object) *env {
 func newEnv(t *testing.T, objs ...runtime.Object) *env {
 	t.Helper()
 	e := &env{client: fake.NewClientset(objs...), status: servertest.NewStatus(), reg: prometheus.NewRegistry()}
+	// The engine holds the probes each pod was created with.
+	memo := spec.NewMemo(1 << 20)
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			e.status.SetPodSpec(string(p.UID), memo.Parse(p.Annotations[spec.AnnotationProbes]))
+		}
+	}
 	e.client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "status" {
 			t.Errorf("patched %s, want only pods/status", a.GetSubresource())
@@ -97,6 +106,7 @@ func (e *env) run(t *testing.T, client kube.Client, clk clock.WithTicker) {
 	t.Helper()
 	factory := informers.NewSharedInformerFactory(e.client, 0)
 	pods := factory.Core().V1().Pods()
+	e.lister = pods.Lister()
 	m := readiness.NewMetrics()
 	if err := m.Register(e.reg); err != nil {
 		t.Fatal(err)
@@ -352,4 +362,76 @@ func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) 
 		}
 	}
 	return 0
+}
+
+// `kubectl annotate --overwrite` of the probes on a running pod changes
+// nothing: the condition follows the probes the pod was created with, which
+// the engine runs, not the API object's annotation.
+func TestConditionFollowsTheProbesThePodWasCreatedWith(t *testing.T) {
+	other := gatedPod()
+	other.Name, other.UID, other.Annotations = "other", "u3", nil
+	e := start(t, gatedPod(), other)
+	e.publish(false)
+	testutil.WaitFor(t, "the readiness failure", func() bool { c, _ := e.condition(t); return c.Reason == readiness.ReasonNotReady })
+
+	pod, err := e.client.CoreV1().Pods("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Annotations = map[string]string{spec.AnnotationProbes: "{}"}
+	if _, err := e.client.CoreV1().Pods("default").Update(context.Background(), pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "the informer to see the new annotation", func() bool {
+		p, err := e.lister.Pods("default").Get("web")
+		return err == nil && p.Annotations[spec.AnnotationProbes] == "{}"
+	})
+	// The pod's key is queued with the new annotation in the cache, then
+	// the other pod's: one worker takes keys in order, so once the other
+	// pod is written the annotated one was synced.
+	e.publish(false)
+	e.status.PublishResult(prober.ResultChange{PodUID: "u3", PodName: "other", PodNamespace: "default", Type: probe.Readiness})
+	testutil.WaitFor(t, "the other pod's condition", func() bool {
+		p, err := e.client.CoreV1().Pods("default").Get(context.Background(), "other", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, ok := condition(p)
+		return ok && c.Status == corev1.ConditionTrue
+	})
+	if c, _ := e.condition(t); c.Status != corev1.ConditionFalse || c.Reason != readiness.ReasonNotReady {
+		t.Fatalf("condition after the annotation changed = %+v, want still False: the readiness probe still fails", c)
+	}
+}
+
+// A pod the engine does not know (yet) keeps its condition.
+func TestPodUnknownToTheEngineIsLeftAlone(t *testing.T) {
+	unknown := gatedPod()
+	unknown.Name, unknown.UID = "unknown", "u4"
+	e := start(t, gatedPod())
+	e.status.SetPodSpec("u4", nil)
+	if _, err := e.client.CoreV1().Pods("default").Create(context.Background(), unknown, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "the informer to see the pod", func() bool { _, err := e.lister.Pods("default").Get("unknown"); return err == nil })
+	// Queued before the known pod's change: synced before it is written.
+	e.status.PublishResult(prober.ResultChange{PodUID: "u4", PodName: "unknown", PodNamespace: "default", Type: probe.Readiness})
+	e.publish(true)
+	e.waitCondition(t, corev1.ConditionTrue)
+	p, err := e.client.CoreV1().Pods("default").Get(context.Background(), "unknown", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := condition(p); ok {
+		t.Fatalf("the condition of a pod the engine does not know was written: %+v", c)
+	}
+}
+
+func condition(p *corev1.Pod) (corev1.PodCondition, bool) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == readiness.ConditionType {
+			return c, true
+		}
+	}
+	return corev1.PodCondition{}, false
 }

@@ -30,11 +30,23 @@ type Checked struct {
 // left out of Probes.
 func Check(ref PodRef, annotation string, podSpec *corev1.PodSpec) Checked {
 	probes, errs := Parse(ref, annotation)
+	valid, errs := applyPolicy(ref, annotation, probes, errs, podSpec)
 	var warnings []string
+	if podSpec != nil {
+		warnings = NativeProbeWarnings(ref, probes, podSpec)
+	}
+	return Checked{Probes: valid, Errors: errs, Warnings: warnings}
+}
+
+// applyPolicy completes a parse (probes, errs) with the checks that need
+// the pod spec, when it is known: the one policy of Check and
+// Parsed.ForPod. It returns the probes of the containers without problems
+// and every problem, grouped by container.
+func applyPolicy(ref PodRef, annotation string, probes PodProbes, errs ErrorList, podSpec *corev1.PodSpec) (PodProbes, ErrorList) {
+	errs = slices.Clone(errs)
 	if podSpec != nil {
 		errs = forbidInitProbes(ref, annotation, errs, podSpec)
 		errs = append(errs, CheckPod(ref, probes, podSpec)...)
-		warnings = NativeProbeWarnings(ref, probes, podSpec)
 	}
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Container < errs[j].Container })
 	valid := maps.Clone(probes)
@@ -44,7 +56,7 @@ func Check(ref PodRef, annotation string, podSpec *corev1.PodSpec) Checked {
 	for _, bad := range errs.Containers() {
 		delete(valid, bad)
 	}
-	return Checked{Probes: valid, Errors: errs, Warnings: warnings}
+	return valid, errs
 }
 
 // NativeProbeWarnings flags containers that declare the same probe type in

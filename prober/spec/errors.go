@@ -195,3 +195,15 @@ func wrap(pod PodRef, container string, errs field.ErrorList) ErrorList {
 	}
 	return out
 }
+
+// For returns the problems as found in pod's annotation: a Memo's parse
+// names no pod, since replicas share it.
+func (l ErrorList) For(pod PodRef) ErrorList {
+	out := make(ErrorList, len(l))
+	for i, e := range l {
+		c := *e
+		c.Pod = pod
+		out[i] = &c
+	}
+	return out
+}

@@ -2,15 +2,19 @@ package spec_test
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/probelet/probelet/prober/spec"
 )
 
 func TestMemoParsesEachValueOnce(t *testing.T) {
-	m := spec.NewMemo(2)
+	m := spec.NewMemo(1 << 20)
 	a := `{"web": {"readinessProbe": {"tcpSocket": {"port": 8080}}}}`
 	first := m.Parse(a)
 	if first.Probes["web"].Readiness == nil || first.Probes["web"].Readiness.PeriodSeconds != spec.DefaultPeriodSeconds {
@@ -19,14 +23,56 @@ func TestMemoParsesEachValueOnce(t *testing.T) {
 	if again := m.Parse(a); again != first {
 		t.Fatal("the same value was parsed again")
 	}
-	// Two more values evict the least recently used one (a).
-	m.Parse(`{"b": {}}`)
-	m.Parse(`{"c": {}}`)
-	if m.Len() != 2 {
-		t.Fatalf("memo holds %d values, want its bound 2", m.Len())
+}
+
+// The memo is bounded in bytes, not values: a few large annotations evict
+// as many small ones would, and one larger than the bound is not kept.
+func TestMemoIsBoundedInBytes(t *testing.T) {
+	value := func(name string, size int) string {
+		return fmt.Sprintf(`{"%s": {"livenessProbe": {"exec": {"command": ["%s"]}}}}`, name, strings.Repeat("x", size))
 	}
-	if m.Parse(a) == first {
-		t.Fatal("an evicted value came back from the memo")
+	tests := []struct {
+		name     string
+		bound    int
+		values   []string
+		wantKept []int // indexes of the values kept
+	}{
+		{"small values all fit", 64 << 10, []string{value("a", 10), value("b", 10), value("c", 10)}, []int{0, 1, 2}},
+		{"large values evict the oldest", 64 << 10, []string{value("a", 20<<10), value("b", 20<<10), value("c", 20<<10)}, []int{2}},
+		{"a value over the bound is not kept", 8 << 10, []string{value("a", 10), value("b", 10<<10)}, []int{0}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := spec.NewMemo(tc.bound)
+			parsed := make([]*spec.Parsed, len(tc.values))
+			for i, v := range tc.values {
+				parsed[i] = m.Parse(v)
+			}
+			if m.Bytes() > tc.bound || m.Len() != len(tc.wantKept) {
+				t.Fatalf("memo holds %d values, %d bytes; want %d values within %d bytes", m.Len(), m.Bytes(), len(tc.wantKept), tc.bound)
+			}
+			for _, i := range tc.wantKept {
+				if m.Parse(tc.values[i]) != parsed[i] {
+					t.Errorf("value %d was not kept", i)
+				}
+			}
+		})
+	}
+}
+
+func TestOversizedAnnotationIsRejectedUnread(t *testing.T) {
+	value := `{"web": {"livenessProbe": {"exec": {"command": ["` + strings.Repeat("x", spec.MaxAnnotationBytes) + `"]}}}}`
+	ref := spec.PodRef{Namespace: "ns", Name: "big"}
+	probes, errs := spec.Parse(ref, value)
+	if len(probes) != 0 || len(errs) != 1 {
+		t.Fatalf("Parse = %v, %v; want one error and no probes", probes, errs)
+	}
+	want := fmt.Sprintf("pod ns/big: annotation probelet.io/probes: %d bytes, over the limit of 65536 (64 KiB)", len(value))
+	if errs[0].Error() != want {
+		t.Errorf("error %q, want %q", errs[0].Error(), want)
+	}
+	if got := spec.NewMemo(1 << 20).Parse(value).ErrorFor("web"); !strings.Contains(got, "over the limit") {
+		t.Errorf("the memo's error for a container: %q", got)
 	}
 }
 
@@ -44,7 +90,7 @@ func TestMemoErrorsPerContainer(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := spec.NewMemo(4).Parse(tc.value)
+			p := spec.NewMemo(1 << 20).Parse(tc.value)
 			for name, sub := range tc.want {
 				got := p.ErrorFor(name)
 				if (sub == "") != (got == "") || !strings.Contains(got, sub) {
@@ -56,7 +102,7 @@ func TestMemoErrorsPerContainer(t *testing.T) {
 }
 
 func TestMemoIsSafeForConcurrentUse(t *testing.T) {
-	m := spec.NewMemo(3)
+	m := spec.NewMemo(1 << 20)
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)
@@ -71,4 +117,43 @@ func TestMemoIsSafeForConcurrentUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// ForPod is Check's policy applied to a shared parse: the node rejects
+// what `probelet validate` rejects, in the same words.
+func TestForPodAppliesChecksPolicy(t *testing.T) {
+	const value = `{"app": {"readinessProbe": {"tcpSocket": {"port": "http"}}}, "side": {"livenessProbe": {"tcpSocket": {"port": 1}}}}`
+	withPorts := func(ps ...corev1.ContainerPort) *corev1.PodSpec {
+		return &corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Ports: ps}, {Name: "side"}}}
+	}
+	tests := []struct {
+		name    string
+		podSpec *corev1.PodSpec
+		same    bool // the shared parse itself
+	}{
+		{"no pod spec", nil, true},
+		{"the named port resolves", withPorts(corev1.ContainerPort{Name: "http", ContainerPort: 80}), true},
+		{"the named port does not resolve", withPorts(), false},
+		{"a probed container is missing", &corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			shared := spec.NewMemo(1 << 20).Parse(value)
+			got := shared.ForPod(tc.podSpec)
+			if (got == shared) != tc.same {
+				t.Fatalf("ForPod returned the shared parse: %v, want %v", got == shared, tc.same)
+			}
+			ref := spec.PodRef{Namespace: "ns", Name: "web"}
+			want := spec.Check(ref, value, tc.podSpec)
+			if !reflect.DeepEqual(got.Probes, want.Probes) {
+				t.Errorf("probes %v, want Check's %v", got.Probes, want.Probes)
+			}
+			if g, w := got.List.For(ref).Strings(), want.Errors.Strings(); !slices.Equal(g, w) {
+				t.Errorf("errors %q, want Check's %q", g, w)
+			}
+			if !reflect.DeepEqual(got.Errors, want.Errors.ByContainer()) {
+				t.Errorf("errors by container %v, want %v", got.Errors, want.Errors.ByContainer())
+			}
+		})
+	}
 }

@@ -1,11 +1,17 @@
 package spec
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
+
+// MaxAnnotationBytes bounds the probelet.io/probes value probelet reads:
+// any pod author writes it, and a few hundred probes fit in a fraction of
+// it, so a larger value is an attack or a mistake, rejected unread.
+const MaxAnnotationBytes = 64 << 10
 
 // Parse reads the probelet.io/probes annotation of a pod: JSON (or YAML)
 // mapping container name to {livenessProbe, readinessProbe, startupProbe}
@@ -14,8 +20,12 @@ import (
 // container with any problem is left out and its problems are in the
 // ErrorList, each naming the pod, the container and the field. When the
 // value cannot be read at all, no container is returned and the single
-// error names the annotation.
+// error names the annotation. A value over MaxAnnotationBytes is rejected
+// before it is read.
 func Parse(pod PodRef, value string) (PodProbes, ErrorList) {
+	if len(value) > MaxAnnotationBytes {
+		return nil, ErrorList{annotationError(pod, fmt.Sprintf("%d bytes, over the limit of %d (64 KiB)", len(value), MaxAnnotationBytes))}
+	}
 	data, err := toJSON(value)
 	if err != nil {
 		return nil, ErrorList{annotationError(pod, err.Error())}

@@ -12,12 +12,14 @@ import (
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/spec"
 )
 
 // Status is a fake prober.StatusSource whose publishers never block.
 type Status struct {
 	mu         sync.Mutex
 	containers []prober.ContainerStatus
+	specs      map[string]*spec.Parsed
 	results    *fanout.Hub[prober.ResultChange]
 	events     *fanout.Hub[prober.Event]
 }
@@ -66,6 +68,29 @@ func (s *Status) Pod(uid string) []prober.ContainerStatus {
 		}
 	}
 	return out
+}
+
+// SetPodSpec sets the probes PodSpec gives for the pod with uid; nil
+// forgets the pod.
+func (s *Status) SetPodSpec(uid string, p *spec.Parsed) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.specs == nil {
+		s.specs = map[string]*spec.Parsed{}
+	}
+	if p == nil {
+		delete(s.specs, uid)
+		return
+	}
+	s.specs[uid] = p
+}
+
+// PodSpec implements prober.StatusSource.
+func (s *Status) PodSpec(uid string) (*spec.Parsed, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.specs[uid]
+	return p, ok
 }
 
 // SubscribeResults implements prober.StatusSource.
