@@ -70,7 +70,8 @@ func TestDefaultHandlersProbeRealTargets(t *testing.T) {
 	})
 	pod.IPs = []string{"127.0.0.1"}
 	pod.API = &node.APIPod{Spec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
-		Env: []corev1.EnvVar{{Name: "MARKER", Value: "/tmp/started"}}}}}}
+		Ports: []corev1.ContainerPort{{Name: "web", ContainerPort: int32(port)}},
+		Env:   []corev1.EnvVar{{Name: "MARKER", Value: "/tmp/started"}}}}}}
 	pod.Containers[0].Annotations = map[string]string{spec.AnnotationContainerPorts: `[{"name":"web","containerPort":` + portStr + `}]`}
 	m.UpdatePod(pod)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
