@@ -4,12 +4,16 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-
-	"golang.org/x/net/bpf"
 )
 
 // Classic BPF as seccomp uses it.
 const (
+	bpfLdAbsW      = 0x20 // BPF_LD | BPF_W | BPF_ABS
+	bpfJa          = 0x05 // BPF_JMP | BPF_JA
+	bpfJeqK        = 0x15 // BPF_JMP | BPF_JEQ | BPF_K
+	bpfJgtK        = 0x25 // BPF_JMP | BPF_JGT | BPF_K
+	bpfJsetK       = 0x45 // BPF_JMP | BPF_JSET | BPF_K
+	bpfRetK        = 0x06 // BPF_RET | BPF_K
 	bpfMaxInsns    = 4096 // BPF_MAXINSNS: the kernel's limit for a filter
 	sockFilterSize = 8    // struct sock_filter
 
@@ -33,50 +37,42 @@ func auditArch(token uint32) uint32 {
 	return token
 }
 
-// bpfAsm collects a program for golang.org/x/net/bpf to assemble. Its
-// unconditional jumps go to labels, resolved here; its conditional jumps
-// only skip an instruction or three, so no offset ever overflows.
+type bpfInsn struct {
+	code   uint16
+	jt, jf uint8
+	k      uint32
+	to     string // a BPF_JA's target label
+}
+
+// bpfAsm assembles a program whose unconditional jumps go to labels and
+// whose conditional jumps only skip an instruction or three, so no offset
+// ever overflows.
 type bpfAsm struct {
-	insns  []bpf.Instruction
-	jumps  map[int]string // the label each unconditional jump goes to, by index
+	insns  []bpfInsn
 	labels map[string]int
 }
 
-func newBPFAsm() *bpfAsm { return &bpfAsm{jumps: map[int]string{}, labels: map[string]int{}} }
-
-func (a *bpfAsm) add(in bpf.Instruction) { a.insns = append(a.insns, in) }
-
-// jumpIf adds a conditional jump on the loaded word.
-func (a *bpfAsm) jumpIf(cond bpf.JumpTest, val uint32, skipTrue, skipFalse uint8) {
-	a.add(bpf.JumpIf{Cond: cond, Val: val, SkipTrue: skipTrue, SkipFalse: skipFalse})
+func (a *bpfAsm) op(code uint16, jt, jf uint8, k uint32) {
+	a.insns = append(a.insns, bpfInsn{code: code, jt: jt, jf: jf, k: k})
 }
 
-func (a *bpfAsm) ja(label string) {
-	a.jumps[len(a.insns)] = label
-	a.add(bpf.Jump{})
-}
+func (a *bpfAsm) ja(label string) { a.insns = append(a.insns, bpfInsn{code: bpfJa, to: label}) }
 
 func (a *bpfAsm) label(name string) { a.labels[name] = len(a.insns) }
 
-// assemble resolves the labels and returns struct sock_filter[], native
-// endian as seccomp(2) reads it.
 func (a *bpfAsm) assemble() ([]byte, error) {
-	for pc, to := range a.jumps {
-		target, ok := a.labels[to]
-		if !ok || target <= pc {
-			return nil, fmt.Errorf("enosys stub: bad jump to %q", to)
+	out := make([]byte, 0, len(a.insns)*sockFilterSize)
+	for pc, in := range a.insns {
+		if in.to != "" {
+			target, ok := a.labels[in.to]
+			if !ok || target <= pc {
+				return nil, fmt.Errorf("enosys stub: bad jump to %q", in.to)
+			}
+			in.k = uint32(target - pc - 1)
 		}
-		a.insns[pc] = bpf.Jump{Skip: uint32(target - pc - 1)}
-	}
-	raw, err := bpf.Assemble(a.insns)
-	if err != nil {
-		return nil, fmt.Errorf("enosys stub: %w", err)
-	}
-	out := make([]byte, 0, len(raw)*sockFilterSize)
-	for _, in := range raw {
-		out = binary.NativeEndian.AppendUint16(out, in.Op)
-		out = append(out, in.Jt, in.Jf)
-		out = binary.NativeEndian.AppendUint32(out, in.K)
+		out = binary.NativeEndian.AppendUint16(out, in.code)
+		out = append(out, in.jt, in.jf)
+		out = binary.NativeEndian.AppendUint32(out, in.k)
 	}
 	return out, nil
 }
@@ -105,23 +101,23 @@ func enosysStub(maxSyscalls map[uint32]int32, filterLen int) ([]byte, error) {
 	}
 	slices.Sort(archs)
 
-	a := newBPFAsm()
-	a.add(bpf.LoadAbsolute{Off: seccompDataArch, Size: 4})
+	a := &bpfAsm{labels: map[string]int{}}
+	a.op(bpfLdAbsW, 0, 0, seccompDataArch)
 	for _, arch := range archs {
-		a.jumpIf(bpf.JumpEqual, arch, 0, 1)
+		a.op(bpfJeqK, 0, 1, arch)
 		a.ja(fmt.Sprintf("arch-%x", arch))
 	}
 	a.ja("filter")
 	for _, arch := range archs {
 		a.label(fmt.Sprintf("arch-%x", arch))
-		a.add(bpf.LoadAbsolute{Off: seccompDataNr, Size: 4})
+		a.op(bpfLdAbsW, 0, 0, seccompDataNr)
 		if err := archChecks(a, arch, byArch[arch]); err != nil {
 			return nil, err
 		}
 		a.ja("filter")
 	}
 	a.label("enosys")
-	a.add(bpf.RetConstant{Val: actErrno | errnoENOSYS})
+	a.op(bpfRetK, 0, 0, actErrno|errnoENOSYS)
 	a.label("filter")
 	if len(a.insns)+filterLen > bpfMaxInsns {
 		return nil, fmt.Errorf("enosys stub: %d instructions with the filter, more than %d", len(a.insns)+filterLen, bpfMaxInsns)
@@ -137,18 +133,18 @@ func archChecks(a *bpfAsm, arch uint32, tokens map[uint32]int32) error {
 		for token, max := range tokens {
 			if token == archS390 || token == archS390X {
 				// Unknown syscalls arrive as setup(2), number 0.
-				a.jumpIf(bpf.JumpEqual, 0, 0, 1)
+				a.op(bpfJeqK, 0, 1, 0)
 				a.ja("enosys")
 			}
 			switch token {
 			case archAMD64: // x32 calls are not this section's
-				a.jumpIf(bpf.JumpBitsSet, x32SyscallBit, 0, 1)
+				a.op(bpfJsetK, 0, 1, x32SyscallBit)
 				a.ja("filter")
 			case archX32: // neither are x86_64 calls
-				a.jumpIf(bpf.JumpBitsSet, x32SyscallBit, 1, 0)
+				a.op(bpfJsetK, 1, 0, x32SyscallBit)
 				a.ja("filter")
 			}
-			a.jumpIf(bpf.JumpGreaterThan, uint32(max), 0, 1)
+			a.op(bpfJgtK, 0, 1, uint32(max))
 			a.ja("enosys")
 		}
 		return nil
@@ -158,11 +154,11 @@ func archChecks(a *bpfAsm, arch uint32, tokens map[uint32]int32) error {
 		if arch != archAMD64 || !ok1 || !ok2 {
 			return fmt.Errorf("enosys stub: architectures %v overlap on %#x", tokens, arch)
 		}
-		a.jumpIf(bpf.JumpBitsSet, x32SyscallBit, 3, 0)
-		a.jumpIf(bpf.JumpGreaterThan, uint32(amd64), 0, 1)
+		a.op(bpfJsetK, 3, 0, x32SyscallBit)
+		a.op(bpfJgtK, 0, 1, uint32(amd64))
 		a.ja("enosys")
 		a.ja("filter")
-		a.jumpIf(bpf.JumpGreaterThan, uint32(x32), 0, 1)
+		a.op(bpfJgtK, 0, 1, uint32(x32))
 		a.ja("enosys")
 		return nil
 	}

@@ -186,8 +186,7 @@ const (
 func TestEnosysStub(t *testing.T) {
 	stubFor := func(max map[uint32]int32) []byte {
 		// A stand-in for libseccomp's filter: one instruction answering reachedSet.
-		ret, _ := bpf.RetConstant{Val: reachedSet}.Assemble()
-		sentinel := binary.NativeEndian.AppendUint16(nil, ret.Op)
+		sentinel := binary.NativeEndian.AppendUint16(nil, bpfRetK)
 		sentinel = binary.NativeEndian.AppendUint32(append(sentinel, 0, 0), reachedSet)
 		stub, err := enosysStub(max, 1)
 		if err != nil {
