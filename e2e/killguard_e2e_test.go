@@ -256,7 +256,7 @@ func (s *storm) watchDeferral(end time.Time) deferral {
 			if !d.explained {
 				out, _, _ := s.d.probectl("why", c.ContainerID)
 				if strings.Contains(out, "kill deferred: node in FullDisruption") &&
-					strings.Contains(out, fmt.Sprintf("of %d liveness probes failing since", stormPods)) {
+					strings.Contains(out, fmt.Sprintf("of %d pods failing liveness since", stormPods)) {
 					d.explained, d.why = true, out
 				}
 			}
