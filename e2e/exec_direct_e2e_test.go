@@ -54,8 +54,12 @@ const rlimitsAnnotation = "probelet-test/rlimits"
 // with each kind of confinement, the same exec probe command run by
 // probelet's direct executor and by containerd's ExecSync prints the same
 // thing, and none of them went to the runtime behind the test's back.
+//
+// It runs alone (not in parallel): in this wave's full suite, beside the
+// other parallel tests, every direct exec of it timed out (1 s), twice,
+// while it passed run alone at the same commit; the neighbour or resource
+// behind that is not found yet (see the stop-24 note).
 func TestExecDirectMatchesRuntime(t *testing.T) {
-	t.Parallel()
 	bed := testbed.Start(t)
 	// A user namespace's root must be able to reach its rootfs under the
 	// bed, as under /run/containerd (0711); MkdirTemp made the bed 0700.
