@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/kube"
 )
 
@@ -197,31 +198,9 @@ func TestCallsToAHangingAPIServerEndAtTheirDeadline(t *testing.T) {
 			if took < timeout || took > timeout+5*time.Second {
 				t.Errorf("the call ended after %s, want at its %s deadline", took, timeout)
 			}
-			if got := counter(t, reg, "probelet_api_request_errors_total", tc.call); got != 1 {
+			if got := testutil.Counter(t, reg, "probelet_api_request_errors_total", "call", tc.call); got != 1 {
 				t.Errorf("errors counted for %q = %v, want 1", tc.call, got)
 			}
 		})
 	}
-}
-
-// counter reads one series of a counter vector labelled call.
-func counter(t *testing.T, reg *prometheus.Registry, name, call string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "call" && l.GetValue() == call {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }

@@ -277,12 +277,12 @@ func TestAWriteToAHangingAPIServerEndsAtItsDeadlineAndIsRetried(t *testing.T) {
 		}
 	}
 	testutil.WaitFor(t, "the answered write counted", func() bool {
-		return counter(t, e.reg, "probelet_readiness_condition_writes_total", "result", "ok") == 1
+		return testutil.Counter(t, e.reg, "probelet_readiness_condition_writes_total", "result", "ok") == 1
 	})
-	if got := counter(t, e.reg, "probelet_readiness_condition_writes_total", "result", "error"); got != 2 {
+	if got := testutil.Counter(t, e.reg, "probelet_readiness_condition_writes_total", "result", "error"); got != 2 {
 		t.Errorf("failed writes counted %v, want 2", got)
 	}
-	if got := counter(t, e.reg, "probelet_api_request_errors_total", "call", "patch pods/status"); got != 2 {
+	if got := testutil.Counter(t, e.reg, "probelet_api_request_errors_total", "call", "patch pods/status"); got != 2 {
 		t.Errorf("API errors counted %v, want 2", got)
 	}
 }
@@ -340,28 +340,6 @@ func TestRunLeavesNothingRunning(t *testing.T) {
 		t.Errorf("Run returned %s after its context ended, want about its 2 s drain", took)
 	}
 	testutil.NoGoroutines(t, "github.com/probelet/probelet/kube/readiness.", "k8s.io/client-go/util/workqueue.")
-}
-
-// counter reads the series of a counter vector whose label is value.
-func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }
 
 // `kubectl annotate --overwrite` of the probes on a running pod changes
