@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
@@ -186,6 +187,13 @@ func hasGate(pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// condition is v as written at lastTransition, as the API server keeps it
+// (RFC 3339, whole seconds).
+func (v verdict) condition(lastTransition metav1.Time) corev1.PodCondition {
+	return corev1.PodCondition{Type: ConditionType, Status: v.status, Reason: v.reason, Message: v.message,
+		LastTransitionTime: lastTransition.Rfc3339Copy()}
 }
 
 // matches reports whether c already says v.

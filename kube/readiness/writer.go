@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -77,9 +78,16 @@ type Writer struct {
 // condition it holds: our write changes only our condition, so a copy that
 // still holds the condition as it was before has not seen the write yet,
 // whatever else moved.
+//
+// Writes can overlap: a second verdict written before the first one's echo
+// arrived makes the cache pass through the first write on its way to the
+// second. So the mark keeps every condition the copy may still show on the
+// way: the one before the first write of the chain, and each of our own
+// writes since.
 type writeMark struct {
 	v      verdict
-	before corev1.PodCondition // zero: there was none
+	before []corev1.PodCondition // zero Type: there was none
+	ours   corev1.PodCondition   // the condition written
 	at     time.Time
 }
 
@@ -279,7 +287,10 @@ func (w *Writer) sync(ctx context.Context, key types.NamespacedName) error {
 	if _, err := w.patch(ctx, pod, v, lastTransition); err != nil {
 		return err
 	}
-	w.wrote(pod, v, cur, key)
+	if !has {
+		cur = corev1.PodCondition{}
+	}
+	w.wrote(pod, v, cur, v.condition(lastTransition), key)
 	return nil
 }
 
@@ -318,7 +329,7 @@ func (w *Writer) inFlight(pod *corev1.Pod, v verdict, cur corev1.PodCondition, h
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	mark, found := w.written[pod.UID]
-	if !found || mark.v != v || !sameCondition(mark.before, cur, has) {
+	if !found || mark.v != v || !slices.ContainsFunc(mark.before, func(b corev1.PodCondition) bool { return sameCondition(b, cur, has) }) {
 		return 0, false
 	}
 	wait = echoWait - w.clock.Since(mark.at)
@@ -335,9 +346,17 @@ func sameCondition(before, c corev1.PodCondition, has bool) bool {
 		before.Message == c.Message && before.LastTransitionTime.Equal(&c.LastTransitionTime)
 }
 
-func (w *Writer) wrote(pod *corev1.Pod, v verdict, before corev1.PodCondition, key types.NamespacedName) {
+// wrote marks the write of v (as the condition ours) over before.
+func (w *Writer) wrote(pod *corev1.Pod, v verdict, before, ours corev1.PodCondition, key types.NamespacedName) {
 	w.mu.Lock()
-	w.written[pod.UID] = writeMark{v: v, before: before, at: w.clock.Now()}
+	now := w.clock.Now()
+	chain := []corev1.PodCondition{before}
+	// A write whose echo has not come yet: the copy may still show what
+	// was before it, or it.
+	if prev, ok := w.written[pod.UID]; ok && now.Sub(prev.at) < echoWait {
+		chain = append(slices.Clone(prev.before), prev.ours)
+	}
+	w.written[pod.UID] = writeMark{v: v, before: chain, ours: ours, at: now}
 	since, ok := w.changed[key]
 	delete(w.changed, key)
 	w.mu.Unlock()

@@ -2,6 +2,7 @@ package readiness
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -57,32 +58,12 @@ func TestACacheBehindOurWriteIsNotWrittenAgain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pod := gated("opaque-a", &before)
-			client := fake.NewClientset(pod.DeepCopy())
-			patches := 0
-			client.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-				patches++
-				return false, nil, nil
-			})
-			store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-			if err := store.Add(pod); err != nil {
-				t.Fatal(err)
-			}
-			clk := clocktesting.NewFakeClock(time.Unix(1e9, 0))
-			status := servertest.NewStatus()
-			w, err := New(Options{Client: kubetest.Client(client), Status: status, Clock: clk,
-				Informer: informers.NewSharedInformerFactory(client, 0).Core().V1().Pods().Informer(),
-				Lister:   listersv1.NewPodLister(store)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
-				workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Clock: clk})
-			defer w.queue.ShutDown()
-			status.Set(readyWeb())
-			status.SetPodSpec("u1", spec.NewMemo(1<<20).Parse(webOnly)) // the probes the pod was created with
+			h := newSyncHarness(t, gated("opaque-a", &before))
+			h.status.Set(readyWeb())
+			w, store, clk := h.w, h.store, h.clk
+			patches := &h.patches
 
-			if err := w.sync(context.Background(), key); err != nil || patches != 1 {
+			if err := w.sync(context.Background(), key); err != nil || *patches != 1 {
 				t.Fatalf("first sync: err %v, %d writes; want True written once", err, patches)
 			}
 			if err := store.Update(gated(tt.rv, tt.cond)); err != nil {
@@ -92,10 +73,90 @@ func TestACacheBehindOurWriteIsNotWrittenAgain(t *testing.T) {
 			if err := w.sync(context.Background(), key); err != nil {
 				t.Fatal(err)
 			}
-			if got := patches == 2; got != tt.wantWrite {
+			if got := *patches == 2; got != tt.wantWrite {
 				t.Errorf("wrote again: %v, want %v", got, tt.wantWrite)
 			}
 		})
+	}
+}
+
+// syncHarness is a Writer whose sync is driven by hand over a pod cache the
+// test controls, on a fake clock.
+type syncHarness struct {
+	w       *Writer
+	store   cache.Indexer
+	clk     *clocktesting.FakeClock
+	status  *servertest.Status
+	patches int
+	written []corev1.PodCondition // each patch's condition, as the API server keeps it
+}
+
+func newSyncHarness(t *testing.T, pod *corev1.Pod) *syncHarness {
+	t.Helper()
+	h := &syncHarness{clk: clocktesting.NewFakeClock(time.Unix(1e9, 0)), status: servertest.NewStatus()}
+	client := fake.NewClientset(pod.DeepCopy())
+	client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		h.patches++
+		var body struct {
+			Status corev1.PodStatus `json:"status"`
+		}
+		if err := json.Unmarshal(a.(k8stesting.PatchAction).GetPatch(), &body); err != nil || len(body.Status.Conditions) != 1 {
+			t.Errorf("patch %s: %v", a.(k8stesting.PatchAction).GetPatch(), err)
+		} else {
+			h.written = append(h.written, body.Status.Conditions[0])
+		}
+		return false, nil, nil
+	})
+	h.store = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if err := h.store.Add(pod); err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(Options{Client: kubetest.Client(client), Status: h.status, Clock: h.clk,
+		Informer: informers.NewSharedInformerFactory(client, 0).Core().V1().Pods().Informer(),
+		Lister:   listersv1.NewPodLister(h.store)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
+		workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Clock: h.clk})
+	t.Cleanup(w.queue.ShutDown)
+	h.status.SetPodSpec("u1", spec.NewMemo(1<<20).Parse(webOnly)) // the probes the pod was created with
+	h.w = w
+	return h
+}
+
+// TestOverlappingWritesAreNotWrittenAgain: a verdict written before the
+// echo of the previous one came makes the cache pass through the first
+// write; that copy is ours on the way, not someone else's change.
+func TestOverlappingWritesAreNotWrittenAgain(t *testing.T) {
+	key := types.NamespacedName{Namespace: "default", Name: "web"}
+	h := newSyncHarness(t, gated("rv-0", nil))
+	notReady := readyWeb()
+	notReady.Ready = false
+	notReady.Probes = readiness(results.Failure, false)
+	h.status.Set(notReady)
+	if err := h.w.sync(context.Background(), key); err != nil || h.patches != 1 {
+		t.Fatalf("first sync: err %v, %d writes; want False written once", err, h.patches)
+	}
+	h.clk.Step(time.Second)
+	h.status.Set(readyWeb())
+	if err := h.w.sync(context.Background(), key); err != nil || h.patches != 2 {
+		t.Fatalf("second sync, cache without either write: err %v, %d writes; want True written", err, h.patches)
+	}
+	first := h.written[0]
+	for _, step := range []struct {
+		name string
+		cond *corev1.PodCondition
+	}{
+		{"no echo yet", nil},
+		{"the first write's echo", &first},
+	} {
+		if err := h.store.Update(gated("rv-"+step.name, step.cond)); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.w.sync(context.Background(), key); err != nil || h.patches != 2 {
+			t.Fatalf("%s: err %v, %d writes; want no write", step.name, err, h.patches)
+		}
 	}
 }
 
