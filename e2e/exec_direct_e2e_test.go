@@ -50,15 +50,21 @@ true`
 // NRI, or a base spec, into config.json).
 const rlimitsAnnotation = "probelet-test/rlimits"
 
+// observeTimeout is the observe probe's timeout (seconds): the script's
+// forks fit in it on a loaded 2-core machine.
+const observeTimeout = 20
+
 // TestExecDirectMatchesRuntime is the equivalence matrix: for containers
 // with each kind of confinement, the same exec probe command run by
 // probelet's direct executor and by containerd's ExecSync prints the same
 // thing, and none of them went to the runtime behind the test's back.
 //
-// It runs alone (not in parallel): in this wave's full suite, beside the
-// other parallel tests, every direct exec of it timed out (1 s), twice,
-// while it passed run alone at the same commit; the neighbour or resource
-// behind that is not found yet (see the stop-24 note).
+// The observe script forks some forty processes: beside the suite's
+// parallel tests on two loaded cores it took longer than the default 1 s
+// probe timeout, so every direct run timed out while ExecSync (no timeout)
+// answered. What is compared here is output, not speed: the probe gets a
+// timeout the script fits in under load, and the test runs before the
+// parallel ones.
 func TestExecDirectMatchesRuntime(t *testing.T) {
 	bed := testbed.Start(t)
 	// A user namespace's root must be able to reach its rootfs under the
@@ -100,7 +106,9 @@ func TestExecDirectMatchesRuntime(t *testing.T) {
 	}
 	apps := make([]app, len(cases))
 	for i, c := range cases {
-		probes := spec.ContainerProbes{Readiness: execProbe(1, 1, "sh", "-c", observe)}
+		ready := execProbe(2, 1, "sh", "-c", observe)
+		ready.TimeoutSeconds = observeTimeout
+		probes := spec.ContainerProbes{Readiness: ready}
 		pod := testbed.PodSpec{
 			Name: c.name, Privileged: c.privileged,
 			Annotations: map[string]string{spec.AnnotationProbes: mustJSON(t, spec.PodProbes{c.name: probes})},
@@ -140,7 +148,7 @@ func TestExecDirectMatchesRuntime(t *testing.T) {
 func directOutput(t *testing.T, d *daemon, a app) string {
 	t.Helper()
 	var out string
-	eventually(t, 30*time.Second, a.name+"'s readiness run", func() (bool, string) {
+	eventually(t, 3*observeTimeout*time.Second, a.name+"'s readiness run", func() (bool, string) {
 		r := d.describe(a.ctr).Probes["readiness"]
 		for i := len(r.History) - 1; i >= 0; i-- {
 			if run := r.History[i]; run.Result == "Success" && run.Output != "" {
