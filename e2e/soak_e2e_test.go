@@ -100,6 +100,10 @@ type soak struct {
 	chaos    int
 	npods    int
 
+	// bedMu serialises what changes the bed: churn, containerd restarts
+	// and probelet kills.
+	bedMu sync.Mutex
+
 	mu      sync.Mutex
 	pods    map[string]*soakPod // by container ID
 	seq     int
@@ -150,7 +154,9 @@ func newSoak(t *testing.T) *soak {
 // start runs the pods: npods-10 long-lived ones and 10 that churn.
 func (s *soak) start() {
 	for i := range s.npods {
-		s.runPod(i, i >= s.npods-10)
+		if s.runPod(i, i >= s.npods-10) == nil {
+			s.t.FailNow()
+		}
 	}
 }
 
@@ -193,7 +199,9 @@ func (s *soak) runPod(i int, churn bool) *soakPod {
 		Annotations: map[string]string{spec.AnnotationProbes: anno},
 		Container:   testbed.ContainerSpec{Name: soakContainer, Command: shell(cmd), Ports: httpPort}})
 	if err != nil {
-		s.t.Fatal(err)
+		// Errorf, not Fatal: churn runs pods off the test's goroutine.
+		s.errorf("soak: run %s: %v", p.name, err)
+		return nil
 	}
 	p.podID, p.ctr, p.started = podID, ctrID, time.Now()
 	if p.dieIn > 0 {
@@ -276,31 +284,52 @@ func (p *soakPod) canBeReady(at time.Time) bool {
 
 // runPhase churns pods and samples probelet for d; with chaos it also
 // restarts containerd and SIGKILLs probelet, s.chaos times each.
+//
+// Churn runs on its own goroutine: on a loaded node one pod's removal and
+// creation through the runtime take tens of seconds, and the samples
+// (whose histories hold only the last runs of each probe) must keep their
+// pace whatever the runtime's. bedMu keeps a chaos event and a churn from
+// overlapping, as a containerd restart would fail the churn's calls.
 func (s *soak) runPhase(d time.Duration, chaos bool) {
 	end := time.Now().Add(d)
+	stopChurn := make(chan struct{})
+	churned := make(chan struct{})
+	go func() {
+		defer close(churned)
+		for {
+			select {
+			case <-stopChurn:
+				return
+			case <-time.After(2 * time.Second): // the churn's pace, not a timing window
+			}
+			s.bedMu.Lock()
+			s.churnOne()
+			s.bedMu.Unlock()
+		}
+	}()
+	defer func() { close(stopChurn); <-churned }()
+
 	var next time.Time
 	interval := d / time.Duration(2*s.chaos+1)
 	if chaos {
 		next = time.Now().Add(interval)
 	}
 	events := 0
-	lastChurn, lastSample, nextResources := time.Time{}, time.Time{}, time.Time{}
+	lastSample, nextResources := time.Time{}, time.Time{}
 	// A chaos phase lasts until every planned restart is done: under load
 	// each takes longer than its share of the phase.
 	for time.Now().Before(end) || (chaos && events < 2*s.chaos) {
 		now := time.Now()
 		if chaos && events < 2*s.chaos && now.After(next) {
+			s.bedMu.Lock()
 			if events%2 == 0 {
 				s.restartContainerd()
 			} else {
 				s.killProbelet()
 			}
+			s.bedMu.Unlock()
 			events++
 			next = next.Add(interval)
-		}
-		if now.Sub(lastChurn) >= 2*time.Second {
-			s.churnOne()
-			lastChurn = now
 		}
 		if now.Sub(lastSample) >= 3*time.Second {
 			s.sample(chaos)
