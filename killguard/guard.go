@@ -53,15 +53,20 @@ type Guard struct {
 	stateSince time.Time
 }
 
-var _ prober.ContainerKiller = (*Guard)(nil)
+var (
+	_ prober.ContainerKiller = (*Guard)(nil)
+	_ prober.FailureObserver = (*Guard)(nil)
+)
 
 // request is one kill in the queue.
 type request struct {
-	kill    prober.Kill
-	decided time.Time
-	admit   chan struct{} // closed when the kill may go
-	told    string        // the deferral reason last given to the engine
-	heldAt  time.Time     // when it was first held back
+	kill       prober.Kill
+	decided    time.Time
+	lastFailed time.Time     // when its probe last failed (ProbeFailed), from decided on
+	admit      chan struct{} // closed when the kill may go
+	held       chan string   // the newest deferral reason for KillContainer to report (buffer 1)
+	told       string        // the deferral reason last given
+	heldAt     time.Time     // when it was first held back
 }
 
 // ErrQueued refuses a second kill of a container whose kill is queued: the
@@ -108,32 +113,52 @@ func New(inner prober.ContainerKiller, cfg Config, opts ...Option) (*Guard, erro
 	return g, nil
 }
 
-// KillContainer queues k and returns once the kill went through the inner
-// killer, or with ctx's error when the engine cancelled it (the probe
-// recovered, a new container came, the engine stops). A container is
-// queued once: a repeat is refused with ErrQueued (the engine asks once
-// per container instance).
-func (g *Guard) KillContainer(ctx context.Context, k prober.Kill) error {
+// KillContainer queues k and, once admitted, hands it to the inner killer,
+// which reports the rest; while it waits, each new reason is reported as
+// KillDeferred, and the engine's cancelling ctx (the probe recovered, a new
+// container came, the engine stops) ends it as KillCancelled. A container
+// is queued once: a repeat fails with ErrQueued (the engine asks once per
+// container instance).
+func (g *Guard) KillContainer(ctx context.Context, k prober.Kill, report chan<- prober.KillOutcome) {
 	g.mu.Lock()
 	if _, ok := g.queue[k.ContainerID]; ok {
 		g.mu.Unlock()
-		return ErrQueued
+		report <- prober.KillOutcome{Kind: prober.KillFailed, Err: ErrQueued}
+		return
 	}
 	decided := k.Decided
 	if decided.IsZero() {
 		decided = g.clock.Now()
 	}
-	r := &request{kill: k, decided: decided, admit: make(chan struct{})}
+	r := &request{kill: k, decided: decided, lastFailed: decided, admit: make(chan struct{}), held: make(chan string, 1)}
 	g.queue[k.ContainerID] = r
 	g.m.queue.Set(float64(len(g.queue)))
 	g.mu.Unlock()
 	g.signal()
-	select {
-	case <-r.admit:
-		return g.inner.KillContainer(ctx, k)
-	case <-ctx.Done():
-		g.drop(r)
-		return ctx.Err()
+	// Only this goroutine reports, so that nothing follows the final
+	// outcome.
+	for {
+		select {
+		case <-r.admit:
+			g.inner.KillContainer(ctx, k, report)
+			return
+		case why := <-r.held:
+			report <- prober.KillOutcome{Kind: prober.KillDeferred, Reason: why}
+		case <-ctx.Done():
+			g.drop(r)
+			report <- prober.KillOutcome{Kind: prober.KillCancelled, Err: ctx.Err()}
+			return
+		}
+	}
+}
+
+// ProbeFailed implements prober.FailureObserver: the held kill's probe
+// failed again at at.
+func (g *Guard) ProbeFailed(containerID string, at time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r, ok := g.queue[containerID]; ok && at.After(r.lastFailed) {
+		r.lastFailed = at
 	}
 }
 
@@ -168,18 +193,10 @@ func (g *Guard) Run(ctx context.Context, census CensusSource) error {
 	}
 }
 
-// held is a deferral to tell the engine, outside the guard's lock.
-type held struct {
-	r      *request
-	reason string
-}
-
 // pass classifies the node and lets through what may go, oldest decision
 // first; it tells the engine why the others wait.
 func (g *Guard) pass(c Census) {
-	lastFailed := g.lastFailures()
 	now := g.clock.Now()
-	var tell []held
 	g.mu.Lock()
 	g.transition(g.cfg.classify(c), c, now)
 	queue := make([]*request, 0, len(g.queue))
@@ -192,7 +209,7 @@ func (g *Guard) pass(c Census) {
 	for _, r := range queue {
 		why := ""
 		if now.Sub(r.decided) < g.cfg.Ceiling {
-			why = g.holdReason(r, c, now, lastFailed[r])
+			why = g.holdReason(r, c, now)
 		}
 		if why == "" {
 			delete(g.queue, r.kill.ContainerID)
@@ -205,41 +222,21 @@ func (g *Guard) pass(c Census) {
 				r.heldAt = now
 			}
 			r.told = why
-			tell = append(tell, held{r, why})
+			// The newest reason replaces one not reported yet; only
+			// pass sends, so this never blocks.
+			select {
+			case <-r.held:
+			default:
+			}
+			r.held <- why
 		}
 	}
 	g.m.queue.Set(float64(len(g.queue)))
 	g.mu.Unlock()
-	for _, h := range tell {
-		if h.r.kill.Deferred != nil {
-			h.r.kill.Deferred(h.reason)
-		}
-	}
-}
-
-// lastFailures asks the engine, outside the guard's lock, when each queued
-// kill's probe last failed.
-func (g *Guard) lastFailures() map[*request]time.Time {
-	g.mu.Lock()
-	queue := make([]*request, 0, len(g.queue))
-	for _, r := range g.queue {
-		queue = append(queue, r)
-	}
-	g.mu.Unlock()
-	out := make(map[*request]time.Time, len(queue))
-	for _, r := range queue {
-		if r.kill.LastFailure != nil {
-			out[r] = r.kill.LastFailure()
-		} else {
-			out[r] = r.decided
-		}
-	}
-	return out
 }
 
 // holdReason says why r waits now, or "" when it may go (spending a token).
-// lastFailed is when r's probe last failed.
-func (g *Guard) holdReason(r *request, c Census, now, lastFailed time.Time) string {
+func (g *Guard) holdReason(r *request, c Census, now time.Time) string {
 	since := g.stateSince.UTC().Format(time.TimeOnly)
 	if g.state == FullDisruption {
 		return fmt.Sprintf("node in FullDisruption, %s since %s", c, since)
@@ -248,7 +245,7 @@ func (g *Guard) holdReason(r *request, c Census, now, lastFailed time.Time) stri
 	// again since the node calmed down: as a shared outage ends, the
 	// probes recover one period at a time, and a probe that has not run
 	// since must not be killed for the outage's failures.
-	if r.told != "" && r.heldAt.Before(g.stateSince) && !lastFailed.After(g.stateSince) {
+	if r.told != "" && r.heldAt.Before(g.stateSince) && !r.lastFailed.After(g.stateSince) {
 		return fmt.Sprintf("node in %s since %s, %s: waiting for the probe to fail again before killing", g.state, since, c)
 	}
 	if g.budget != nil {

@@ -24,11 +24,12 @@ type inner struct {
 	order []string
 }
 
-func (k *inner) KillContainer(_ context.Context, kill prober.Kill) error {
+func (k *inner) KillContainer(_ context.Context, kill prober.Kill, report chan<- prober.KillOutcome) {
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	k.order = append(k.order, kill.ContainerID)
-	return nil
+	k.mu.Unlock()
+	report <- prober.KillOutcome{Kind: prober.KillIssued}
+	report <- prober.KillOutcome{Kind: prober.KillDone}
 }
 
 func (k *inner) killed() []string {
@@ -46,16 +47,16 @@ type env struct {
 	mu     sync.Mutex
 	census killguard.Census
 	told   map[string][]string // container → deferral reasons told
-	done   map[string]chan error
-	// lastFail is when a container's probe last failed; absent, it fails
-	// all the time (now).
-	lastFail map[string]time.Time
+	done   map[string]chan prober.KillOutcome // each kill's final outcome
+	// pinned are containers whose probe does not fail on its own; the
+	// others fail at every step, as the engine would tell the guard.
+	pinned map[string]bool
 }
 
 func start(t *testing.T, cfg killguard.Config, opts ...killguard.Option) *env {
 	t.Helper()
 	e := &env{t: t, inner: &inner{}, clock: clocktesting.NewFakeClock(t0), census: killguard.Census{Probed: 20},
-		told: map[string][]string{}, done: map[string]chan error{}, lastFail: map[string]time.Time{}}
+		told: map[string][]string{}, done: map[string]chan prober.KillOutcome{}, pinned: map[string]bool{}}
 	g, err := killguard.New(e.inner, cfg, append([]killguard.Option{killguard.WithClock(e.clock)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -80,25 +81,44 @@ func (e *env) setCensus(failing int) {
 	e.mu.Unlock()
 }
 
-// kill asks for a kill of id decided at decided, in the background.
+// kill asks for a kill of id decided at decided, in the background, and
+// reads what the guard reports as the engine does.
 func (e *env) kill(ctx context.Context, id string, decided time.Time) {
-	done := make(chan error, 1)
+	done := make(chan prober.KillOutcome, 1)
 	e.mu.Lock()
 	e.done[id] = done
 	e.mu.Unlock()
-	k := prober.Kill{ContainerID: id, Decided: decided, Deferred: func(reason string) {
-		e.mu.Lock()
-		e.told[id] = append(e.told[id], reason)
-		e.mu.Unlock()
-	}, LastFailure: func() time.Time {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if at, ok := e.lastFail[id]; ok {
-			return at
+	report := make(chan prober.KillOutcome, 1)
+	go func() {
+		defer close(report)
+		e.g.KillContainer(ctx, prober.Kill{ContainerID: id, Decided: decided}, report)
+	}()
+	go func() {
+		var last prober.KillOutcome
+		for o := range report {
+			if o.Kind == prober.KillDeferred {
+				e.mu.Lock()
+				e.told[id] = append(e.told[id], o.Reason)
+				e.mu.Unlock()
+			}
+			last = o
 		}
-		return e.clock.Now()
-	}}
-	go func() { done <- e.g.KillContainer(ctx, k) }()
+		done <- last
+	}()
+}
+
+// step moves the clock by d; every probe not pinned has failed again by
+// then.
+func (e *env) step(d time.Duration) {
+	at := e.clock.Now().Add(d)
+	e.mu.Lock()
+	for id := range e.done {
+		if !e.pinned[id] {
+			e.g.ProbeFailed(id, at)
+		}
+	}
+	e.mu.Unlock()
+	e.clock.Step(d)
 }
 
 func (e *env) waitKilled(want ...string) {
@@ -139,9 +159,9 @@ func TestNormalKillsGoAtOnceUntilTheBurstIsSpent(t *testing.T) {
 	e.waitTold("f", "kill rate limit: 5 at once, then 1 per 1s")
 	e.kill(context.Background(), "g", t0.Add(time.Second))
 	e.waitTold("g", "kill rate limit")
-	e.clock.Step(time.Second)
+	e.step(time.Second)
 	e.waitKilled(ids[:6]...)
-	e.clock.Step(time.Second)
+	e.step(time.Second)
 	e.waitKilled(ids...)
 }
 
@@ -153,21 +173,21 @@ func TestFullDisruptionPausesAndRecoveryCancels(t *testing.T) {
 	e.kill(context.Background(), "b", t0.Add(time.Millisecond))
 	e.waitTold("a", "node in FullDisruption, 18 of 20 pods failing liveness since 10:00:00")
 	e.waitTold("b", "FullDisruption")
-	e.clock.Step(time.Minute)
+	e.step(time.Minute)
 	if k := e.inner.killed(); len(k) != 0 {
 		t.Fatalf("killed %v during a full disruption", k)
 	}
 	// a's probe recovers: the engine cancels its kill, which never goes.
 	cancelA()
-	if err := <-e.done["a"]; err == nil {
-		t.Fatal("a cancelled kill reported success")
+	if o := <-e.done["a"]; o.Kind != prober.KillCancelled || !errors.Is(o.Err, context.Canceled) {
+		t.Fatalf("a cancelled kill ended %v (%v), want Cancelled", o.Kind, o.Err)
 	}
 	// The node is Normal again: b, still failing, goes with its next
 	// failure.
 	e.setCensus(1)
-	e.clock.Step(time.Second)
+	e.step(time.Second)
 	e.waitTold("b", "node in Normal since 10:01:01, 1 of 20 pods failing liveness: waiting for the probe to fail again")
-	e.clock.Step(time.Second)
+	e.step(time.Second)
 	e.waitKilled("b")
 }
 
@@ -178,21 +198,19 @@ func TestHeldKillWaitsForAFreshFailure(t *testing.T) {
 	e := start(t, killguard.Default())
 	e.setCensus(20)
 	e.mu.Lock()
-	e.lastFail["a"] = t0
+	e.pinned["a"] = true // last failed at the decision
 	e.mu.Unlock()
 	e.kill(context.Background(), "a", t0)
 	e.waitTold("a", "FullDisruption")
 	e.setCensus(10) // half recovered: PartialDisruption, a token to spend
-	e.clock.Step(time.Second)
+	e.step(time.Second)
 	e.waitTold("a", "node in PartialDisruption since 10:00:01, 10 of 20 pods failing liveness: waiting for the probe to fail again before killing")
-	e.clock.Step(5 * time.Second)
+	e.step(5 * time.Second)
 	if k := e.inner.killed(); len(k) != 0 {
 		t.Fatalf("killed %v before the probe failed again", k)
 	}
-	e.mu.Lock()
-	e.lastFail["a"] = e.clock.Now()
-	e.mu.Unlock()
-	e.clock.Step(time.Second)
+	e.g.ProbeFailed("a", e.clock.Now())
+	e.step(time.Second)
 	e.waitKilled("a")
 }
 
@@ -204,11 +222,11 @@ func TestPartialDisruptionUsesTheSecondaryRate(t *testing.T) {
 	e.waitKilled("a") // the secondary bucket holds one
 	e.kill(context.Background(), "b", t0.Add(time.Millisecond))
 	e.waitTold("b", "node in PartialDisruption, 8 of 20 pods failing liveness since 10:00:00: kills go at 1 per 30s")
-	e.clock.Step(20 * time.Second)
+	e.step(20 * time.Second)
 	if k := e.inner.killed(); len(k) != 1 {
 		t.Fatalf("killed %v after 20 s, want one per 30 s", k)
 	}
-	e.clock.Step(10 * time.Second)
+	e.step(10 * time.Second)
 	e.waitKilled("a", "b")
 }
 
@@ -220,19 +238,21 @@ func TestQueueOrderAndDeduplication(t *testing.T) {
 	e.waitTold("late", "FullDisruption")
 	e.waitTold("early", "FullDisruption")
 	// A container is queued once.
-	if err := e.g.KillContainer(context.Background(), prober.Kill{ContainerID: "early"}); !errors.Is(err, killguard.ErrQueued) {
-		t.Fatalf("a second kill of a queued container = %v, want ErrQueued", err)
+	again := make(chan prober.KillOutcome, 1)
+	e.g.KillContainer(context.Background(), prober.Kill{ContainerID: "early"}, again)
+	if o := <-again; o.Kind != prober.KillFailed || !errors.Is(o.Err, killguard.ErrQueued) {
+		t.Fatalf("a second kill of a queued container ended %v (%v), want Failed with ErrQueued", o.Kind, o.Err)
 	}
 	// PartialDisruption lets one through (the secondary bucket's token):
 	// the oldest decision, whatever the order the kills arrived in, once
 	// its probe failed again.
 	e.setCensus(8)
-	e.clock.Step(time.Second)
+	e.step(time.Second)
 	e.waitTold("early", "waiting for the probe to fail again")
-	e.clock.Step(time.Second)
+	e.step(time.Second)
 	e.waitKilled("early")
 	e.waitTold("late", "PartialDisruption")
-	e.clock.Step(30 * time.Second)
+	e.step(30 * time.Second)
 	e.waitKilled("early", "late")
 }
 
@@ -243,11 +263,11 @@ func TestCeilingBoundsTheWait(t *testing.T) {
 	e.setCensus(20)
 	e.kill(context.Background(), "a", t0)
 	e.waitTold("a", "FullDisruption")
-	e.clock.Step(4 * time.Minute)
+	e.step(4 * time.Minute)
 	if k := e.inner.killed(); len(k) != 0 {
 		t.Fatalf("killed %v before the ceiling", k)
 	}
-	e.clock.Step(time.Minute)
+	e.step(time.Minute)
 	e.waitKilled("a")
 }
 
@@ -267,7 +287,7 @@ func TestBudgetHoldsLikeADeferral(t *testing.T) {
 	mu.Lock()
 	allow = true
 	mu.Unlock()
-	e.clock.Step(time.Second)
+	e.step(time.Second)
 	e.waitKilled("a")
 }
 
@@ -282,14 +302,14 @@ func TestZeroSecondaryRatePausesPartialDisruption(t *testing.T) {
 	e.waitTold("a", "node in PartialDisruption, 8 of 20 pods failing liveness since 10:00:00: kills paused (secondary rate 0)")
 	// Up to the ceiling, which bounds this wait too (and raced the check
 	// when the step went past it).
-	e.clock.Step(cfg.Ceiling - 2*time.Second)
+	e.step(cfg.Ceiling - 2*time.Second)
 	if k := e.inner.killed(); len(k) != 0 {
 		t.Fatalf("killed %v in a partial disruption with secondary rate 0", k)
 	}
 	e.setCensus(0)
-	e.clock.Step(time.Second)
+	e.step(time.Second)
 	e.waitState(killguard.Normal)
-	e.clock.Step(time.Second) // the probe has failed again since
+	e.step(time.Second) // the probe has failed again since
 	e.waitKilled("a")
 }
 
@@ -308,7 +328,7 @@ func TestStateFollowsTheCensus(t *testing.T) {
 		{0, killguard.Normal},
 	} {
 		e.setCensus(step.failing)
-		e.clock.Step(time.Second)
+		e.step(time.Second)
 		testutil.WaitFor(t, fmt.Sprintf("%s at %d of 20 failing", step.want, step.failing), func() bool {
 			st, _ := e.g.State()
 			return st == step.want

@@ -2,7 +2,6 @@ package prober
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -63,40 +62,30 @@ func (m *Manager) act(w *worker, output string) {
 	})
 }
 
-// kill calls the killer on its own goroutine. The restart is recorded and
-// the Killing event emitted only when the killer issues the stop (Issuing):
-// a container found not running is not killed, and nothing says it was. A
-// killer that holds the kill back says so (Deferred): the worker then keeps
+// kill hands k to the killer on its own goroutine and reads what the
+// killer reports on another (the engine's): the restart is recorded and the
+// Killing event emitted only when the killer issues the stop — a container
+// found not running is not killed, and nothing says it was; a killer that
+// holds the kill back says so (KillDeferred): the worker then keeps
 // probing, and a recovery cancels the kill (recovered).
 func (m *Manager) kill(w *worker, k Kill) {
-	pe := w.pod
 	ctx, cancel := context.WithCancel(m.ctx)
-	pk := &pendingKill{containerID: k.ContainerID, cancel: cancel, lastFailure: k.Decided}
+	pk := &pendingKill{containerID: k.ContainerID, cancel: cancel}
 	w.pending = pk
-	k.Deferred = func(reason string) { m.deferred(w, pk, k, reason) }
-	k.LastFailure = func() time.Time {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return pk.lastFailure
-	}
-	issued := false
-	k.Issuing = func() {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		issued = true
-		if pe.restarts == nil {
-			pe.restarts = make(map[string][]Restart)
-		}
-		r := Restart{Time: m.clock.Now(), ContainerID: k.ContainerID, ProbeType: k.ProbeType, GracePeriod: k.GracePeriod, Message: k.Reason}
-		pe.restarts[k.ContainerName] = appendCapped(pe.restarts[k.ContainerName], r, max(m.historyLen, 1))
-		m.saveRestarts(k.PodUID, pe)
-		m.emit(killEvent(k, r.Time), zap.Duration("gracePeriod", k.GracePeriod))
-	}
 	m.killing++
-	m.kills.Add(1)
+	m.kills.Add(2)
+	report := make(chan KillOutcome, 1)
 	go func() {
 		defer m.kills.Done()
-		err := m.killer.KillContainer(ctx, k)
+		defer close(report)
+		m.killer.KillContainer(ctx, k, report)
+	}()
+	go func() {
+		defer m.kills.Done()
+		issued := false
+		for o := range report {
+			issued = m.killOutcome(w, pk, k, o, issued)
+		}
 		cancel()
 		m.mu.Lock()
 		defer m.mu.Unlock()
@@ -106,24 +95,48 @@ func (m *Manager) kill(w *worker, k Kill) {
 		if !pk.parked {
 			m.killing--
 		}
-		switch {
-		case !issued && errors.Is(err, context.Canceled) && m.ctx.Err() == nil:
-			m.log.Info("Kill cancelled: the probe recovered while the kill waited",
-				zap.String("pod", k.PodNamespace+"/"+k.PodName), zap.String("containerName", k.ContainerName),
-				zap.String("containerID", k.ContainerID), zap.String("probeType", k.ProbeType.String()))
-		case errors.Is(err, node.ErrNotRunning):
-			m.log.Info("Not killing: the container exited on its own meanwhile",
-				zap.String("pod", k.PodNamespace+"/"+k.PodName), zap.String("containerName", k.ContainerName),
-				zap.String("containerID", k.ContainerID), zap.String("probeType", k.ProbeType.String()), zap.Error(err))
-		case err != nil:
-			m.log.Error("Failed to kill container", zap.String("containerID", k.ContainerID), zap.Error(err))
-			if issued {
-				setRestartErr(pe.restarts[k.ContainerName], k.ContainerID, err)
-				m.saveRestarts(k.PodUID, pe)
-			}
-		}
 		m.notifyIdle()
 	}()
+}
+
+// killOutcome applies one stage of w's kill pk; issued says whether the
+// stop was issued before it, and is returned updated.
+func (m *Manager) killOutcome(w *worker, pk *pendingKill, k Kill, o KillOutcome, issued bool) bool {
+	pe := w.pod
+	fields := func(more ...zap.Field) []zap.Field {
+		return append([]zap.Field{zap.String("pod", k.PodNamespace+"/"+k.PodName), zap.String("containerName", k.ContainerName),
+			zap.String("containerID", k.ContainerID), zap.String("probeType", k.ProbeType.String())}, more...)
+	}
+	switch o.Kind {
+	case KillDeferred:
+		m.deferred(w, pk, k, o.Reason)
+	case KillIssued:
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if pe.restarts == nil {
+			pe.restarts = make(map[string][]Restart)
+		}
+		r := Restart{Time: m.clock.Now(), ContainerID: k.ContainerID, ProbeType: k.ProbeType, GracePeriod: k.GracePeriod, Message: k.Reason}
+		pe.restarts[k.ContainerName] = appendCapped(pe.restarts[k.ContainerName], r, max(m.historyLen, 1))
+		m.saveRestarts(k.PodUID, pe)
+		m.emit(killEvent(k, r.Time), zap.Duration("gracePeriod", k.GracePeriod))
+		return true
+	case KillCancelled:
+		if m.ctx.Err() == nil {
+			m.log.Info("Kill cancelled: the probe recovered while the kill waited", fields()...)
+		}
+	case KillNotRunning:
+		m.log.Info("Not killing: the container exited on its own meanwhile", fields(zap.Error(o.Err))...)
+	case KillFailed:
+		m.log.Error("Failed to kill container", fields(zap.Error(o.Err))...)
+		if issued {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			setRestartErr(pe.restarts[k.ContainerName], k.ContainerID, o.Err)
+			m.saveRestarts(k.PodUID, pe)
+		}
+	}
+	return issued
 }
 
 // killEvent is the kubelet's Killing event for k.

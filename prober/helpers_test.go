@@ -145,10 +145,11 @@ type kill struct {
 	reason string
 }
 
-// fakeKiller records kills like the CRI killer: a container in exited is
-// not stopped (node.ErrNotRunning), others are (Issuing is called); a gate
+// fakeKiller records kills like the runtime killer: a container in exited
+// is not stopped (KillNotRunning), others are (KillIssued first); a gate
 // makes the stop block. With hold set it first defers the kill, like the
-// kill guard, until hold is closed or the kill is cancelled.
+// kill guard, until hold is closed or the kill is cancelled, and records
+// the failures the engine tells it of meanwhile (a FailureObserver).
 type fakeKiller struct {
 	mu     sync.Mutex
 	kills  []kill
@@ -158,11 +159,22 @@ type fakeKiller struct {
 	hold   chan struct{}
 	// cancelled counts kills cancelled while held.
 	cancelled int
-	// held is the kill being held, for its LastFailure.
-	held prober.Kill
+	// held is the kill being held; failedAgain the failures told of it.
+	held        prober.Kill
+	failedAgain []time.Time
 }
 
-func (k *fakeKiller) KillContainer(ctx context.Context, req prober.Kill) error {
+var _ prober.FailureObserver = (*fakeKiller)(nil)
+
+func (k *fakeKiller) ProbeFailed(containerID string, at time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if containerID == k.held.ContainerID {
+		k.failedAgain = append(k.failedAgain, at)
+	}
+}
+
+func (k *fakeKiller) KillContainer(ctx context.Context, req prober.Kill, report chan<- prober.KillOutcome) {
 	k.mu.Lock()
 	hold := k.hold
 	k.mu.Unlock()
@@ -170,33 +182,40 @@ func (k *fakeKiller) KillContainer(ctx context.Context, req prober.Kill) error {
 		k.mu.Lock()
 		k.held = req
 		k.mu.Unlock()
-		req.Deferred("node in FullDisruption")
+		report <- prober.KillOutcome{Kind: prober.KillDeferred, Reason: "node in FullDisruption"}
 		select {
 		case <-hold:
 		case <-ctx.Done():
 			k.mu.Lock()
 			k.cancelled++
 			k.mu.Unlock()
-			return ctx.Err()
+			report <- prober.KillOutcome{Kind: prober.KillCancelled, Err: ctx.Err()}
+			return
 		}
 	}
 	k.mu.Lock()
 	if k.exited[req.ContainerID] {
 		k.mu.Unlock()
-		return fmt.Errorf("%w: container %s exited", node.ErrNotRunning, req.ContainerID)
+		report <- prober.KillOutcome{Kind: prober.KillNotRunning, Err: fmt.Errorf("%w: container %s exited", node.ErrNotRunning, req.ContainerID)}
+		return
 	}
 	k.kills = append(k.kills, kill{req.ContainerID, req.GracePeriod, req.Reason})
 	gate, err := k.gate, k.err
 	k.mu.Unlock()
-	req.Issuing()
+	report <- prober.KillOutcome{Kind: prober.KillIssued}
 	if gate != nil {
 		select {
 		case <-gate:
 		case <-ctx.Done():
-			return ctx.Err()
+			report <- prober.KillOutcome{Kind: prober.KillFailed, Err: ctx.Err()}
+			return
 		}
 	}
-	return err
+	if err != nil {
+		report <- prober.KillOutcome{Kind: prober.KillFailed, Err: err}
+		return
+	}
+	report <- prober.KillOutcome{Kind: prober.KillDone}
 }
 
 func (k *fakeKiller) calls() []kill {

@@ -68,7 +68,9 @@ func (m *Manager) record(w *worker, o outcome) {
 	}
 	publish, kill := w.settle(j.result)
 	if w.pending != nil && j.result == results.Failure {
-		w.pending.lastFailure = m.clock.Now()
+		if fo, ok := m.killer.(FailureObserver); ok {
+			fo.ProbeFailed(w.pending.containerID, m.clock.Now())
+		}
 	}
 	if w.onHold && w.pending != nil && w.pending.deferred != "" {
 		// The killer holds this container's kill back: keep probing, so

@@ -1,9 +1,9 @@
 package prober
 
 import (
-	"time"
-
 	"context"
+	"strconv"
+	"time"
 
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
@@ -34,28 +34,69 @@ type Kill struct {
 	// Reason is the kubelet's message: "Container web failed liveness
 	// probe, will be restarted".
 	Reason string
-	// Issuing is called by the killer right before it sends the stop, once
-	// the runtime confirmed the instance still runs; the engine records the
-	// restart and emits Killing then. A kill that is not issued never
-	// calls it.
-	Issuing func()
-	// Deferred is called by a killer that holds the kill back (the kill
-	// guard), with why, and again when the reason changes. The engine then
-	// keeps probing, and cancels the kill's context when the probe succeeds
-	// again: a container that recovers while its kill waits is never killed.
-	Deferred func(reason string)
-	// LastFailure is when the probe last failed, the decision's run or a
-	// later one: the engine keeps probing while a kill waits, so a killer
-	// that held the kill can see whether the probe still fails.
-	LastFailure func() time.Time
+}
+
+// KillOutcomeKind is what became of a kill at one stage.
+type KillOutcomeKind int
+
+const (
+	// KillDeferred: the killer holds the kill back (the kill guard), for
+	// Reason; sent again when the reason changes. The engine keeps
+	// probing, and cancels the kill's context when the probe succeeds
+	// again: a container that recovers while its kill waits is never
+	// killed.
+	KillDeferred KillOutcomeKind = iota + 1
+	// KillIssued: the instance was found running and the stop is being
+	// sent; the engine records the restart and emits Killing then.
+	KillIssued
+	// KillDone (final): the stop was answered, or the container was
+	// removed between the check and the stop.
+	KillDone
+	// KillNotRunning (final): not stopped, the instance no longer runs;
+	// Err says how that was seen.
+	KillNotRunning
+	// KillCancelled (final): the kill's context ended before it was issued.
+	KillCancelled
+	// KillFailed (final): the kill could not be carried out; Err says why.
+	KillFailed
+)
+
+var killOutcomeNames = [...]string{KillDeferred: "Deferred", KillIssued: "Issued", KillDone: "Done",
+	KillNotRunning: "NotRunning", KillCancelled: "Cancelled", KillFailed: "Failed"}
+
+func (k KillOutcomeKind) String() string {
+	if k > 0 && int(k) < len(killOutcomeNames) {
+		return killOutcomeNames[k]
+	}
+	return "KillOutcomeKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Final reports whether nothing follows an outcome of this kind.
+func (k KillOutcomeKind) Final() bool { return k >= KillDone }
+
+// KillOutcome is one stage of a kill, as a killer reports it.
+type KillOutcome struct {
+	Kind   KillOutcomeKind
+	Reason string // KillDeferred: why the kill waits
+	Err    error  // KillNotRunning, KillFailed
 }
 
 // ContainerKiller stops containers whose liveness or startup probe failed.
-// KillContainer returns once the stop was sent and answered. A container
-// that no longer runs is not stopped: the error then wraps
-// node.ErrNotRunning.
+// KillContainer sends what becomes of k to report, in order — any number
+// of KillDeferred, at most one KillIssued, then exactly one final outcome —
+// and returns after the final one. The engine reads report on its own
+// goroutine; a killer never calls into the engine.
 type ContainerKiller interface {
-	KillContainer(ctx context.Context, k Kill) error
+	KillContainer(ctx context.Context, k Kill, report chan<- KillOutcome)
+}
+
+// FailureObserver is a killer that holds kills back and wants to know that
+// a held kill's probe failed again (the kill guard: after a disruption a
+// held kill goes only once its probe failed since). The engine calls
+// ProbeFailed for each failed run of a probe whose kill it has handed over;
+// it must not block.
+type FailureObserver interface {
+	ProbeFailed(containerID string, at time.Time)
 }
 
 // Event is something a person troubleshooting wants to see (the kubelet's

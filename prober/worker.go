@@ -132,6 +132,4 @@ type pendingKill struct {
 	// parked is set once deferred: the engine no longer counts the kill
 	// as in flight (WaitIdle), since it may wait for minutes.
 	parked bool
-	// lastFailure is the latest failed run of the probe, from the decision on.
-	lastFailure time.Time
 }

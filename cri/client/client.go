@@ -22,9 +22,6 @@ const (
 	// --runtime-request-timeout. ExecSync and StopContainer get it on top
 	// of their own timeout so the runtime can clean up and answer first.
 	DefaultTimeout = 2 * time.Minute
-	// MinKillGracePeriod is the shortest grace period the kubelet gives a
-	// container it kills (its minimumGracePeriodInSeconds).
-	MinKillGracePeriod = 2 * time.Second
 	// maxMsgSize matches the kubelet's CRI client.
 	maxMsgSize = 16 << 20
 )
@@ -38,7 +35,6 @@ type Client struct {
 	rt       runtimeapi.RuntimeServiceClient
 	timeout  time.Duration
 	log      *zap.Logger
-	procs    procs
 }
 
 // Option configures a Client.
@@ -51,18 +47,6 @@ func WithTimeout(d time.Duration) Option {
 			return fmt.Errorf("client: timeout %s must be positive", d)
 		}
 		c.timeout = d
-		return nil
-	}
-}
-
-// WithProcRoot sets the proc filesystem process states are read from
-// (default /proc; tests point it at a fake one).
-func WithProcRoot(dir string) Option {
-	return func(c *Client) error {
-		if dir == "" {
-			return errors.New("client: empty proc root")
-		}
-		c.procs = procs{root: dir}
 		return nil
 	}
 }
@@ -84,7 +68,7 @@ func New(ep string, opts ...Option) (*Client, error) {
 	if _, err := SocketPath(ep); err != nil {
 		return nil, err
 	}
-	c := &Client{endpoint: ep, timeout: DefaultTimeout, log: zap.NewNop(), procs: procs{root: "/proc"}}
+	c := &Client{endpoint: ep, timeout: DefaultTimeout, log: zap.NewNop()}
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, err

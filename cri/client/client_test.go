@@ -3,21 +3,15 @@ package client_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probelet/probelet/cri/client"
-	"github.com/probelet/probelet/internal/procstat"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe/execprobe"
 )
@@ -96,137 +90,37 @@ func TestExecSyncCallerDeadlineAndCancel(t *testing.T) {
 	}
 }
 
-// runningC1 is a runtime whose container c1 runs.
-func runningC1() *fakeCRI {
-	return &fakeCRI{ctrStatus: map[string]*runtimeapi.ContainerStatusResponse{
-		"c1": {Status: &runtimeapi.ContainerStatus{Id: "c1", State: runtimeapi.ContainerState_CONTAINER_RUNNING}},
-	}}
-}
-
-func TestStopIfRunningGracePeriod(t *testing.T) {
-	srv := newCRIServer(t, runningC1())
-	core, logs := observer.New(zap.InfoLevel)
-	c := newClient(t, srv.endpoint(), client.WithLogger(zap.New(core)))
+// StopContainer's timeout is in whole seconds, rounded up: a sub-second
+// grace must not become 0, which CRI reads as "none".
+func TestStopContainerTimeoutInWholeSeconds(t *testing.T) {
 	tests := []struct {
 		grace time.Duration
 		want  int64
 	}{
 		{30 * time.Second, 30},
-		{time.Second, 2}, // the kubelet's minimum
-		{0, 2},
+		{2 * time.Second, 2},
 		{2500 * time.Millisecond, 3},
+		{time.Millisecond, 1},
 	}
 	for _, tt := range tests {
-		msg := "Container web failed liveness probe, will be restarted"
-		issued := 0
-		stop := client.Stop{ContainerID: "c1", GracePeriod: tt.grace, Reason: msg, Issuing: func() { issued++ }}
-		if err := c.StopIfRunning(context.Background(), stop); err != nil || issued != 1 {
-			t.Fatalf("grace %s: %v (issuing called %d times)", tt.grace, err, issued)
+		fake := &fakeCRI{}
+		c := newClient(t, newCRIServer(t, fake).endpoint())
+		if err := c.StopContainer(context.Background(), "c1", tt.grace); err != nil {
+			t.Fatalf("grace %s: %v", tt.grace, err)
 		}
-		if req := srv.fake.lastStop(); req.ContainerId != "c1" || req.Timeout != tt.want {
+		if req := fake.lastStop(); req.ContainerId != "c1" || req.Timeout != tt.want {
 			t.Errorf("grace %s: StopContainer%v, want timeout %d", tt.grace, req, tt.want)
 		}
 	}
-	kills := logs.FilterMessage("Killing container with a grace period").
-		FilterField(zap.String("reason", "Container web failed liveness probe, will be restarted"))
-	if kills.Len() != len(tests) {
-		t.Errorf("logged %d kills with the kubelet's reason, want %d", kills.Len(), len(tests))
-	}
 }
 
-// The engine decides on its own view; a container whose exit has not
-// reached it yet must not be stopped, nor reported as killed.
-func TestStopIfRunningAsksTheRuntimeFirst(t *testing.T) {
-	tests := []struct {
-		name      string
-		status    *runtimeapi.ContainerStatusResponse // nil: the runtime does not know c1
-		statusErr error
-		stopErr   error
-		procs     map[uint32]task // the fake /proc; init is 100, sandbox 50
-		wantStop  bool
-		wantErr   error // nil, node.ErrNotRunning, or any (errAny)
-	}{
-		{name: "running", status: running(), wantStop: true},
-		{name: "exited on its own", status: &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{
-			State: runtimeapi.ContainerState_CONTAINER_EXITED, ExitCode: 0}}, wantErr: node.ErrNotRunning},
-		{name: "gone", wantErr: node.ErrNotRunning},
-		{name: "runtime cannot tell: the kill goes ahead", statusErr: status.Error(codes.Unavailable, "busy"), wantStop: true},
-		{name: "removed between check and stop", status: running(), stopErr: status.Error(codes.NotFound, "gone"), wantStop: true},
-		{name: "stop fails", status: running(), stopErr: status.Error(codes.Internal, "shim dead"), wantStop: true, wantErr: errAny},
-		// containerd says RUNNING until it has processed the exit; the kernel knows first.
-		{name: "init reaped, exit not processed yet", status: running(), procs: map[uint32]task{50: sleeping}, wantErr: node.ErrNotRunning},
-		{name: "init a zombie", status: running(), procs: map[uint32]task{50: sleeping, 100: {state: "Z", flags: procstat.FlagExiting}}, wantErr: node.ErrNotRunning},
-		// The init waits for its namespace's other processes (an exec
-		// probe's) to be reaped before it turns zombie.
-		{name: "init exiting", status: running(), procs: map[uint32]task{50: sleeping, 100: {state: "S", flags: procstat.FlagExiting | pfRandomize}}, wantErr: node.ErrNotRunning},
-		{name: "init sleeping", status: running(), procs: map[uint32]task{50: sleeping, 100: sleeping}, wantStop: true},
-		{name: "init sleeping, stat unreadable", status: running(), procs: map[uint32]task{50: sleeping, 100: {state: "S", malformed: true}}, wantStop: true},
-		{name: "pids not visible (no hostPID)", status: running(), procs: map[uint32]task{}, wantStop: true},
+// A runtime's NotFound stays visible through the client's wrapping: the
+// killer reads it as "removed between the check and the stop".
+func TestStopContainerKeepsTheRuntimesCode(t *testing.T) {
+	c := newClient(t, newCRIServer(t, &fakeCRI{stopErr: status.Error(codes.NotFound, "gone")}).endpoint())
+	if err := c.StopContainer(context.Background(), "c1", time.Second); status.Code(err) != codes.NotFound {
+		t.Fatalf("err = %v (code %v), want NotFound", err, status.Code(err))
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			fake := &fakeCRI{stopErr: tc.stopErr, ctrStatusErr: tc.statusErr, ctrStatus: map[string]*runtimeapi.ContainerStatusResponse{}}
-			if tc.status != nil {
-				fake.ctrStatus["c1"] = tc.status
-			}
-			c := newClient(t, newCRIServer(t, fake).endpoint(), client.WithProcRoot(fakeProc(t, tc.procs)))
-			issued := false
-			err := c.StopIfRunning(context.Background(), client.Stop{ContainerID: "c1", GracePeriod: time.Second,
-				Pid: 100, SandboxPid: 50, Issuing: func() { issued = true }})
-			switch {
-			case tc.wantErr == errAny && err == nil, tc.wantErr == nil && err != nil,
-				tc.wantErr != nil && tc.wantErr != errAny && !errors.Is(err, tc.wantErr):
-				t.Fatalf("err = %v, want %v", err, tc.wantErr)
-			}
-			fake.mu.Lock()
-			stops := len(fake.stopReqs)
-			fake.mu.Unlock()
-			if (stops > 0) != tc.wantStop || issued != tc.wantStop {
-				t.Fatalf("StopContainer calls = %d, issuing called = %v; want a stop: %v", stops, issued, tc.wantStop)
-			}
-		})
-	}
-}
-
-var errAny = errors.New("any error")
-
-// task is a process in the fake /proc.
-type task struct {
-	state     string // the state letter
-	flags     uint64 // the kernel's PF_* flags
-	malformed bool   // a stat line cut short
-}
-
-// pfRandomize is an unrelated task flag (include/linux/sched.h): set on
-// every process while ASLR is on.
-const pfRandomize = 0x400000
-
-var sleeping = task{state: "S", flags: pfRandomize}
-
-// fakeProc writes /proc/<pid>/stat files for the given tasks, with all 52
-// fields as the kernel writes them.
-func fakeProc(t *testing.T, tasks map[uint32]task) string {
-	t.Helper()
-	root := t.TempDir()
-	for pid, tk := range tasks {
-		dir := filepath.Join(root, fmt.Sprint(pid))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		// comm with a space and a parenthesis, as the kernel allows
-		stat := fmt.Sprintf("%d (sh (x) y) %s 1 %d %d 0 -1 %d", pid, tk.state, pid, pid, tk.flags) + strings.Repeat(" 0", 52-9)
-		if tk.malformed {
-			stat = fmt.Sprintf("%d (sh (x) y) %s 1", pid, tk.state)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
-
-func running() *runtimeapi.ContainerStatusResponse {
-	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}
 }
 
 func TestSurvivesRuntimeRestart(t *testing.T) {

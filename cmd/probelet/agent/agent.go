@@ -16,6 +16,7 @@ import (
 	"github.com/probelet/probelet/cri/client"
 	"github.com/probelet/probelet/directexec"
 	"github.com/probelet/probelet/history"
+	"github.com/probelet/probelet/killer"
 	"github.com/probelet/probelet/killguard"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/plugin"
@@ -71,6 +72,7 @@ type parts struct {
 	recon   *lifecycle.Reconciler
 	metrics net.Listener
 	socket  SocketServer
+	stopper *killer.Killer     // the runtime end of kills
 	guard   *killguard.Guard   // nil: --kill-guard off
 	kube    *kubeParts         // nil: node-only
 	history *history.Log       // nil: nothing survives a restart

@@ -8,6 +8,7 @@ import (
 
 	"github.com/probelet/probelet/cri/client"
 	"github.com/probelet/probelet/history"
+	"github.com/probelet/probelet/killer"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/plugin"
 	"github.com/probelet/probelet/prober"
@@ -36,6 +37,10 @@ func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 		}
 	}()
 	if p.cri, err = client.New(a.cfg.RuntimeEndpoint, client.WithLogger(a.log.Named("cri"))); err != nil {
+		return nil, err
+	}
+	// The runtime end of a kill: is the instance still running, then the stop.
+	if p.stopper, err = killer.New(p.cri, killer.WithLogger(a.log.Named("killer"))); err != nil {
 		return nil, err
 	}
 	p.history = a.openHistory()

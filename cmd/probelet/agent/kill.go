@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/probelet/probelet/cri/client"
 	"github.com/probelet/probelet/killguard"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/prober"
@@ -12,20 +11,6 @@ import (
 
 // The engine takes the node cache's pod snapshots.
 var _ lifecycle.Sink = (*prober.Manager)(nil)
-
-// criKiller kills through CRI: StopIfRunning asks containerd, then the
-// kernel, whether the instance still runs before it stops it.
-type criKiller struct{ cri *client.Client }
-
-var _ prober.ContainerKiller = criKiller{}
-
-// KillContainer implements prober.ContainerKiller.
-func (k criKiller) KillContainer(ctx context.Context, kill prober.Kill) error {
-	return k.cri.StopIfRunning(ctx, client.Stop{
-		ContainerID: kill.ContainerID, GracePeriod: kill.GracePeriod, Reason: kill.Reason,
-		Pid: kill.Pid, SandboxPid: kill.SandboxPid, Issuing: kill.Issuing,
-	})
-}
 
 // buildGuard puts the kill guard in front of the CRI killer unless it is
 // off. It reads the engine's census and, when probelet talks to the API
@@ -39,7 +24,7 @@ func (a *Agent) buildGuard(p *parts) (*killguard.Guard, error) {
 	if err := m.Register(a.reg); err != nil {
 		return nil, fmt.Errorf("kill guard: %w", err)
 	}
-	g, err := killguard.New(criKiller{p.cri}, a.cfg.KillGuardConfig(), killguard.WithMetrics(m),
+	g, err := killguard.New(p.stopper, a.cfg.KillGuardConfig(), killguard.WithMetrics(m),
 		killguard.WithLogger(a.log.Named("killguard")), killguard.WithBudget(p.budget))
 	if err != nil {
 		return nil, fmt.Errorf("kill guard: %w", err)
@@ -52,7 +37,7 @@ func (p *parts) killer() prober.ContainerKiller {
 	if p.guard != nil {
 		return p.guard
 	}
-	return criKiller{p.cri}
+	return p.stopper
 }
 
 // budget asks the PodDisruptionBudgets, when probelet reads them.

@@ -1,0 +1,138 @@
+// Package killer is the runtime end of a probe-failure kill, in two
+// stages: is the instance the engine decided on still running (the
+// runtime, then the kernel), and then the stop. The engine (prober) and
+// the kill guard hand it plain Kill values; it reports back
+// prober.KillOutcome values. cri/client is its transport.
+package killer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/probelet/probelet/node"
+	"github.com/probelet/probelet/prober"
+)
+
+// MinGracePeriod is the shortest grace period the kubelet gives a
+// container it kills (its minimumGracePeriodInSeconds).
+const MinGracePeriod = 2 * time.Second
+
+// Runtime is the CRI the killer asks and stops through (cri/client).
+type Runtime interface {
+	ContainerStatus(ctx context.Context, id string) (*runtimeapi.ContainerStatusResponse, error)
+	StopContainer(ctx context.Context, id string, grace time.Duration) error
+}
+
+// Killer stops containers through CRI StopContainer, with the grace
+// period as its timeout; the kubelet then restarts them by the pod's
+// restart policy.
+type Killer struct {
+	rt    Runtime
+	procs procs
+	log   *zap.Logger
+}
+
+var _ prober.ContainerKiller = (*Killer)(nil)
+
+// Option configures a Killer.
+type Option func(*Killer) error
+
+// WithProcRoot sets the proc filesystem process states are read from
+// (default /proc; tests point it at a fake one).
+func WithProcRoot(dir string) Option {
+	return func(k *Killer) error {
+		if dir == "" {
+			return errors.New("killer: empty proc root")
+		}
+		k.procs = procs{root: dir}
+		return nil
+	}
+}
+
+// WithLogger sets the logger.
+func WithLogger(l *zap.Logger) Option {
+	return func(k *Killer) error {
+		if l == nil {
+			return errors.New("killer: nil logger")
+		}
+		k.log = l
+		return nil
+	}
+}
+
+// New returns a Killer over rt.
+func New(rt Runtime, opts ...Option) (*Killer, error) {
+	if rt == nil {
+		return nil, errors.New("killer: nil runtime")
+	}
+	k := &Killer{rt: rt, procs: procs{root: "/proc"}, log: zap.NewNop()}
+	for _, o := range opts {
+		if err := o(k); err != nil {
+			return nil, err
+		}
+	}
+	return k, nil
+}
+
+// KillContainer implements prober.ContainerKiller: KillNotRunning when the
+// instance no longer runs, else KillIssued, the stop, and KillDone or
+// KillFailed.
+func (k *Killer) KillContainer(ctx context.Context, kill prober.Kill, report chan<- prober.KillOutcome) {
+	if err := k.Running(ctx, kill); err != nil {
+		report <- prober.KillOutcome{Kind: prober.KillNotRunning, Err: err}
+		return
+	}
+	report <- prober.KillOutcome{Kind: prober.KillIssued}
+	grace := max(kill.GracePeriod, MinGracePeriod)
+	k.log.Info("Killing container with a grace period", zap.String("containerID", kill.ContainerID),
+		zap.Duration("gracePeriod", grace), zap.String("reason", kill.Reason))
+	err := k.rt.StopContainer(ctx, kill.ContainerID, grace)
+	switch {
+	case err == nil:
+		report <- prober.KillOutcome{Kind: prober.KillDone}
+	case status.Code(err) == codes.NotFound:
+		// Removed between the check and the stop: it did not run on.
+		k.log.Info("Container to kill is already gone", zap.String("containerID", kill.ContainerID))
+		report <- prober.KillOutcome{Kind: prober.KillDone}
+	default:
+		report <- prober.KillOutcome{Kind: prober.KillFailed, Err: err}
+	}
+}
+
+// Running is the first stage: the kubelet only kills a container that
+// runs, and the engine decided on its own view, which the container's exit
+// may not have reached yet. So the runtime is asked (ContainerStatus), and
+// then, because containerd too reports RUNNING until it has processed the
+// exit, the kernel: an init process that is exiting, a zombie, or gone
+// while its sandbox process is visible has exited. An instance that exited
+// or is gone gives an error wrapping node.ErrNotRunning. When neither can
+// tell (a runtime error other than NotFound, pids not visible), the kill
+// goes ahead: the engine saw it running, and the stop reports the
+// runtime's trouble.
+func (k *Killer) Running(ctx context.Context, kill prober.Kill) error {
+	resp, err := k.rt.ContainerStatus(ctx, kill.ContainerID)
+	switch {
+	case status.Code(err) == codes.NotFound:
+		return fmt.Errorf("%w: container %s is gone", node.ErrNotRunning, kill.ContainerID)
+	case err != nil:
+		k.log.Warn("Cannot ask the runtime whether the container to kill runs; killing it",
+			zap.String("containerID", kill.ContainerID), zap.Error(err))
+		return nil
+	}
+	if st := resp.GetStatus(); st.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return fmt.Errorf("%w: container %s is %s (exit code %d)", node.ErrNotRunning, kill.ContainerID,
+			st.GetState(), st.GetExitCode())
+	}
+	if k.procs.exited(kill.Pid, kill.SandboxPid) {
+		return fmt.Errorf("%w: the init process (pid %d) of container %s is exiting or has exited; the runtime has not processed the exit yet",
+			node.ErrNotRunning, kill.Pid, kill.ContainerID)
+	}
+	return nil
+}
