@@ -46,7 +46,7 @@ type env struct {
 	clock  *clocktesting.FakeClock
 	mu     sync.Mutex
 	census killguard.Census
-	told   map[string][]string // container → deferral reasons told
+	told   map[string][]string                // container → deferral reasons told
 	done   map[string]chan prober.KillOutcome // each kill's final outcome
 	// pinned are containers whose probe does not fail on its own; the
 	// others fail at every step, as the engine would tell the guard.
