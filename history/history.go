@@ -100,17 +100,40 @@ type podLine struct {
 }
 
 // Option configures a Log.
-type Option func(*Log)
+type Option func(*Log) error
 
 // WithClock sets the clock of the flush interval.
-func WithClock(c clock.WithTicker) Option { return func(l *Log) { l.clock = c } }
+func WithClock(c clock.WithTicker) Option {
+	return func(l *Log) error {
+		if c == nil {
+			return errors.New("history: nil clock")
+		}
+		l.clock = c
+		return nil
+	}
+}
 
 // WithLogger sets the logger.
-func WithLogger(z *zap.Logger) Option { return func(l *Log) { l.log = z } }
+func WithLogger(z *zap.Logger) Option {
+	return func(l *Log) error {
+		if z == nil {
+			return errors.New("history: nil logger")
+		}
+		l.log = z
+		return nil
+	}
+}
 
-// WithBounds sets how many events and pods' restarts are kept.
+// WithBounds sets how many events and pods' restarts are kept (at least
+// one of each).
 func WithBounds(events, pods int) Option {
-	return func(l *Log) { l.maxEvents, l.maxPods = max(events, 1), max(pods, 1) }
+	return func(l *Log) error {
+		if events < 1 || pods < 1 {
+			return fmt.Errorf("history: bounds %d events, %d pods: both must be at least 1", events, pods)
+		}
+		l.maxEvents, l.maxPods = events, pods
+		return nil
+	}
 }
 
 // Open loads the history from dir, creating dir when missing. A file that
@@ -121,7 +144,9 @@ func Open(dir string, opts ...Option) (*Log, error) {
 	l := &Log{path: filepath.Join(dir, FileName), maxEvents: DefaultMaxEvents, maxPods: DefaultMaxPods,
 		clock: clock.RealClock{}, log: zap.NewNop(), restarts: map[string]podRestarts{}}
 	for _, o := range opts {
-		o(l)
+		if err := o(l); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)

@@ -242,3 +242,14 @@ func TestOpenReadsSnapshotAndJournal(t *testing.T) {
 		})
 	}
 }
+
+func TestOpenRefusesBadOptions(t *testing.T) {
+	for name, o := range map[string]history.Option{
+		"nil clock": history.WithClock(nil), "nil logger": history.WithLogger(nil),
+		"no events": history.WithBounds(0, 2), "no pods": history.WithBounds(3, -1),
+	} {
+		if _, err := history.Open(t.TempDir(), o); err == nil {
+			t.Errorf("%s: Open succeeded", name)
+		}
+	}
+}

@@ -74,19 +74,51 @@ type request struct {
 var ErrQueued = errors.New("killguard: a kill of this container is already queued")
 
 // Option configures a Guard.
-type Option func(*Guard)
+type Option func(*Guard) error
 
 // WithClock sets the clock (tests: a fake one).
-func WithClock(c clock.WithTicker) Option { return func(g *Guard) { g.clock = c } }
+func WithClock(c clock.WithTicker) Option {
+	return func(g *Guard) error {
+		if c == nil {
+			return errors.New("killguard: nil clock")
+		}
+		g.clock = c
+		return nil
+	}
+}
 
 // WithLogger sets the logger.
-func WithLogger(l *zap.Logger) Option { return func(g *Guard) { g.log = l } }
+func WithLogger(l *zap.Logger) Option {
+	return func(g *Guard) error {
+		if l == nil {
+			return errors.New("killguard: nil logger")
+		}
+		g.log = l
+		return nil
+	}
+}
 
 // WithMetrics sets the metrics (default: unregistered).
-func WithMetrics(m *Metrics) Option { return func(g *Guard) { g.m = m } }
+func WithMetrics(m *Metrics) Option {
+	return func(g *Guard) error {
+		if m == nil {
+			return errors.New("killguard: nil metrics")
+		}
+		g.m = m
+		return nil
+	}
+}
 
 // WithBudget makes kills respect PodDisruptionBudgets too.
-func WithBudget(b Budget) Option { return func(g *Guard) { g.budget = b } }
+func WithBudget(b Budget) Option {
+	return func(g *Guard) error {
+		if b == nil {
+			return errors.New("killguard: nil budget")
+		}
+		g.budget = b
+		return nil
+	}
+}
 
 // New returns a guard in front of inner.
 func New(inner prober.ContainerKiller, cfg Config, opts ...Option) (*Guard, error) {
@@ -99,7 +131,9 @@ func New(inner prober.ContainerKiller, cfg Config, opts ...Option) (*Guard, erro
 	g := &Guard{inner: inner, cfg: cfg, clock: clock.RealClock{}, log: zap.NewNop(),
 		kick: make(chan struct{}, 1), queue: map[string]*request{}}
 	for _, o := range opts {
-		o(g)
+		if err := o(g); err != nil {
+			return nil, err
+		}
 	}
 	if g.m == nil {
 		g.m = NewMetrics()

@@ -349,3 +349,14 @@ func TestConfigValidation(t *testing.T) {
 		t.Fatalf("defaults invalid: %v", err)
 	}
 }
+
+func TestNewRefusesBadOptions(t *testing.T) {
+	for name, o := range map[string]killguard.Option{
+		"nil clock": killguard.WithClock(nil), "nil logger": killguard.WithLogger(nil),
+		"nil metrics": killguard.WithMetrics(nil), "nil budget": killguard.WithBudget(nil),
+	} {
+		if _, err := killguard.New(&inner{}, killguard.Default(), o); err == nil {
+			t.Errorf("%s: New succeeded", name)
+		}
+	}
+}
