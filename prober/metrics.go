@@ -58,7 +58,7 @@ func newMetrics(reg prometheus.Registerer, runners func() int) (*metrics, error)
 		runners: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "probelet",
 			Name:      "probe_runners",
-			Help:      "Goroutines that run probes: started on demand up to the engine's concurrency and kept between bursts, so this is the most probes that ran at once, not a leak.",
+			Help:      "Goroutines that run probes: started on demand up to the engine's concurrency and kept between bursts (the most probes that ran at once, not a leak), plus one per probe waiting on its target past 20 ms, which no longer holds a runner.",
 		}, func() float64 { return float64(runners()) }),
 	}
 	if err := promutil.Register(reg, m.probes, m.duration, m.dropped, m.errored, m.runners); err != nil {

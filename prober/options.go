@@ -121,7 +121,9 @@ func WithJitter(f func() float64) Option {
 	}
 }
 
-// WithConcurrency bounds how many probes run at once (default 64).
+// WithConcurrency bounds how many probes run at once on the runner pool
+// (default 64). A probe waiting on its target past a few milliseconds
+// leaves the bound (see detachAfter): it delays nobody else.
 func WithConcurrency(n int) Option {
 	return func(m *Manager) error {
 		if n < 1 {

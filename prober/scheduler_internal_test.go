@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/probelet/probelet/internal/testutil"
 )
 
 func TestNextTickStaysOnThePeriodGrid(t *testing.T) {
@@ -86,6 +88,10 @@ func TestPoolBoundsRunnersAndClosesThem(t *testing.T) {
 		running.Add(-1)
 		done.Done()
 	})
+	// Probes that never look long: the bound is for work that runs, not
+	// for probes waiting on their targets (TestPoolDoesNotQueueBehind...).
+	fixed := time.Now()
+	p.now = func() time.Time { return fixed }
 	done.Add(10)
 	for range 10 {
 		p.submit(&worker{})
@@ -103,6 +109,63 @@ func TestPoolBoundsRunnersAndClosesThem(t *testing.T) {
 	}
 	if p.active != 0 || p.head != len(p.queue) {
 		t.Fatalf("pool not drained: %d runners, %d queued", p.active, len(p.queue)-p.head)
+	}
+}
+
+// A probe that waits on its target costs its own runner, not the node's
+// pool: with every runner held by probes that hang, a probe queued behind
+// them still runs (on a runner started when a hung one was detached), and
+// the goroutines are the bound plus the hung probes, nothing more.
+func TestPoolDoesNotQueueBehindProbesThatHang(t *testing.T) {
+	ran := make(chan *worker, 16)
+	var hanging sync.Map // *worker → the channel it hangs on
+	p := newPool(2, func(w *worker) {
+		if c, ok := hanging.Load(w); ok {
+			<-c.(chan struct{})
+		}
+		ran <- w
+	})
+	tests := []struct {
+		name   string
+		hangs  int // probes hanging before the victim's
+		bounds int // runner goroutines while they hang, the victim's done
+	}{
+		{name: "fewer than the bound", hangs: 1, bounds: 2},
+		{name: "as many as the bound", hangs: 2, bounds: 3},
+		{name: "many more than the bound", hangs: 6, bounds: 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hang := make(chan struct{})
+			release := sync.OnceFunc(func() { close(hang) })
+			defer release() // a failed check must not leave the pool's close waiting
+			var hung []*worker
+			for range tt.hangs {
+				w := &worker{}
+				hanging.Store(w, hang)
+				hung = append(hung, w)
+			}
+			victim := &worker{}
+			for _, w := range hung {
+				p.submit(w)
+			}
+			p.submit(victim)
+			if got := <-ran; got != victim { // only the victim can finish
+				t.Fatalf("ran %p, want the victim", got)
+			}
+			if n := p.runners(); n > tt.bounds {
+				t.Fatalf("%d runner goroutines with %d probes hanging, want at most %d", n, tt.hangs, tt.bounds)
+			}
+			release()
+			for range hung {
+				<-ran
+			}
+			testutil.WaitFor(t, "the detached runners to rejoin or exit", func() bool { return p.runners() <= 2 })
+		})
+	}
+	p.close()
+	if p.active != 0 || p.detached != 0 || len(p.attached) != 0 || p.waking != 0 {
+		t.Fatalf("after close: %d attached, %d detached, %d slots, %d waking", p.active, p.detached, len(p.attached), p.waking)
 	}
 }
 
