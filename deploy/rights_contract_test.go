@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 )
 
@@ -58,6 +59,61 @@ func checkRights(objs *objects) error {
 		errs = append(errs, fmt.Errorf("policy %s must match probelet's service account %s/%s", policy, namespace, agentName))
 	case !slices.Contains(pb.Spec.ValidationActions, "Deny"):
 		errs = append(errs, fmt.Errorf("policy binding %s must Deny", policy))
+	default:
+		errs = append(errs, checkPolicyGuards(p)...)
 	}
 	return errors.Join(errs...)
+}
+
+// policyGuards are what the status policy must check, each as the CEL
+// that checks it; the cluster e2e (TestClusterRights) proves their
+// meaning against a real API server, this keeps any of them from being
+// dropped unnoticed.
+var policyGuards = []struct{ what, cel string }{
+	{"write only pods on the token's node", "object.spec.nodeName in variables.nodeNames"},
+	{"leave every other condition as it was", "variables.otherConditions == variables.oldOtherConditions"},
+	{"leave every other status field as it was (IPs, phase, container statuses)",
+		"variables.status.all(k, k == 'conditions' || (k in variables.oldStatus && variables.status[k] == variables.oldStatus[k]))"},
+	{"remove no status field", "variables.oldStatus.all(k, k == 'conditions' || k in variables.status)"},
+	{"leave the metadata as it was (labels, annotations, finalizers)",
+		"object.metadata.all(k, k in variables.serverMetadata || (k in oldObject.metadata && object.metadata[k] == oldObject.metadata[k]))"},
+	{"remove no metadata field", "oldObject.metadata.all(k, k in variables.serverMetadata || k in object.metadata)"},
+}
+
+// policyVariables are the variables the guards rely on, exactly.
+var policyVariables = map[string]string{
+	"status":             "has(object.status) ? object.status : {}",
+	"oldStatus":          "has(oldObject.status) ? oldObject.status : {}",
+	"otherConditions":    "'conditions' in variables.status ? variables.status.conditions.filter(c, c.type != 'probelet.io/ready') : []",
+	"oldOtherConditions": "'conditions' in variables.oldStatus ? variables.oldStatus.conditions.filter(c, c.type != 'probelet.io/ready') : []",
+	"serverMetadata":     "['resourceVersion', 'managedFields']",
+}
+
+// checkPolicyGuards checks that the status policy lets probelet change
+// the probelet.io/ready condition of its node's pods and nothing else.
+func checkPolicyGuards(p *admissionregistrationv1.ValidatingAdmissionPolicy) []error {
+	var errs []error
+	var exprs []string
+	for _, v := range p.Spec.Validations {
+		exprs = append(exprs, strings.Join(strings.Fields(v.Expression), " "))
+	}
+	all := strings.Join(exprs, " && ")
+	for _, g := range policyGuards {
+		if !strings.Contains(all, g.cel) {
+			errs = append(errs, fmt.Errorf("policy %s must %s: no validation checks %s", p.Name, g.what, g.cel))
+		}
+	}
+	vars := map[string]string{}
+	for _, v := range p.Spec.Variables {
+		vars[v.Name] = v.Expression
+	}
+	for name, want := range policyVariables {
+		if got := vars[name]; got != want {
+			errs = append(errs, fmt.Errorf("policy %s: variable %s is %q, want %q", p.Name, name, got, want))
+		}
+	}
+	if p.Spec.FailurePolicy == nil || *p.Spec.FailurePolicy != admissionregistrationv1.Fail {
+		errs = append(errs, fmt.Errorf("policy %s must fail closed (failurePolicy: Fail)", p.Name))
+	}
+	return errs
 }

@@ -2,10 +2,13 @@ package directexec
 
 import (
 	"context"
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -112,4 +115,83 @@ func TestCompileRefusesWhatLibseccompRefuses(t *testing.T) {
 	if u, ok := err.(*unsupported); !ok || u.reason != reasonSeccomp {
 		t.Fatalf("compileSeccomp = %v, want a seccomp fallback (libseccomp 2.5 lacks the flag, so does runc built on it)", err)
 	}
+}
+
+// TestHelperHardened: the helper is built static, with full RELRO and
+// eager binding, a strong stack protector and _FORTIFY_SOURCE=3 (its
+// .probelet.hardening note, and fortified calls in the binary), and as a
+// static PIE wherever the toolchain links one.
+func TestHelperHardened(t *testing.T) {
+	f, err := elf.Open(testHelper(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var relro bool
+	for _, p := range f.Progs {
+		switch p.Type {
+		case elf.PT_INTERP:
+			t.Error("the helper has a program interpreter: not static")
+		case elf.PT_GNU_RELRO:
+			relro = true
+		}
+	}
+	if !relro {
+		t.Error("no PT_GNU_RELRO segment: built without -z relro")
+	}
+	flags, _ := f.DynValue(elf.DT_FLAGS)
+	flags1, _ := f.DynValue(elf.DT_FLAGS_1)
+	if !slices.ContainsFunc(flags, func(v uint64) bool { return v&uint64(elf.DF_BIND_NOW) != 0 }) &&
+		!slices.ContainsFunc(flags1, func(v uint64) bool { return v&uint64(elf.DF_1_NOW) != 0 }) {
+		t.Error("no BIND_NOW: built without -z now (partial RELRO only)")
+	}
+	note := f.Section(".probelet.hardening")
+	if note == nil {
+		t.Fatal("no .probelet.hardening section")
+	}
+	data, err := note.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.TrimRight(string(data), "\x00")
+	pie := staticPIELinks(t)
+	want := "fortify=3 ssp=strong pie=no"
+	if pie {
+		want = "fortify=3 ssp=strong pie=yes"
+	}
+	if got != want {
+		t.Errorf("hardening note %q, want %q", got, want)
+	}
+	isPIE := f.Type == elf.ET_DYN && slices.ContainsFunc(flags1, func(v uint64) bool { return v&uint64(elf.DF_1_PIE) != 0 })
+	if pie && !isPIE {
+		t.Errorf("the toolchain links static PIEs, but the helper is %v (DT_FLAGS_1 %#x)", f.Type, flags1)
+	}
+	// libc's own objects call a few checked functions; these two come
+	// from the helper's own snprintf and read calls, rewritten by
+	// _FORTIFY_SOURCE.
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"__snprintf_chk", "__read_chk", "__stack_chk_fail"} {
+		if !slices.ContainsFunc(syms, func(s elf.Symbol) bool { return s.Name == name }) {
+			t.Errorf("no %s in the helper", name)
+		}
+	}
+}
+
+// staticPIELinks reports whether the C compiler links a static PIE.
+func staticPIELinks(t *testing.T) bool {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "main.c")
+	if err := os.WriteFile(src, []byte("int main(void) { return 0; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cc := strings.Fields(os.Getenv("CC")) // as the script's unquoted ${CC:-gcc}
+	if len(cc) == 0 {
+		cc = []string{"gcc"}
+	}
+	args := append(cc[1:], "-fPIE", "-static-pie", "-o", filepath.Join(dir, "main"), src)
+	return exec.Command(cc[0], args...).Run() == nil
 }

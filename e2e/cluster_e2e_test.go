@@ -4,6 +4,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -367,7 +368,9 @@ func TestClusterAPIServerOutage(t *testing.T) {
 
 // TestClusterRights: (f) probelet's service account with a token for node
 // A may write its condition on node A's pods and nothing else: not on node
-// B's pods, not the kubelet's conditions, not pod specs, not deletes.
+// B's pods, not the kubelet's or any other condition, not the pod's IPs,
+// phase or container statuses, not metadata through pods/status, not pod
+// specs, not deletes.
 func TestClusterRights(t *testing.T) {
 	t.Parallel()
 	n := startClusterNode(t)
@@ -406,34 +409,77 @@ func TestClusterRights(t *testing.T) {
 			metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}, "status")
 		return apierrors.IsForbidden(err), fmt.Sprint(err)
 	})
+	// Status writes the API server itself would accept, so that only the
+	// policy can refuse them. podIPs merge by IP: the list is replaced, or
+	// a second IPv4 address would be invalid.
+	const newIPs = `"podIP":"10.254.0.9","podIPs":[{"ip":"10.254.0.9"},{"$patch":"replace"}]`
+	status := func(fields string) func() error {
+		return func() error { return patchStatus(ctx, as, "mine", []byte(`{"status":{`+fields+`}}`)) }
+	}
+	restarted := func() error {
+		cs := n.pod("mine").Status.ContainerStatuses
+		if len(cs) != 1 {
+			return fmt.Errorf("container statuses %+v", cs)
+		}
+		cs[0].RestartCount += 40
+		body, err := json.Marshal(map[string]any{"status": map[string]any{"containerStatuses": cs}})
+		if err != nil {
+			return err
+		}
+		return patchStatus(ctx, as, "mine", body)
+	}
 	for _, tc := range []struct {
 		name    string
 		do      func() error
 		allowed bool
+		policy  bool // refused by the admission policy itself, not another check
 	}{
-		{"its condition on its node's pod", func() error { return patchStatus(ctx, as, "mine", cond(readyGate)) }, true},
-		{"its condition on node B's pod", func() error { return patchStatus(ctx, as, "theirs", cond(readyGate)) }, false},
-		{"the kubelet's Ready on its node's pod", func() error { return patchStatus(ctx, as, "mine", cond(corev1.PodReady)) }, false},
+		{"its condition on its node's pod", func() error { return patchStatus(ctx, as, "mine", cond(readyGate)) }, true, false},
+		{"its condition on node B's pod", func() error { return patchStatus(ctx, as, "theirs", cond(readyGate)) }, false, true},
+		{"the kubelet's Ready on its node's pod", func() error { return patchStatus(ctx, as, "mine", cond(corev1.PodReady)) }, false, true},
+		{"another condition type on its node's pod", func() error { return patchStatus(ctx, as, "mine", cond("example.com/other")) }, false, true},
+		{"status.podIPs of its node's pod", status(newIPs), false, true},
+		{"status.phase of its node's pod", status(`"phase":"Failed"`), false, true},
+		{"container statuses of its node's pod", restarted, false, true},
+		{"its condition with podIPs in one write", status(fmt.Sprintf(`"conditions":[{"type":%q,"status":"True","reason":"RightsTest"}],%s`, readyGate, newIPs)), false, true},
+		{"labels through pods/status", func() error {
+			return patchStatus(ctx, as, "mine", []byte(`{"metadata":{"labels":{"hacked":"yes"}}}`))
+		}, false, true},
+		{"annotations through pods/status", func() error {
+			return patchStatus(ctx, as, "mine", []byte(`{"metadata":{"annotations":{"probelet.io/probes":"{}"}}}`))
+		}, false, true},
+		{"finalizers through pods/status", func() error {
+			return patchStatus(ctx, as, "mine", []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`))
+		}, false, true},
+		{"its condition again, after the refusals", func() error { return patchStatus(ctx, as, "mine", cond(readyGate)) }, true, false},
 		{"a pod's labels", func() error {
 			_, err := as.CoreV1().Pods("default").Patch(ctx, "mine", "application/strategic-merge-patch+json",
 				[]byte(`{"metadata":{"labels":{"hacked":"yes"}}}`), metav1.PatchOptions{})
 			return err
-		}, false},
-		{"deleting a pod", func() error { return as.CoreV1().Pods("default").Delete(ctx, "mine", metav1.DeleteOptions{}) }, false},
+		}, false, false},
+		{"deleting a pod", func() error { return as.CoreV1().Pods("default").Delete(ctx, "mine", metav1.DeleteOptions{}) }, false, false},
 		{"reading secrets", func() error {
 			_, err := as.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
 			return err
-		}, false},
+		}, false, false},
 	} {
 		err := tc.do()
 		switch {
 		case tc.allowed && err != nil:
 			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.policy && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "probelet-own-node-pod-status")):
+			t.Errorf("%s: %v, want Forbidden by the admission policy", tc.name, err)
 		case !tc.allowed && !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err):
 			t.Errorf("%s: %v, want Forbidden", tc.name, err)
 		case !tc.allowed:
 			t.Logf("%s: refused: %v", tc.name, err)
 		}
+	}
+	// The refused writes left nothing behind.
+	p := n.pod("mine")
+	if len(p.Status.PodIPs) > 0 && p.Status.PodIPs[0].IP == "10.254.0.9" || p.Status.Phase == corev1.PodFailed ||
+		p.Labels["hacked"] != "" || len(p.Finalizers) > 0 {
+		t.Errorf("a refused write changed the pod: %+v %+v", p.ObjectMeta, p.Status)
 	}
 }
 

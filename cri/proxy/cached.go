@@ -21,13 +21,13 @@ func (p *Proxy) serveCached(ss grpc.ServerStream, method string) error {
 	}
 	key := memoKey(method, req.data)
 	if e, ok := p.memo.get(key); ok {
-		p.m.calls.WithLabelValues(shortName(method), servedMemo).Inc()
+		p.m.calls.WithLabelValues(methodLabel(method), servedMemo).Inc()
 		if p.verif != nil {
 			p.verif.check(method, req.data, key, e)
 		}
 		return ss.SendMsg(&frame{data: e.resp})
 	}
-	p.m.calls.WithLabelValues(shortName(method), servedRuntime).Inc()
+	p.m.calls.WithLabelValues(methodLabel(method), servedRuntime).Inc()
 	resp, header, trailer, err := p.read(outgoing(ss.Context()), method, req.data)
 	if len(header) > 0 {
 		if herr := ss.SendHeader(header); herr != nil {

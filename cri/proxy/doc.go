@@ -2,8 +2,12 @@
 // socket (--cri-proxy-listen). It serves runtime.v1.RuntimeService and
 // ImageService and forwards every call to containerd unchanged: the
 // request's bytes, the response's bytes, status codes, messages, details,
-// header and trailer metadata, and the caller's deadline. Methods it does
-// not know (a newer kubelet's) are forwarded the same way.
+// header and trailer metadata, and the caller's deadline. Methods of those
+// two services it does not know (a newer kubelet's) are forwarded the same
+// way. Every other method (containerd's own API, containerd.services.*,
+// which containerd serves on the same socket; gRPC health; reflection)
+// answers Unimplemented and is never forwarded. Metric labels name a
+// method of this build's CRI or "other", never what a caller sent.
 //
 // Three kinds of calls are handled rather than only forwarded:
 //

@@ -11,6 +11,7 @@ const (
 	servedMemo     = "memo"     // a relist read answered from the memo
 	servedRuntime  = "runtime"  // forwarded to containerd
 	servedProbelet = "probelet" // GetContainerEvents from probelet's stream
+	servedRefused  = "refused"  // not a CRI method: answered Unimplemented, never forwarded
 )
 
 // Values of the source label of invalidations.
@@ -48,7 +49,7 @@ func newMetrics() *metrics {
 	return &metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probelet_cri_proxy_calls_total",
-			Help: "CRI calls through the proxy, by method and who answered (memo, runtime, probelet).",
+			Help: "Calls to the CRI proxy, by method (other: not in this build's CRI) and who answered (memo, runtime, probelet; refused: not CRI, answered Unimplemented).",
 		}, []string{"method", "served"}),
 		invalidations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probelet_cri_proxy_invalidations_total",

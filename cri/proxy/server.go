@@ -3,11 +3,14 @@ package proxy
 import (
 	"context"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // drainTimeout bounds how long Serve waits for calls in flight when it
@@ -16,20 +19,27 @@ import (
 const drainTimeout = 5 * time.Second
 
 // handle receives every call: no service is registered, so the server
-// hands each method, known or not, to this one handler.
+// hands each method, known or not, to this one handler. Only CRI methods
+// go further; every other method answers Unimplemented without its
+// request being read.
 func (p *Proxy) handle(_ any, ss grpc.ServerStream) error {
 	method, ok := grpc.MethodFromServerStream(ss)
-	if !ok {
-		method = "unknown"
+	if !ok || !isCRI(method) {
+		// Never forwarded: containerd's own API on the same socket
+		// would hand the kubelet's callers (or anyone who can reach
+		// this socket) everything the CRI does not expose.
+		p.m.calls.WithLabelValues(methodOther, servedRefused).Inc()
+		return status.Errorf(codes.Unimplemented, "probelet CRI proxy: unknown service: only %s and %s are served",
+			strings.Trim(runtimeService, "/"), strings.Trim(imageService, "/"))
 	}
 	switch {
 	case cachedReads[method]:
 		return p.serveCached(ss, method)
 	case method == mGetContainerEvents && !p.forwardEv:
-		p.m.calls.WithLabelValues(shortName(method), servedProbelet).Inc()
+		p.m.calls.WithLabelValues(methodLabel(method), servedProbelet).Inc()
 		return p.events.serve(ss)
 	}
-	p.m.calls.WithLabelValues(shortName(method), servedRuntime).Inc()
+	p.m.calls.WithLabelValues(methodLabel(method), servedRuntime).Inc()
 	if !invalidates(method) {
 		return p.forward(ss, method)
 	}

@@ -79,7 +79,7 @@ func (v *verifier) compare(method string, req []byte, e *entry) string {
 	if err == nil {
 		freshText = text(method, fresh)
 	}
-	v.p.log.Error("CRI proxy answer differs from the runtime's", zap.String("method", shortName(method)),
+	v.p.log.Error("CRI proxy answer differs from the runtime's", zap.String("method", methodLabel(method)),
 		zap.String("request", text(requestOf(method), req)), zap.String("cached", text(method, e.resp)),
 		zap.String("runtime", freshText), zap.Duration("settle", v.p.settle))
 	return verifyMismatch

@@ -60,6 +60,33 @@
 
 #define PROTOCOL_VERSION 1
 
+// The hardening this object was compiled with, as the compiler saw it
+// (hack/build-exec-helper.sh asks for it; directexec's helper build test
+// and `readelf -p .probelet.hardening` read it back).
+#define HARDENING_STR_(x) #x
+#define HARDENING_STR(x) HARDENING_STR_(x)
+#if defined(_FORTIFY_SOURCE) && defined(__OPTIMIZE__)
+#define HARDENING_FORTIFY HARDENING_STR(_FORTIFY_SOURCE)
+#else
+#define HARDENING_FORTIFY "0"
+#endif
+#if defined(__SSP_ALL__)
+#define HARDENING_SSP "all"
+#elif defined(__SSP_STRONG__)
+#define HARDENING_SSP "strong"
+#elif defined(__SSP__)
+#define HARDENING_SSP "some"
+#else
+#define HARDENING_SSP "none"
+#endif
+#if defined(__PIE__)
+#define HARDENING_PIE "yes"
+#else
+#define HARDENING_PIE "no"
+#endif
+__attribute__((used, section(".probelet.hardening"))) static const char hardening[] =
+	"fortify=" HARDENING_FORTIFY " ssp=" HARDENING_SSP " pie=" HARDENING_PIE;
+
 // Bounds on what a request may carry; probelet stays far below them.
 #define MAX_REQUEST (8u << 20)
 #define MAX_ITEMS 4096
