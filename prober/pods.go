@@ -15,11 +15,12 @@ import (
 // slice is smaller and as fast as a map.
 type podEntry struct {
 	pod node.Pod
-	// spec is the probes the pod was created with: its sandbox's
+	// checked is the probes the pod was created with: its sandbox's
 	// annotation, parsed (shared through the Manager's memo), then checked
 	// against the pod spec once the API server gave it (specChecked).
-	// Never nil once the pod was updated.
-	spec *spec.Parsed
+	// spec is checked with the pod's host scope applied (applyHosts): the
+	// probes in force. Neither is nil once the pod was updated.
+	checked, spec *spec.Parsed
 	// specFixed is set once a snapshot carried the sandbox's annotations:
 	// from then on spec changes no more, as the kubelet keeps a pod's
 	// probes for its life.
@@ -126,7 +127,7 @@ func (m *Manager) updatePodLocked(pod node.Pod, parsed *spec.Parsed) {
 	m.stopVanished(pe)
 	m.startConfigured(pe)
 	m.wakeChanged(pe, known && netChanged(old, pod))
-	if known && hasSpec(old) != hasSpec(pod) {
+	if known && (hasSpec(old) != hasSpec(pod) || scopeChanged(old, pod)) {
 		pe.retarget()
 	}
 }
@@ -136,7 +137,8 @@ func (m *Manager) updatePodLocked(pod node.Pod, parsed *spec.Parsed) {
 func hasSpec(p node.Pod) bool { return p.API != nil && p.API.Spec != nil }
 
 // retarget makes every worker of pe prepare its target again at its next
-// run: the spec its exec command expands from came (or went).
+// run: the spec its exec command expands from came (or went), or what its
+// host may be changed.
 func (pe *podEntry) retarget() {
 	for _, w := range pe.workers {
 		w.target = nil
@@ -271,13 +273,14 @@ func (m *Manager) takeSpec(pe *podEntry, parsed *spec.Parsed) {
 		// Fixed when UpdatePod looked, removed and back since: rare.
 		parsed = m.specs.Parse(pe.pod.Annotations[spec.AnnotationProbes])
 	}
-	if !pe.specFixed && (pe.spec == nil || pe.spec.Value != parsed.Value) {
-		pe.spec, pe.specChecked = parsed, false
+	if !pe.specFixed && (pe.checked == nil || pe.checked.Value != parsed.Value) {
+		pe.checked, pe.specChecked = parsed, false
 	}
 	pe.specFixed = pe.specFixed || len(pe.pod.Annotations) > 0
 	if a := pe.pod.API; !pe.specChecked && a != nil && a.Spec != nil {
-		pe.spec, pe.specChecked = pe.spec.ForPod(a.Spec), true
+		pe.checked, pe.specChecked = pe.checked.ForPod(a.Spec), true
 	}
+	m.applyHosts(pe)
 	if pe.spec != old {
 		m.reportSpecErrors(pe, old)
 	}
@@ -289,7 +292,9 @@ func (m *Manager) takeSpec(pe *podEntry, parsed *spec.Parsed) {
 }
 
 // reportSpecErrors logs, as `probelet validate` words them, the problems
-// of the pod's probes that were not reported for its previous ones (old):
+// of the pod's probes that were not reported for its previous ones (old),
+// and publishes each as a Warning event ProbeSpecRejected about its
+// container (the socket, and with the API server an Event on the pod):
 // the containers concerned run unprobed, the others are not disturbed.
 func (m *Manager) reportSpecErrors(pe *podEntry, old *spec.Parsed) {
 	ref := spec.PodRef{Namespace: pe.pod.Namespace, Name: pe.pod.Name}
@@ -303,11 +308,17 @@ func (m *Manager) reportSpecErrors(pe *podEntry, old *spec.Parsed) {
 		}
 		m.log.Warn("Invalid probe spec", zap.String("pod", ref.String()), zap.String("podUID", pe.pod.UID),
 			zap.String("container", e.Container), zap.String("error", e.Error()))
+		m.events.Publish(Event{
+			Time: m.clock.Now(), Type: eventWarning, Reason: reasonProbeSpecRejected, Message: e.Error(),
+			PodUID: pe.pod.UID, PodName: pe.pod.Name, PodNamespace: pe.pod.Namespace, ContainerName: e.Container,
+		})
 	}
 }
 
-// Reason and message of the report of a changed annotation.
+// Reason and message of the report of a changed annotation, and reason of
+// the report of a rejected one (the condition's, kube/readiness).
 const (
+	reasonProbeSpecRejected = "ProbeSpecRejected"
 	reasonProbeSpecChanged  = "ProbeSpecChanged"
 	messageProbeSpecChanged = spec.AnnotationProbes + " changed after the pod was created; " +
 		"the probes it was created with stay in force — recreate the pod to apply"

@@ -1,0 +1,54 @@
+package prober
+
+import (
+	"maps"
+
+	"github.com/probelet/probelet/node"
+	"github.com/probelet/probelet/prober/spec"
+)
+
+// hostScope is what pod's probes may name as their host: its own IPs, the
+// operator's --allow-probe-host CIDRs, or anything for a pod in the node's
+// network or in a namespace an admin labelled. With the API server (WithNamespaceGrants)
+// the label is known once the API server told; until then such hosts wait.
+func (m *Manager) hostScope(pod *node.Pod) spec.HostScope {
+	s := spec.HostScope{PodIPs: pod.IPs, CIDRs: m.hostCIDRs}
+	a := pod.API
+	switch {
+	case pod.HostNetwork || (a != nil && a.Spec != nil && a.Spec.HostNetwork):
+		s.Any = true
+	case a != nil && a.NamespaceKnown:
+		s.Any = a.ProbeHostAllowed
+	case m.namespaceGrants:
+		s.Undecided = true
+	}
+	return s
+}
+
+// scopeChanged reports whether what decides the pods' host scope changed
+// between two snapshots of it (the IPs are netChanged's).
+func scopeChanged(old, cur node.Pod) bool {
+	var oa, ca node.APIPod
+	if old.API != nil {
+		oa = *old.API
+	}
+	if cur.API != nil {
+		ca = *cur.API
+	}
+	oh := old.HostNetwork || (oa.Spec != nil && oa.Spec.HostNetwork)
+	ch := cur.HostNetwork || (ca.Spec != nil && ca.Spec.HostNetwork)
+	return oh != ch || (old.API == nil) != (cur.API == nil) ||
+		oa.NamespaceKnown != ca.NamespaceKnown || oa.ProbeHostAllowed != ca.ProbeHostAllowed
+}
+
+// applyHosts sets pe.spec to the pod's probes with its host scope applied
+// (spec.Parsed.WithHosts), keeping the current value when nothing it says
+// changed, so an unchanged verdict is not reported again.
+func (m *Manager) applyHosts(pe *podEntry) {
+	next := pe.checked.WithHosts(m.hostScope(&pe.pod))
+	if cur := pe.spec; cur != nil && cur.Value == next.Value && len(cur.Probes) == len(next.Probes) &&
+		maps.Equal(cur.Errors, next.Errors) {
+		return
+	}
+	pe.spec = next
+}
