@@ -21,6 +21,7 @@ const (
 	annotationTermMsgPath     = "io.kubernetes.container.terminationMessagePath"
 	annotationTermMsgPolicy   = "io.kubernetes.container.terminationMessagePolicy"
 	namespaceModeContainer    = 1 // runtime.v1.NamespaceMode_CONTAINER
+	namespaceModeNode         = 2 // runtime.v1.NamespaceMode_NODE
 	defaultTerminationMsgPath = "/dev/termination-log"
 )
 
@@ -65,6 +66,7 @@ type securityContext struct {
 // namespaceOptions: network and IPC default to POD (0), as the kubelet's;
 // PID is per container.
 type namespaceOptions struct {
+	Network       int            `json:"network,omitempty"`
 	Pid           int            `json:"pid"`
 	UsernsOptions *usernsOptions `json:"userns_options,omitempty"`
 }
@@ -147,6 +149,9 @@ func buildPodConfig(p PodSpec, logDir, cgroupParent string) podConfig {
 // namespace when it has one.
 func namespaceOpts(p PodSpec) namespaceOptions {
 	ns := namespaceOptions{Pid: namespaceModeContainer}
+	if p.HostNetwork {
+		ns.Network = namespaceModeNode
+	}
 	if u := p.UserNamespace; u != nil {
 		m := []idMapping{{HostID: u.HostID, ContainerID: 0, Length: u.Length}}
 		ns.UsernsOptions = &usernsOptions{Mode: 0, Uids: m, Gids: m}
