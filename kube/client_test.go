@@ -86,7 +86,7 @@ func TestClientSpeaksTheAPI(t *testing.T) {
 		call: func(ctx context.Context, c kube.Client) (runtime.Object, error) {
 			return cache.ToListerWatcherWithContext(c.Namespaces()).ListWithContext(ctx, metav1.ListOptions{})
 		},
-		want: request{method: "GET", path: "/api/v1/namespaces", query: url.Values{}},
+		want:  request{method: "GET", path: "/api/v1/namespaces", query: url.Values{}},
 		check: func(t *testing.T, o runtime.Object) { wantName(t, o.(*corev1.NamespaceList).Items[0].Name, "team-a") },
 	}, {
 		name: "patch a pod's status", reply: pod,
