@@ -25,20 +25,15 @@ func (m *Manager) hostScope(pod *node.Pod) spec.HostScope {
 	return s
 }
 
-// scopeChanged reports whether what decides the pods' host scope changed
-// between two snapshots of it (the IPs are netChanged's).
-func scopeChanged(old, cur node.Pod) bool {
-	var oa, ca node.APIPod
-	if old.API != nil {
-		oa = *old.API
+// scopeChanged reports whether the exceptions of pe's host scope changed
+// since its previous snapshot old (the IPs are netChanged's), for a pod
+// whose probes name a host: their targets must be prepared again, at once.
+func (m *Manager) scopeChanged(pe *podEntry, old node.Pod) bool {
+	if !spec.NamesHost(pe.checked.Probes) {
+		return false
 	}
-	if cur.API != nil {
-		ca = *cur.API
-	}
-	oh := old.HostNetwork || (oa.Spec != nil && oa.Spec.HostNetwork)
-	ch := cur.HostNetwork || (ca.Spec != nil && ca.Spec.HostNetwork)
-	return oh != ch || (old.API == nil) != (cur.API == nil) ||
-		oa.NamespaceKnown != ca.NamespaceKnown || oa.ProbeHostAllowed != ca.ProbeHostAllowed
+	a, b := m.hostScope(&old), m.hostScope(&pe.pod)
+	return a.Any != b.Any || a.Undecided != b.Undecided
 }
 
 // applyHosts sets pe.spec to the pod's probes with its host scope applied

@@ -126,8 +126,8 @@ func (m *Manager) updatePodLocked(pod node.Pod, parsed *spec.Parsed) {
 	m.reindex(pe, old)
 	m.stopVanished(pe)
 	m.startConfigured(pe)
-	m.wakeChanged(pe, known && netChanged(old, pod))
-	if known && (hasSpec(old) != hasSpec(pod) || scopeChanged(old, pod)) {
+	m.wakeChanged(pe, known && (netChanged(old, pod) || m.scopeChanged(pe, old)))
+	if known && hasSpec(old) != hasSpec(pod) {
 		pe.retarget()
 	}
 }
@@ -137,8 +137,7 @@ func (m *Manager) updatePodLocked(pod node.Pod, parsed *spec.Parsed) {
 func hasSpec(p node.Pod) bool { return p.API != nil && p.API.Spec != nil }
 
 // retarget makes every worker of pe prepare its target again at its next
-// run: the spec its exec command expands from came (or went), or what its
-// host may be changed.
+// run: the spec its exec command expands from came (or went).
 func (pe *podEntry) retarget() {
 	for _, w := range pe.workers {
 		w.target = nil
@@ -208,13 +207,13 @@ func (m *Manager) startConfigured(pe *podEntry) {
 }
 
 // wakeChanged wakes each worker whose container ID or state changed, whose
-// pod started deleting or got new addresses, so it acts at once instead of
-// at its next tick. A container that is merely created has nothing to
+// pod started deleting or got new addresses (or host exceptions), so it
+// acts at once instead of at its next tick. A container that is merely created has nothing to
 // probe yet; the worker wakes when it runs.
 func (m *Manager) wakeChanged(pe *podEntry, netChanged bool) {
 	for _, w := range pe.workers {
 		if netChanged {
-			w.target = nil // prepared for the old addresses
+			w.target = nil // prepared for the old addresses or scope
 		}
 		c, ok := pe.container(w.name)
 		if !ok {

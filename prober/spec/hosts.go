@@ -152,8 +152,8 @@ func CheckHosts(pod PodRef, probes PodProbes, scope HostScope) ErrorList {
 	return errs
 }
 
-// hasHost reports whether any probe names a host.
-func hasHost(probes PodProbes) bool {
+// NamesHost reports whether any probe names a host.
+func NamesHost(probes PodProbes) bool {
 	for _, cp := range probes {
 		for _, t := range probe.Types {
 			if host, _ := ProbeHost(cp.Get(t)); host != "" {
@@ -169,7 +169,7 @@ func hasHost(probes PodProbes) bool {
 // itself when nothing is refused (no probe names a host, the common case),
 // else a new Parsed of the pod's own.
 func (p *Parsed) WithHosts(scope HostScope) *Parsed {
-	if !hasHost(p.Probes) {
+	if !NamesHost(p.Probes) {
 		return p
 	}
 	bad := CheckHosts(PodRef{}, p.Probes, scope)
