@@ -374,14 +374,14 @@ func TestTenantProbeHostReachesOnlyItsPod(t *testing.T) {
 		probes spec.ContainerProbes
 		fields []string
 	}{
-		{"ssrf-ips", spec.ContainerProbes{
-			Readiness: hostProbe(true, "127.0.0.1", loopback.port()),
-			Liveness:  hostProbe(false, bridgeIPv4(t, bed), bridge.port()),
-		}, []string{"readinessProbe.httpGet.host", "livenessProbe.tcpSocket.host"}},
-		{"ssrf-names", spec.ContainerProbes{
-			Readiness: hostProbe(false, "localhost", loopback.port()),
-			Liveness:  hostProbe(true, "127.000.000.001", loopback.port()),
-		}, []string{"readinessProbe.tcpSocket.host", "livenessProbe.httpGet.host"}},
+		{"ssrf-loopback", spec.ContainerProbes{Readiness: hostProbe(true, "127.0.0.1", loopback.port())},
+			[]string{"readinessProbe.httpGet.host", `"127.0.0.1"`}},
+		{"ssrf-bridge", spec.ContainerProbes{Liveness: hostProbe(false, bridgeIPv4(t, bed), bridge.port())},
+			[]string{"livenessProbe.tcpSocket.host", bridgeIPv4(t, bed)}},
+		{"ssrf-localhost", spec.ContainerProbes{Readiness: hostProbe(false, "localhost", loopback.port())},
+			[]string{"readinessProbe.tcpSocket.host", "a hostname is never one"}},
+		{"ssrf-padded", spec.ContainerProbes{Startup: hostProbe(true, "127.000.000.001", loopback.port())},
+			[]string{"startupProbe.httpGet.host", "127.000.000.001"}},
 	}
 	var apps []app
 	for _, a := range attackers {

@@ -133,9 +133,13 @@ type containerLinux struct {
 func buildPodConfig(p PodSpec, logDir, cgroupParent string) podConfig {
 	labels := map[string]string{labelPodName: p.Name, labelPodNamespace: p.Namespace, labelPodUID: p.UID}
 	maps.Copy(labels, p.Labels)
+	hostname := p.Name
+	if p.HostNetwork {
+		hostname = "" // the node's, as the kubelet leaves it: the UTS namespace is the node's too
+	}
 	return podConfig{
 		Metadata:     podMetadata{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
-		Hostname:     p.Name,
+		Hostname:     hostname,
 		LogDirectory: logDir,
 		Labels:       labels,
 		Annotations:  p.Annotations,
