@@ -92,15 +92,15 @@ func (s HostScope) ownIP(addr netip.Addr) bool {
 const exceptions = "hostNetwork pods, namespaces labelled " + LabelAllowProbeHost + "=true, and --allow-probe-host CIDRs are the exceptions"
 
 func (s HostScope) refusal(isIP bool) string {
+	if s.Offline {
+		return "must be empty: a probe may reach only its own pod, whose IP is assigned when it runs; " + exceptions
+	}
 	what := "one of the pod's own IPs"
-	switch {
-	case s.Offline:
-		what = "empty (the pod's own IP, unknown before it runs)"
-	case len(s.PodIPs) > 0:
-		what = "one of the pod's own IPs (" + strings.Join(s.PodIPs, ", ") + ")"
+	if len(s.PodIPs) > 0 {
+		what += " (" + strings.Join(s.PodIPs, ", ") + ")"
 	}
 	if !isIP {
-		return "must be " + what + ", and a hostname is never one; " + exceptions
+		what += ", and a hostname is never one"
 	}
 	return "must be " + what + "; " + exceptions
 }
