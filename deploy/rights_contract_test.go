@@ -12,7 +12,8 @@ import (
 
 // wantRules are probelet's rights in the API server, exactly: read pods,
 // patch pods/status (the readiness-gate condition), write Events, read
-// PodDisruptionBudgets (the kill guard). Anything
+// PodDisruptionBudgets (the kill guard), read namespaces (the probe host
+// grant label). Anything
 // more is a contract breach (least privilege).
 var wantRules = []string{
 	"/pods:get,list,watch",
@@ -20,6 +21,7 @@ var wantRules = []string{
 	"/events:create,patch",
 	"events.k8s.io/events:create,patch",
 	"policy/poddisruptionbudgets:get,list,watch",
+	"/namespaces:get,list,watch",
 }
 
 // checkRights checks the ClusterRole, its binding to probelet's service

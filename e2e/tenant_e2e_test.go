@@ -6,12 +6,17 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/probelet/probelet/internal/testbed"
 	"github.com/probelet/probelet/prober/spec"
@@ -292,4 +297,141 @@ func vmRSS(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// countingListener accepts on addr and counts the connections it got.
+type countingListener struct {
+	ln      net.Listener
+	accepts atomic.Int64
+}
+
+func listenCounting(t *testing.T, addr string) *countingListener {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &countingListener{ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			l.accepts.Add(1)
+			_ = c.Close()
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close() })
+	return l
+}
+
+func (l *countingListener) port() int { return l.ln.Addr().(*net.TCPAddr).Port }
+
+// bridgeIPv4 is the node's address on the bed's pod network.
+func bridgeIPv4(t *testing.T, bed *testbed.Bed) string {
+	t.Helper()
+	ifc, err := net.InterfaceByName(bed.Bridge())
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
+			return n.IP.String()
+		}
+	}
+	t.Fatalf("bridge %s has no IPv4 address: %v", bed.Bridge(), addrs)
+	return ""
+}
+
+// TestTenantProbeHostReachesOnlyItsPod: probes naming the node's 127.0.0.1,
+// the node's address on the pod network, localhost or a zero-padded
+// loopback make no connection at all and are spec errors naming the field
+// (socket, log, events); a hostNetwork pod may still probe 127.0.0.1; the
+// victim's readiness stays on time throughout.
+func TestTenantProbeHostReachesOnlyItsPod(t *testing.T) {
+	bed := testbed.Start(t)
+	d := startProbelet(t, bed)
+	victim := victimApp(t, bed, webApp)
+	loopback := listenCounting(t, "127.0.0.1:0")
+	bridge := listenCounting(t, net.JoinHostPort(bridgeIPv4(t, bed), "0"))
+	hostnet := listenCounting(t, "127.0.0.1:0")
+
+	hostProbe := func(http bool, host string, port int) *corev1.Probe {
+		p := tcpProbe(port, 1, 1)
+		p.TCPSocket.Host = host
+		if http {
+			p.ProbeHandler = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Host: host, Path: "/", Port: intstr.FromInt32(int32(port))}}
+		}
+		return p
+	}
+	attackers := []struct {
+		name   string
+		probes spec.ContainerProbes
+		fields []string
+	}{
+		{"ssrf-loopback", spec.ContainerProbes{Readiness: hostProbe(true, "127.0.0.1", loopback.port())},
+			[]string{"readinessProbe.httpGet.host", `"127.0.0.1"`}},
+		{"ssrf-bridge", spec.ContainerProbes{Liveness: hostProbe(false, bridgeIPv4(t, bed), bridge.port())},
+			[]string{"livenessProbe.tcpSocket.host", bridgeIPv4(t, bed)}},
+		{"ssrf-localhost", spec.ContainerProbes{Readiness: hostProbe(false, "localhost", loopback.port())},
+			[]string{"readinessProbe.tcpSocket.host", "a hostname is never one"}},
+		{"ssrf-padded", spec.ContainerProbes{Startup: hostProbe(true, "127.000.000.001", loopback.port())},
+			[]string{"startupProbe.httpGet.host", "127.000.000.001"}},
+	}
+	var apps []app
+	for _, a := range attackers {
+		apps = append(apps, runApp(t, bed, appSpec{name: a.name, cmd: sleeper, probes: a.probes}))
+	}
+	for i, a := range attackers {
+		c := waitSpecError(t, d, apps[i])
+		for _, f := range a.fields {
+			if !strings.Contains(c.SpecError, f) {
+				t.Errorf("%s: spec error %q does not name %s", a.name, c.SpecError, f)
+			}
+		}
+		if len(c.Probes) != 0 {
+			t.Errorf("%s: probes %v, want none run", a.name, c.Probes)
+		}
+		checkSpecErrorShown(t, d, apps[i], c.SpecError)
+	}
+	during(t, 5*time.Second, "no connection from the attackers, the victim on time", func() (bool, string) {
+		if n, m := loopback.accepts.Load(), bridge.accepts.Load(); n+m > 0 {
+			return false, fmt.Sprintf("%d connections to 127.0.0.1, %d to the bridge address", n, m)
+		}
+		return victimOnTime(d, victim) == "", victimOnTime(d, victim)
+	})
+	if out, _, _ := d.probectl("events", "-o", "json"); !strings.Contains(out, "ProbeSpecRejected") ||
+		!strings.Contains(out, "readinessProbe.httpGet.host") {
+		t.Errorf("probectl events shows no ProbeSpecRejected event naming the field:\n%s", out)
+	}
+
+	// The exception: a hostNetwork pod shares the node's network already.
+	anno, err := jsonString(spec.PodProbes{"hostnet": {Readiness: hostProbe(false, "127.0.0.1", hostnet.port())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, hostCtr, err := bed.RunPod(testbed.PodSpec{
+		Name: "hostnet", HostNetwork: true, Annotations: map[string]string{spec.AnnotationProbes: anno},
+		Container: testbed.ContainerSpec{Name: "hostnet", Command: sleeper},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "the hostNetwork pod ready through 127.0.0.1", func() (bool, string) {
+		c, _ := d.ctr(hostCtr)
+		return c.Ready && c.SpecError == "" && hostnet.accepts.Load() > 0,
+			fmt.Sprintf("%+v, %d connections", c, hostnet.accepts.Load())
+	})
+	if n, m := loopback.accepts.Load(), bridge.accepts.Load(); n+m > 0 {
+		t.Errorf("%d connections to 127.0.0.1 and %d to the bridge address from the attackers", n, m)
+	}
+	if msg := victimOnTime(d, victim); msg != "" {
+		t.Error(msg)
+	}
+	t.Logf("attackers: 0 connections; hostNetwork pod: %d connections to 127.0.0.1", hostnet.accepts.Load())
 }

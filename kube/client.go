@@ -30,6 +30,9 @@ type Client interface {
 	NodePods(nodeName string) cache.ListerWatcher
 	// PodDisruptionBudgets lists and watches every namespace's budgets.
 	PodDisruptionBudgets() cache.ListerWatcher
+	// Namespaces lists and watches the cluster's namespaces (their labels
+	// grant probe host exceptions).
+	Namespaces() cache.ListerWatcher
 	// PatchPodStatus applies a strategic merge patch to a pod's status,
 	// as probelet's field manager.
 	PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*corev1.Pod, error)
@@ -120,6 +123,10 @@ func NewClient(cfg *rest.Config, m *Metrics) (Client, error) {
 
 func (c *restClient) NodePods(nodeName string) cache.ListerWatcher {
 	return c.listWatch(c.core, "pods", NodePodsSelector(nodeName))
+}
+
+func (c *restClient) Namespaces() cache.ListerWatcher {
+	return c.listWatch(c.core, "namespaces", fields.Everything())
 }
 
 func (c *restClient) PodDisruptionBudgets() cache.ListerWatcher {

@@ -81,6 +81,14 @@ func TestClientSpeaksTheAPI(t *testing.T) {
 			wantName(t, o.(*policyv1.PodDisruptionBudgetList).Items[0].Name, "web-pdb")
 		},
 	}, {
+		name: "list the namespaces", reply: &corev1.NamespaceList{TypeMeta: metav1.TypeMeta{Kind: "NamespaceList", APIVersion: "v1"},
+			Items: []corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}}},
+		call: func(ctx context.Context, c kube.Client) (runtime.Object, error) {
+			return cache.ToListerWatcherWithContext(c.Namespaces()).ListWithContext(ctx, metav1.ListOptions{})
+		},
+		want:  request{method: "GET", path: "/api/v1/namespaces", query: url.Values{}},
+		check: func(t *testing.T, o runtime.Object) { wantName(t, o.(*corev1.NamespaceList).Items[0].Name, "team-a") },
+	}, {
 		name: "patch a pod's status", reply: pod,
 		call: func(ctx context.Context, c kube.Client) (runtime.Object, error) {
 			return c.PatchPodStatus(ctx, "default", "web", []byte(`{"status":{}}`))

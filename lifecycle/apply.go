@@ -99,6 +99,11 @@ func mergeSandbox(old, cur Sandbox) Sandbox {
 	if cur.Pid == 0 {
 		cur.Pid = old.Pid
 	}
+	if old.Network != NetworkUnknown {
+		// Fixed at creation; a late event may no longer see the
+		// namespace (the runtime drops a torn-down one from its reports).
+		cur.Network = old.Network
+	}
 	return cur
 }
 

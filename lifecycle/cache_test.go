@@ -320,3 +320,32 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		})
 	}
 }
+
+// Whether a sandbox runs in the node's network is fixed at its creation:
+// a later report that no longer lists the network namespace (containerd
+// drops one already torn down) does not turn a pod-network sandbox into a
+// host-network one, nor one that says nothing change it.
+func TestSandboxNetworkIsFixedAtFirstSight(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		first lifecycle.Network
+		later lifecycle.Network
+		want  bool
+	}{
+		{"pod network stays", lifecycle.NetworkPod, lifecycle.NetworkHost, false},
+		{"host network stays", lifecycle.NetworkHost, lifecycle.NetworkUnknown, true},
+		{"learned when first unknown", lifecycle.NetworkUnknown, lifecycle.NetworkHost, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			sb := sandbox("sb1", "uid1")
+			sb.Network = tc.first
+			e.cache.UpdateContainer(t0, sb, ctr("c1", "sb1", "web", running, t0))
+			sb.Network = tc.later
+			e.cache.UpdateContainer(t0, sb, ctr("c1", "sb1", "web", exited, t0))
+			if got := e.sink.last(t).pod.HostNetwork; got != tc.want {
+				t.Errorf("HostNetwork = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

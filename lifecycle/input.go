@@ -25,9 +25,26 @@ type Sandbox struct {
 	IPs []string
 	// NetNSPath is the pod's network namespace path, empty if unknown.
 	NetNSPath string
+	// Network is whether the sandbox has a network namespace of its own;
+	// NetworkUnknown when the source does not say.
+	Network Network
 	// Pid is the sandbox (pause) process, 0 if unknown.
 	Pid uint32
 }
+
+// Network is whether a sandbox has a network namespace of its own. It is
+// fixed at the sandbox's creation: the first source that knows it wins.
+type Network int8
+
+// Networks of a sandbox.
+const (
+	// NetworkUnknown: the source does not say.
+	NetworkUnknown Network = iota
+	// NetworkPod: the sandbox has its own network namespace.
+	NetworkPod
+	// NetworkHost: the sandbox runs in the node's (hostNetwork: true).
+	NetworkHost
+)
 
 // Container is what a runtime source says about one container: the
 // engine's view of it plus the sandbox it belongs to.

@@ -18,6 +18,7 @@ func (c *Cache) snapshot(e *podEntry) node.Pod {
 		Annotations: e.sb.Annotations,
 		IPs:         e.sb.IPs,
 		NetNSPath:   e.sb.NetNSPath,
+		HostNetwork: e.sb.Network == NetworkHost,
 		Pid:         e.sb.Pid,
 		Deleting:    e.stopped,
 		Containers:  newestPerName(e.ctrs),

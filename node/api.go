@@ -26,6 +26,11 @@ type APIPod struct {
 	// sandbox was created (the engine keeps the sandbox's and reports a
 	// change); nil when the source does not say, empty when it has none.
 	Annotations map[string]string
+	// NamespaceKnown is set once the pod's namespace's labels are known;
+	// ProbeHostAllowed then says whether an admin labelled it
+	// probelet.io/allow-probe-host=true, which lets its pods' probes name
+	// any host.
+	NamespaceKnown, ProbeHostAllowed bool
 }
 
 // SpecContainer returns the spec of the pod's container (or restartable

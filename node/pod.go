@@ -19,6 +19,9 @@ type Pod struct {
 	Labels, Annotations map[string]string
 	// IPs are the pod's addresses; IPs[0] is the default probe host.
 	IPs []string
+	// HostNetwork is set when the runtime says the pod runs in the node's
+	// network namespace (hostNetwork: true): its probes may name any host.
+	HostNetwork bool
 	// NetNSPath is the pod's network namespace (e.g. /proc/<pid>/ns/net),
 	// used by the TCP short-circuit. Empty when unknown.
 	NetNSPath string

@@ -25,6 +25,7 @@ func sandboxFrom(p *api.PodSandbox) lifecycle.Sandbox {
 		Annotations: p.GetAnnotations(),
 		IPs:         p.GetIps(),
 		NetNSPath:   netNS(p.GetLinux().GetNamespaces(), p.GetPid()),
+		Network:     network(p.GetLinux().GetNamespaces()),
 		Pid:         p.GetPid(),
 	}
 }
@@ -38,6 +39,22 @@ func netNS(nss []*api.LinuxNamespace, pid uint32) string {
 		}
 	}
 	return lifecycle.ProcNetNS(pid)
+}
+
+// network tells from the sandbox's namespaces whether it has a network
+// namespace of its own: containerd lists every namespace the sandbox was
+// created with, and none of type network for a hostNetwork pod. No
+// namespaces at all says nothing.
+func network(nss []*api.LinuxNamespace) lifecycle.Network {
+	if len(nss) == 0 {
+		return lifecycle.NetworkUnknown
+	}
+	for _, ns := range nss {
+		if ns.GetType() == "network" {
+			return lifecycle.NetworkPod
+		}
+	}
+	return lifecycle.NetworkHost
 }
 
 // containerFrom translates an NRI container.

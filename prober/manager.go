@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -49,6 +50,10 @@ type Manager struct {
 	historyLen  int
 	action      LivenessAction
 	agentStart  time.Time
+	// hostCIDRs and namespaceGrants widen what probe hosts may be
+	// (hostScope).
+	hostCIDRs       []netip.Prefix
+	namespaceGrants bool
 
 	metrics *metrics
 	cache   *results.Cache

@@ -3,6 +3,7 @@ package prober
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -208,6 +209,32 @@ func WithRestartHistory(h RestartHistory) Option {
 			return errors.New("prober: nil restart history")
 		}
 		m.history = h
+		return nil
+	}
+}
+
+// WithProbeHostCIDRs lets probes name hosts in cidrs besides their pod's
+// own IPs (--allow-probe-host): IP literals only, never hostnames.
+func WithProbeHostCIDRs(cidrs ...netip.Prefix) Option {
+	return func(m *Manager) error {
+		for _, c := range cidrs {
+			if !c.IsValid() {
+				return fmt.Errorf("prober: invalid probe host CIDR %v", c)
+			}
+			m.hostCIDRs = append(m.hostCIDRs, c.Masked())
+		}
+		return nil
+	}
+}
+
+// WithNamespaceGrants says the API server tells, per pod, whether its
+// namespace lets its probes name any host (node.APIPod.ProbeHostAllowed).
+// Until it has told, a probe host that nothing else allows waits: it is
+// neither rejected nor dialed. Without it (node-only) such a host is
+// rejected at once.
+func WithNamespaceGrants() Option {
+	return func(m *Manager) error {
+		m.namespaceGrants = true
 		return nil
 	}
 }

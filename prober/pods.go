@@ -15,11 +15,12 @@ import (
 // slice is smaller and as fast as a map.
 type podEntry struct {
 	pod node.Pod
-	// spec is the probes the pod was created with: its sandbox's
+	// checked is the probes the pod was created with: its sandbox's
 	// annotation, parsed (shared through the Manager's memo), then checked
 	// against the pod spec once the API server gave it (specChecked).
-	// Never nil once the pod was updated.
-	spec *spec.Parsed
+	// spec is checked with the pod's host scope applied (applyHosts): the
+	// probes in force. Neither is nil once the pod was updated.
+	checked, spec *spec.Parsed
 	// specFixed is set once a snapshot carried the sandbox's annotations:
 	// from then on spec changes no more, as the kubelet keeps a pod's
 	// probes for its life.
@@ -125,7 +126,7 @@ func (m *Manager) updatePodLocked(pod node.Pod, parsed *spec.Parsed) {
 	m.reindex(pe, old)
 	m.stopVanished(pe)
 	m.startConfigured(pe)
-	m.wakeChanged(pe, known && netChanged(old, pod))
+	m.wakeChanged(pe, known && (netChanged(old, pod) || m.scopeChanged(pe, old)))
 	if known && hasSpec(old) != hasSpec(pod) {
 		pe.retarget()
 	}
@@ -206,13 +207,13 @@ func (m *Manager) startConfigured(pe *podEntry) {
 }
 
 // wakeChanged wakes each worker whose container ID or state changed, whose
-// pod started deleting or got new addresses, so it acts at once instead of
-// at its next tick. A container that is merely created has nothing to
+// pod started deleting or got new addresses (or host exceptions), so it
+// acts at once instead of at its next tick. A container that is merely created has nothing to
 // probe yet; the worker wakes when it runs.
 func (m *Manager) wakeChanged(pe *podEntry, netChanged bool) {
 	for _, w := range pe.workers {
 		if netChanged {
-			w.target = nil // prepared for the old addresses
+			w.target = nil // prepared for the old addresses or scope
 		}
 		c, ok := pe.container(w.name)
 		if !ok {
@@ -271,13 +272,14 @@ func (m *Manager) takeSpec(pe *podEntry, parsed *spec.Parsed) {
 		// Fixed when UpdatePod looked, removed and back since: rare.
 		parsed = m.specs.Parse(pe.pod.Annotations[spec.AnnotationProbes])
 	}
-	if !pe.specFixed && (pe.spec == nil || pe.spec.Value != parsed.Value) {
-		pe.spec, pe.specChecked = parsed, false
+	if !pe.specFixed && (pe.checked == nil || pe.checked.Value != parsed.Value) {
+		pe.checked, pe.specChecked = parsed, false
 	}
 	pe.specFixed = pe.specFixed || len(pe.pod.Annotations) > 0
 	if a := pe.pod.API; !pe.specChecked && a != nil && a.Spec != nil {
-		pe.spec, pe.specChecked = pe.spec.ForPod(a.Spec), true
+		pe.checked, pe.specChecked = pe.checked.ForPod(a.Spec), true
 	}
+	m.applyHosts(pe)
 	if pe.spec != old {
 		m.reportSpecErrors(pe, old)
 	}
@@ -289,7 +291,9 @@ func (m *Manager) takeSpec(pe *podEntry, parsed *spec.Parsed) {
 }
 
 // reportSpecErrors logs, as `probelet validate` words them, the problems
-// of the pod's probes that were not reported for its previous ones (old):
+// of the pod's probes that were not reported for its previous ones (old),
+// and publishes each as a Warning event ProbeSpecRejected about its
+// container (the socket, and with the API server an Event on the pod):
 // the containers concerned run unprobed, the others are not disturbed.
 func (m *Manager) reportSpecErrors(pe *podEntry, old *spec.Parsed) {
 	ref := spec.PodRef{Namespace: pe.pod.Namespace, Name: pe.pod.Name}
@@ -303,11 +307,17 @@ func (m *Manager) reportSpecErrors(pe *podEntry, old *spec.Parsed) {
 		}
 		m.log.Warn("Invalid probe spec", zap.String("pod", ref.String()), zap.String("podUID", pe.pod.UID),
 			zap.String("container", e.Container), zap.String("error", e.Error()))
+		m.events.Publish(Event{
+			Time: m.clock.Now(), Type: eventWarning, Reason: reasonProbeSpecRejected, Message: e.Error(),
+			PodUID: pe.pod.UID, PodName: pe.pod.Name, PodNamespace: pe.pod.Namespace, ContainerName: e.Container,
+		})
 	}
 }
 
-// Reason and message of the report of a changed annotation.
+// Reason and message of the report of a changed annotation, and reason of
+// the report of a rejected one (the condition's, kube/readiness).
 const (
+	reasonProbeSpecRejected = "ProbeSpecRejected"
 	reasonProbeSpecChanged  = "ProbeSpecChanged"
 	messageProbeSpecChanged = spec.AnnotationProbes + " changed after the pod was created; " +
 		"the probes it was created with stay in force — recreate the pod to apply"

@@ -123,7 +123,7 @@ func (m *Manager) schedule(w *worker, due time.Time) {
 func (m *Manager) dispatch(w *worker) {
 	if w.target == nil || w.target.containerID != w.containerID {
 		c, _ := w.pod.container(w.name)
-		t := prepare(w.spec, &w.pod.pod, c)
+		t := prepare(w.spec, &w.pod.pod, c, m.hostScope(&w.pod.pod))
 		w.target = &t
 	}
 	w.job = job{ctx: w.ctx, containerID: w.containerID, target: w.target}

@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -43,19 +44,21 @@ type target struct {
 	timeout     time.Duration
 }
 
-// prepare resolves p for container c of pod.
-func prepare(p *corev1.Probe, pod *node.Pod, c *node.Container) target {
+// prepare resolves p for container c of pod. scope is what the probe may
+// dial: a host it refuses or cannot judge yet is an error, so nothing is
+// dialed (the pod's spec already lost a refused probe; this holds anyway).
+func prepare(p *corev1.Probe, pod *node.Pod, c *node.Container, scope spec.HostScope) target {
 	t := target{containerID: c.ID, timeout: timeout(p)}
 	switch h := &p.ProbeHandler; {
 	case h.HTTPGet != nil:
 		t.kind = kindHTTP
-		t.http, t.err = httpTarget(h.HTTPGet, pod, c, t.timeout)
+		t.http, t.err = httpTarget(h.HTTPGet, pod, c, scope, t.timeout)
 	case h.TCPSocket != nil:
 		t.kind = kindTCP
-		t.tcp, t.err = tcpTarget(h.TCPSocket, pod, c, t.timeout)
+		t.tcp, t.err = tcpTarget(h.TCPSocket, pod, c, scope, t.timeout)
 	case h.GRPC != nil:
 		t.kind = kindGRPC
-		t.grpcHost, t.err = podIP(pod)
+		t.grpcHost, t.err = podIP(pod, scope)
 		t.grpcPort = int(h.GRPC.Port)
 		if h.GRPC.Service != nil {
 			t.grpcService = *h.GRPC.Service
@@ -69,32 +72,40 @@ func prepare(p *corev1.Probe, pod *node.Pod, c *node.Container) target {
 	return t
 }
 
-func httpTarget(a *corev1.HTTPGetAction, pod *node.Pod, c *node.Container, timeout time.Duration) (httpprobe.Target, error) {
+func httpTarget(a *corev1.HTTPGetAction, pod *node.Pod, c *node.Container, scope spec.HostScope, timeout time.Duration) (httpprobe.Target, error) {
 	t := httpprobe.Target{Scheme: a.Scheme, Path: a.Path, Headers: a.HTTPHeaders, Timeout: timeout}
 	var err error
-	t.Host, t.Port, err = endpoint(a.Host, a.Port, pod, c)
+	t.Host, t.Port, err = endpoint(a.Host, a.Port, pod, c, scope)
 	return t, err
 }
 
-func tcpTarget(a *corev1.TCPSocketAction, pod *node.Pod, c *node.Container, timeout time.Duration) (probe.TCPTarget, error) {
+func tcpTarget(a *corev1.TCPSocketAction, pod *node.Pod, c *node.Container, scope spec.HostScope, timeout time.Duration) (probe.TCPTarget, error) {
 	t := probe.TCPTarget{NetNSPath: pod.NetNSPath, Timeout: timeout}
 	var err error
-	t.Host, t.Port, err = endpoint(a.Host, a.Port, pod, c)
+	t.Host, t.Port, err = endpoint(a.Host, a.Port, pod, c, scope)
 	// ":port" is the node's own address, not the pod's: never answered
 	// from the pod's listener table.
-	t.InPod = t.Host != "" && (a.Host == "" || slices.Contains(pod.IPs, a.Host))
+	t.InPod = t.Host != "" && (a.Host == "" || slices.Contains(pod.IPs, t.Host))
 	return t, err
 }
 
 // endpoint resolves an httpGet or tcpSocket action's host and port: the
-// port through the container's ports, an empty host to the pod's IP.
-func endpoint(host string, port intstr.IntOrString, pod *node.Pod, c *node.Container) (string, int, error) {
+// port through the container's ports, an empty host to the pod's IP. A
+// host is dialed only when scope allows it, and an IP literal in the form
+// it was judged in (spec.ParseHostIP), so the check and the dial agree.
+func endpoint(host string, port intstr.IntOrString, pod *node.Pod, c *node.Container, scope spec.HostScope) (string, int, error) {
 	n, err := resolvePort(port, c)
 	if err != nil {
-		return host, 0, err
+		return "", 0, err
 	}
-	if host == "" {
-		host, err = podIP(pod)
+	if v, why := scope.Judge(host); v != spec.HostAllowed {
+		return "", 0, fmt.Errorf("probe host %q is not dialed: %s", host, why)
+	}
+	switch addr, ok := spec.ParseHostIP(host); {
+	case host == "":
+		host, err = podIP(pod, scope)
+	case ok && !scope.Any:
+		host = addr.String()
 	}
 	return host, n, err
 }
@@ -109,15 +120,22 @@ func resolvePort(port intstr.IntOrString, c *node.Container) (int, error) {
 	return n, nil
 }
 
-// podIP is the default probe host. A pod without an IP (the runtime
-// reports none for a host-network pod) gives "", as the kubelet's empty
-// status.podIP does: it then dials ":port", the node's own addresses.
-func podIP(pod *node.Pod) (string, error) {
-	if len(pod.IPs) == 0 {
+// podIP is the default probe host. A host-network pod without an IP (the
+// runtime may report none) gives "", as the kubelet's empty status.podIP
+// does: it then dials ":port", the node's own addresses. Any other pod
+// without a known IP is not probed: ":port" is not the pod.
+func podIP(pod *node.Pod, scope spec.HostScope) (string, error) {
+	switch {
+	case len(pod.IPs) > 0:
+		return pod.IPs[0], nil
+	case scope.Any:
 		return "", nil
 	}
-	return pod.IPs[0], nil
+	return "", errNoPodIP
 }
+
+// errNoPodIP is a run's error while the pod's IPs are not known.
+var errNoPodIP = errors.New("the pod's IP is not known yet; nothing dialed")
 
 // timeout is the probe's timeoutSeconds, defaulted defensively.
 func timeout(p *corev1.Probe) time.Duration {

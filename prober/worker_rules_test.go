@@ -309,14 +309,16 @@ func TestNewPodAddressesWakeTheWorker(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(60))})
 	pod.IPs = nil
-	h.tcp.then(readyPort, failure) // no pod IP: ":port" on the node is refused
 	h.update(pod)
-	h.wantResult("c1", probe.Readiness, results.Failure)
+	h.wantResult("c1", probe.Readiness, results.Failure) // the initial "not ready"
+	if tg := h.tcp.seenTargets(); len(tg) != 0 {
+		t.Fatalf("targets = %+v without a pod IP, want nothing dialed (\":port\" is the node)", tg)
+	}
 	pod.IPs = []string{"10.0.0.9"}
 	h.update(pod)
 	h.wantResult("c1", probe.Readiness, results.Success) // at once, not 60 s later
-	if tg := h.tcp.seenTargets(); len(tg) != 2 || tg[0].Host != "" || tg[1].Host != "10.0.0.9" {
-		t.Fatalf("targets = %+v, want the node's then the new pod address", tg)
+	if tg := h.tcp.seenTargets(); len(tg) != 1 || tg[0].Host != "10.0.0.9" {
+		t.Fatalf("targets = %+v, want the new pod address", tg)
 	}
 	if last := h.tcp.targets[len(h.tcp.targets)-1]; last.Host != "10.0.0.9" || !last.InPod {
 		t.Fatalf("probed %+v, want the new pod IP", last)

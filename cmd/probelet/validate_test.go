@@ -54,6 +54,7 @@ func TestValidateCommand_Golden(t *testing.T) {
 		{"pod-valid-json", []string{"-o", "json", fixtures + "pod-valid.yaml"}, ""},
 		{"pod-invalid", []string{fixtures + "pod-invalid.yaml"}, ""},
 		{"pod-invalid-json", []string{"-o=json", fixtures + "pod-invalid.yaml"}, ""},
+		{"pod-probe-host", []string{fixtures + "pod-probe-host.yaml"}, ""},
 		{"pod-json-manifest", []string{fixtures + "pod.json"}, ""},
 		{"pod-no-annotation", []string{fixtures + "pod-no-annotation.yaml"}, ""},
 		{"annotation-stdin", nil, "annotation.json"},

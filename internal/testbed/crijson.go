@@ -21,6 +21,7 @@ const (
 	annotationTermMsgPath     = "io.kubernetes.container.terminationMessagePath"
 	annotationTermMsgPolicy   = "io.kubernetes.container.terminationMessagePolicy"
 	namespaceModeContainer    = 1 // runtime.v1.NamespaceMode_CONTAINER
+	namespaceModeNode         = 2 // runtime.v1.NamespaceMode_NODE
 	defaultTerminationMsgPath = "/dev/termination-log"
 )
 
@@ -65,6 +66,7 @@ type securityContext struct {
 // namespaceOptions: network and IPC default to POD (0), as the kubelet's;
 // PID is per container.
 type namespaceOptions struct {
+	Network       int            `json:"network,omitempty"`
 	Pid           int            `json:"pid"`
 	UsernsOptions *usernsOptions `json:"userns_options,omitempty"`
 }
@@ -131,9 +133,13 @@ type containerLinux struct {
 func buildPodConfig(p PodSpec, logDir, cgroupParent string) podConfig {
 	labels := map[string]string{labelPodName: p.Name, labelPodNamespace: p.Namespace, labelPodUID: p.UID}
 	maps.Copy(labels, p.Labels)
+	hostname := p.Name
+	if p.HostNetwork {
+		hostname = "" // the node's, as the kubelet leaves it: the UTS namespace is the node's too
+	}
 	return podConfig{
 		Metadata:     podMetadata{Name: p.Name, Namespace: p.Namespace, UID: p.UID},
-		Hostname:     p.Name,
+		Hostname:     hostname,
 		LogDirectory: logDir,
 		Labels:       labels,
 		Annotations:  p.Annotations,
@@ -147,6 +153,9 @@ func buildPodConfig(p PodSpec, logDir, cgroupParent string) podConfig {
 // namespace when it has one.
 func namespaceOpts(p PodSpec) namespaceOptions {
 	ns := namespaceOptions{Pid: namespaceModeContainer}
+	if p.HostNetwork {
+		ns.Network = namespaceModeNode
+	}
 	if u := p.UserNamespace; u != nil {
 		m := []idMapping{{HostID: u.HostID, ContainerID: 0, Length: u.Length}}
 		ns.UsernsOptions = &usernsOptions{Mode: 0, Uids: m, Gids: m}

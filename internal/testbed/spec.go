@@ -25,6 +25,9 @@ type PodSpec struct {
 	// Privileged makes the sandbox privileged, which a privileged
 	// container needs.
 	Privileged bool
+	// HostNetwork runs the pod in the node's network namespace (CRI
+	// namespace_options.network NODE), as hostNetwork: true does.
+	HostNetwork bool
 	// UserNamespace, when set, gives the pod its own user namespace
 	// (CRI userns_options, mode POD) mapping container IDs 0..Length-1 to
 	// host IDs HostID..; the container shares it.

@@ -39,6 +39,18 @@ func (c clientset) NodePods(nodeName string) cache.ListerWatcher {
 	}, c.cs)
 }
 
+func (c clientset) Namespaces() cache.ListerWatcher {
+	namespaces := c.cs.CoreV1().Namespaces()
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return namespaces.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return namespaces.Watch(ctx, o)
+		},
+	}, c.cs)
+}
+
 func (c clientset) PodDisruptionBudgets() cache.ListerWatcher {
 	budgets := c.cs.PolicyV1().PodDisruptionBudgets(metav1.NamespaceAll)
 	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{

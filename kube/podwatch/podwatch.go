@@ -1,6 +1,7 @@
 // Package podwatch watches the pods bound to this node in the API server
-// and hands what the runtime cannot know (spec, deletion) to the node
-// cache. NRI stays the truth about what runs.
+// and hands what the runtime cannot know (spec, deletion, whether an admin
+// let the pod's namespace probe any host) to the node cache. NRI stays the
+// truth about what runs.
 package podwatch
 
 import (
@@ -12,12 +13,14 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/node"
+	"github.com/probelet/probelet/prober/spec"
 )
 
 // Sink takes what the API server says about a pod; a nil p says it is gone
@@ -30,15 +33,19 @@ type Sink interface {
 // events carry every change).
 const resync = 10 * time.Minute
 
-// Watcher is a node-scoped pod informer feeding a Sink.
+// Watcher is a node-scoped pod informer feeding a Sink, with a namespace
+// informer for the namespaces' probe host grants (a cluster has few
+// namespaces, so every node watching them all is cheap).
 type Watcher struct {
-	nodeName string
-	informer cache.SharedIndexInformer
-	failures atomic.Int64 // list or watch failures, for the log
-	lister   listersv1.PodLister
-	sink     Sink
-	clock    clock.PassiveClock
-	log      *zap.Logger
+	nodeName   string
+	informer   cache.SharedIndexInformer
+	namespaces cache.SharedIndexInformer
+	failures   atomic.Int64 // list or watch failures, for the log
+	lister     listersv1.PodLister
+	nsLister   listersv1.NamespaceLister
+	sink       Sink
+	clock      clock.PassiveClock
+	log        *zap.Logger
 }
 
 // New returns a watcher of the pods with spec.nodeName == nodeName.
@@ -51,15 +58,30 @@ func New(client kube.Client, nodeName string, sink Sink, log *zap.Logger) (*Watc
 	}
 	informer := cache.NewSharedIndexInformer(client.NodePods(nodeName), &corev1.Pod{}, resync,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	namespaces := cache.NewSharedIndexInformer(client.Namespaces(), &corev1.Namespace{}, resync, cache.Indexers{})
 	w := &Watcher{nodeName: nodeName, informer: informer, lister: listersv1.NewPodLister(informer.GetIndexer()), sink: sink,
+		namespaces: namespaces, nsLister: listersv1.NewNamespaceLister(namespaces.GetIndexer()),
 		clock: clock.RealClock{}, log: log}
-	if err := w.informer.SetWatchErrorHandlerWithContext(w.watchFailed); err != nil {
-		return nil, fmt.Errorf("podwatch: %w", err)
+	for _, inf := range []cache.SharedIndexInformer{w.informer, w.namespaces} {
+		if err := inf.SetWatchErrorHandlerWithContext(w.watchFailed); err != nil {
+			return nil, fmt.Errorf("podwatch: %w", err)
+		}
 	}
 	if _, err := w.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    w.set,
 		UpdateFunc: func(_, cur any) { w.set(cur) },
 		DeleteFunc: w.gone,
+	}); err != nil {
+		return nil, fmt.Errorf("podwatch: %w", err)
+	}
+	if _, err := w.namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: w.namespaceChanged,
+		UpdateFunc: func(old, cur any) {
+			if allowsProbeHost(old) != allowsProbeHost(cur) {
+				w.namespaceChanged(cur)
+			}
+		},
+		DeleteFunc: w.namespaceChanged,
 	}); err != nil {
 		return nil, fmt.Errorf("podwatch: %w", err)
 	}
@@ -78,8 +100,47 @@ func (w *Watcher) Lister() listersv1.PodLister { return w.lister }
 // informer catches up when it returns. It returns once the informer has
 // stopped, or kube.StopWait after ctx ended.
 func (w *Watcher) Run(ctx context.Context) error {
-	kube.StartInformer(ctx, w.informer)()
+	pods, namespaces := kube.StartInformer(ctx, w.informer), kube.StartInformer(ctx, w.namespaces)
+	pods()
+	namespaces()
 	return nil
+}
+
+// namespaceChanged hands the node's pods of a namespace whose grant may
+// have changed (it was listed, relabelled or deleted) to the sink again.
+func (w *Watcher) namespaceChanged(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return
+	}
+	pods, err := w.lister.Pods(ns.Name).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, pod := range pods {
+		w.set(pod)
+	}
+}
+
+// grant says whether the pod's namespace lets its probes name any host,
+// and whether that is known: the namespace is in the informer's cache, or
+// the first listing came without it.
+func (w *Watcher) grant(namespace string) (allowed, known bool) {
+	ns, err := w.nsLister.Get(namespace)
+	if err != nil {
+		return false, w.namespaces.HasSynced()
+	}
+	return allowsProbeHost(ns), true
+}
+
+// allowsProbeHost reports whether obj is a namespace an admin labelled
+// probelet.io/allow-probe-host=true.
+func allowsProbeHost(obj any) bool {
+	ns, ok := obj.(*corev1.Namespace)
+	return ok && ns.Labels[spec.LabelAllowProbeHost] == "true"
 }
 
 // watchFailed logs the informer's failed lists and watches (the API client
@@ -87,7 +148,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 // stays away does not flood the log; the reflector retries with back-off.
 func (w *Watcher) watchFailed(_ context.Context, _ *cache.Reflector, err error) {
 	if n := w.failures.Add(1); n == 1 || n%50 == 0 {
-		w.log.Warn("Cannot list or watch the node's pods in the API server; retrying", zap.Int64("failures", n), zap.Error(err))
+		w.log.Warn("Cannot list or watch the node's pods or the namespaces in the API server; retrying", zap.Int64("failures", n), zap.Error(err))
 	}
 }
 
@@ -102,7 +163,9 @@ func (w *Watcher) set(obj any) {
 	if !ok || pod.Spec.NodeName != w.nodeName {
 		return // the field selector already keeps other nodes' pods out
 	}
-	w.sink.SetAPIPod(w.clock.Now(), string(pod.UID), APIPod(pod))
+	a := APIPod(pod)
+	a.ProbeHostAllowed, a.NamespaceKnown = w.grant(pod.Namespace)
+	w.sink.SetAPIPod(w.clock.Now(), string(pod.UID), a)
 }
 
 func (w *Watcher) gone(obj any) {

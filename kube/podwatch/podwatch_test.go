@@ -15,6 +15,7 @@ import (
 	"github.com/probelet/probelet/kube/kubetest"
 	"github.com/probelet/probelet/kube/podwatch"
 	"github.com/probelet/probelet/node"
+	"github.com/probelet/probelet/prober/spec"
 )
 
 type sink struct {
@@ -103,5 +104,50 @@ func TestAPIPodCarriesAllContainersRestarting(t *testing.T) {
 				t.Fatalf("AllContainersRestarting = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// A namespace an admin labelled probelet.io/allow-probe-host=true lets its
+// pods' probes name any host; the grant follows the label both ways, and a
+// pod whose namespace is not listed (yet) has a known "no" once the first
+// listing arrived.
+func TestAPIPodCarriesTheNamespaceProbeHostGrant(t *testing.T) {
+	ns := func(name string, labels map[string]string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	}
+	granted := pod("granted", "1", "n1")
+	granted.Namespace = "infra"
+	plain := pod("plain", "2", "n1")
+	client := fake.NewClientset(granted, plain, ns("default", nil),
+		ns("infra", map[string]string{spec.LabelAllowProbeHost: "true"}))
+	s := &sink{pods: map[string]*node.APIPod{}, seen: map[string]bool{}}
+	w, err := podwatch.New(kubetest.Client(client), "n1", s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	grant := func(uid string) (allowed, known bool) {
+		p, ok := s.get(uid)
+		return ok && p.ProbeHostAllowed, ok && p.NamespaceKnown
+	}
+	testutil.WaitFor(t, "the labelled namespace's grant", func() bool { a, k := grant("u-1"); return a && k })
+	testutil.WaitFor(t, "the plain namespace's known refusal", func() bool { a, k := grant("u-2"); return !a && k })
+
+	for _, tc := range []struct {
+		value string
+		want  bool
+	}{{"false", false}, {"true", true}, {"yes", false}} {
+		upd := ns("infra", map[string]string{spec.LabelAllowProbeHost: tc.value})
+		if _, err := client.CoreV1().Namespaces().Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		testutil.WaitFor(t, "the grant for label value "+tc.value, func() bool { a, k := grant("u-1"); return a == tc.want && k })
+	}
+	if a, _ := grant("u-2"); a {
+		t.Errorf("a relabelled namespace granted another namespace's pod")
 	}
 }

@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 
@@ -25,12 +24,14 @@ type Checked struct {
 // Check is the one policy for a pod's annotation, shared by the daemon,
 // `probelet validate` and the API server input: parse it and, when the pod
 // spec is known (a manifest, the API server), check it against the spec —
-// every annotated container must exist and named ports resolve — and warn
+// every annotated container must exist and named ports resolve — check
+// probe hosts (HostScope; here no pod IP is known) — and warn
 // about probes the kubelet would run as well. Containers with problems are
 // left out of Probes.
 func Check(ref PodRef, annotation string, podSpec *corev1.PodSpec) Checked {
 	probes, errs := Parse(ref, annotation)
 	valid, errs := applyPolicy(ref, annotation, probes, errs, podSpec)
+	valid, errs = reject(valid, append(errs, CheckHosts(ref, valid, offlineScope(podSpec))...))
 	var warnings []string
 	if podSpec != nil {
 		warnings = NativeProbeWarnings(ref, probes, podSpec)
@@ -48,15 +49,16 @@ func applyPolicy(ref PodRef, annotation string, probes PodProbes, errs ErrorList
 		errs = forbidInitProbes(ref, annotation, errs, podSpec)
 		errs = append(errs, CheckPod(ref, probes, podSpec)...)
 	}
-	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Container < errs[j].Container })
-	valid := maps.Clone(probes)
-	if valid == nil {
-		valid = PodProbes{}
-	}
-	for _, bad := range errs.Containers() {
-		delete(valid, bad)
-	}
-	return valid, errs
+	return reject(probes, errs)
+}
+
+// offlineScope is the host scope of a pod known only from its manifest:
+// its IPs are not assigned yet, so a probe host is allowed only when the
+// pod runs in the node's network. The namespace label and the daemon's
+// CIDRs are not known here; a host they would allow is still reported,
+// naming them.
+func offlineScope(podSpec *corev1.PodSpec) HostScope {
+	return HostScope{Offline: true, Any: podSpec != nil && podSpec.HostNetwork}
 }
 
 // NativeProbeWarnings flags containers that declare the same probe type in

@@ -9,6 +9,7 @@ import (
 	"github.com/probelet/probelet/cri/client"
 	"github.com/probelet/probelet/history"
 	"github.com/probelet/probelet/killer"
+	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/plugin"
 	"github.com/probelet/probelet/prober"
@@ -53,13 +54,14 @@ func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 	if p.exec, err = a.execRunner(p); err != nil {
 		return nil, err
 	}
-	if p.engine, err = prober.NewManager(a.engineOptions(p)...); err != nil {
+	kcfg, kerr := kube.Config(a.cfg.Kubeconfig)
+	if p.engine, err = prober.NewManager(a.engineOptions(p, kerr == nil)...); err != nil {
 		return nil, fmt.Errorf("probe engine: %w", err)
 	}
 	if err = a.buildLifecycle(p); err != nil {
 		return nil, err
 	}
-	if p.kube, err = a.buildKube(p); err != nil {
+	if p.kube, err = a.buildKube(p, kcfg, kerr); err != nil {
 		return nil, fmt.Errorf("API server: %w", err)
 	}
 	if a.cfg.MetricsBindAddress != "" {
@@ -79,12 +81,16 @@ func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 	return p, nil
 }
 
-func (a *Agent) engineOptions(p *parts) []prober.Option {
+// engineOptions configures the engine; withAPI says an API server is
+// configured, which tells the pods' namespace exceptions to probe hosts.
+func (a *Agent) engineOptions(p *parts, withAPI bool) []prober.Option {
 	action := prober.ActionRestart
 	if a.cfg.LivenessAction == "report" {
 		action = prober.ActionReport
 	}
+	cidrs, _ := a.cfg.ProbeHostCIDRs() // Validate checked them
 	opts := []prober.Option{
+		prober.WithProbeHostCIDRs(cidrs...),
 		prober.WithLogger(a.log.Named("prober")),
 		prober.WithRegisterer(a.reg),
 		prober.WithExecRunner(p.exec),
@@ -96,6 +102,9 @@ func (a *Agent) engineOptions(p *parts) []prober.Option {
 	}
 	if p.history != nil {
 		opts = append(opts, prober.WithRestartHistory(p.history))
+	}
+	if withAPI {
+		opts = append(opts, prober.WithNamespaceGrants())
 	}
 	return append(opts, a.engineOpts...)
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path"
 	"strings"
@@ -89,6 +90,10 @@ type Config struct {
 	// ExecHelper is the direct exec helper binary; empty: probelet-exec
 	// next to the probelet binary (--exec-helper).
 	ExecHelper string `json:"execHelper,omitempty"`
+	// AllowProbeHost are CIDRs (or single IPs) a probe's host may name
+	// besides its own pod's IPs (--allow-probe-host, repeatable); hostnames
+	// are never allowed by them. Default none.
+	AllowProbeHost []string `json:"allowProbeHost,omitempty"`
 }
 
 // Default returns the defaults of DESIGN.md and the deploy manifests.
@@ -176,10 +181,31 @@ func (c Config) Validate() error {
 		check("node-name", errors.New("is empty and the hostname is unknown"))
 	}
 	check("cri-proxy-listen", c.validateProxy())
+	_, err := c.ProbeHostCIDRs()
+	check("allow-probe-host", err)
 	if c.ReconcileInterval.Duration < 0 {
 		check("reconcile-interval", fmt.Errorf("%s is negative (0 turns the reconcile off)", c.ReconcileInterval.Duration))
 	}
 	return errors.Join(errs...)
+}
+
+// ProbeHostCIDRs parses AllowProbeHost; a single IP is its own /32 or /128.
+func (c Config) ProbeHostCIDRs() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	var errs []error
+	for _, s := range c.AllowProbeHost {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(s)
+			if aerr != nil || addr.Zone() != "" {
+				errs = append(errs, fmt.Errorf("%q is not a CIDR or an IP address", s))
+				continue
+			}
+			p = netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, errors.Join(errs...)
 }
 
 // KillGuardConfig is the kill guard's policy from the --kill-guard-* settings.

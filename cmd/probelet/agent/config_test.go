@@ -3,6 +3,7 @@ package agent_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -129,7 +130,13 @@ func TestConfigFromText(t *testing.T) {
 		wantErr string
 		check   func(agent.Config) bool
 	}{
-		{name: "empty keeps the base", text: "", check: func(c agent.Config) bool { return c == base }},
+		{name: "empty keeps the base", text: "", check: func(c agent.Config) bool { return reflect.DeepEqual(c, base) }},
+		{name: "allow-probe-host is repeatable", text: "--allow-probe-host=10.0.0.0/8\n--allow-probe-host 192.168.1.7\n",
+			check: func(c agent.Config) bool {
+				cidrs, err := c.ProbeHostCIDRs()
+				return err == nil && len(cidrs) == 2 && cidrs[0].String() == "10.0.0.0/8" && cidrs[1].String() == "192.168.1.7/32"
+			}},
+		{name: "allow-probe-host takes no hostname", text: "--allow-probe-host=localhost", wantErr: "--allow-probe-host"},
 		{name: "deploy's preinstalled probelet.conf", text: "# probelet's configuration\n" +
 			"--runtime-endpoint=unix:///run/containerd/containerd.sock\n--listen=unix:///run/probelet/probelet.sock\n" +
 			"--metrics-bind-address=127.0.0.1:9809\n  --tcp-mode=dial   --tcp-verify\n\n",

@@ -51,6 +51,7 @@ var flagFields = map[string]func(dst *Config, src Config){
 	"exec-mode":              func(d *Config, s Config) { d.ExecMode = s.ExecMode },
 	"runtime-state-dir":      func(d *Config, s Config) { d.RuntimeStateDir = s.RuntimeStateDir },
 	"exec-helper":            func(d *Config, s Config) { d.ExecHelper = s.ExecHelper },
+	"allow-probe-host":       func(d *Config, s Config) { d.AllowProbeHost = s.AllowProbeHost },
 }
 
 // Bind defines the flags on fs.
@@ -84,6 +85,7 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&v.ExecMode, "exec-mode", v.ExecMode, "who runs exec probes: runtime (CRI ExecSync) or direct (probelet's helper, with the container's exact confinement; any container it cannot serve so goes to the runtime)")
 	fs.StringVar(&v.RuntimeStateDir, "runtime-state-dir", v.RuntimeStateDir, "containerd's state directory (its OCI bundles, for --exec-mode direct)")
 	fs.StringVar(&v.ExecHelper, "exec-helper", v.ExecHelper, "the direct exec helper binary (default: probelet-exec next to probelet)")
+	fs.StringArrayVar(&v.AllowProbeHost, "allow-probe-host", v.AllowProbeHost, "CIDR (or IP) a probe's httpGet/tcpSocket host may name besides its pod's own IPs; repeatable; IP literals only, never hostnames (README \"Probe hosts\")")
 }
 
 // Config returns the defaults, overridden by the --config file, overridden

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/probelet/probelet/cmd/probelet/agent"
@@ -28,7 +29,7 @@ func FuzzConfig(f *testing.F) {
 		}
 		base := agent.Default()
 		cfg, err := agent.LoadFile(file, base)
-		if err != nil && cfg != base {
+		if err != nil && !reflect.DeepEqual(cfg, base) {
 			t.Fatalf("a rejected file changed the configuration: %v", err)
 		}
 		if err == nil {

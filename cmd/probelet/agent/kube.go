@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"go.uber.org/zap"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/probelet/probelet/kube"
@@ -31,8 +32,7 @@ type kubeParts struct {
 // buildKube connects to the API server if probelet is configured to. It
 // does not wait for the API server: probing never depends on it, and the
 // informer and writers catch up when it answers.
-func (a *Agent) buildKube(p *parts) (*kubeParts, error) {
-	cfg, err := kube.Config(a.cfg.Kubeconfig)
+func (a *Agent) buildKube(p *parts, cfg *rest.Config, err error) (*kubeParts, error) {
 	if errors.Is(err, kube.ErrNoConfig) {
 		a.log.Info("No API server configured (no --kubeconfig, not in a cluster): running node-only; " +
 			"readiness gates and Events are not written")

@@ -76,6 +76,8 @@ func TestConvert_Errors(t *testing.T) {
 			"document 2 (Job j), line 5: spec.template: must be a pod template"},
 		{"list item", `{"kind": "List", "items": [{"kind": "Pod", "metadata": {"name": "p"}, "spec": {"initContainers": [{"name": "i", "startupProbe": {"exec": {"command": ["x"]}}}]}}]}`,
 			"document 1 (Pod p), line 1: items[0].spec.initContainers[0].startupProbe: Forbidden"},
+		{"probe host outside the pod", "kind: Pod\nmetadata: {name: a, namespace: n}\nspec:\n  containers:\n  - name: a\n    livenessProbe: {tcpSocket: {host: 127.0.0.1, port: 80}}\n",
+			"document 1 (Pod n/a), line 5: spec.containers[0].livenessProbe.tcpSocket.host: Invalid value: \"127.0.0.1\": must be empty"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
