@@ -6,10 +6,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"math"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -434,4 +437,130 @@ func TestTenantProbeHostReachesOnlyItsPod(t *testing.T) {
 		t.Error(msg)
 	}
 	t.Logf("attackers: 0 connections; hostNetwork pod: %d connections to 127.0.0.1", hostnet.accepts.Load())
+}
+
+// silentListener listens on appPort, accepts every connection and never
+// answers (the test image's grpc-health in its hang mode, as the soak's
+// hanging targets), so every probe of it hangs until its timeout.
+var silentListener = shell(`trap "exit 0" TERM; grpc-health -port 8080 -hang & wait`)
+
+// hungProbe is an HTTP GET of a silent listener with an hour's timeout.
+func hungProbe(failures int32) *corev1.Probe {
+	p := httpProbe("/", 1, failures)
+	p.TimeoutSeconds = 3600
+	return p
+}
+
+// TestTenantHungProbesDelayNobody: attackers whose probes hang — HTTP GETs
+// of silent listeners with timeoutSeconds 3600, more of them than the
+// engine's runner pool, and exec probes whose child keeps stdout open —
+// beside the victim. The victim's probes keep their period grid (start
+// drift p99 under 5% of the period), and its readiness follows its app
+// within period × failureThreshold + 1 s both ways.
+func TestTenantHungProbesDelayNobody(t *testing.T) {
+	const attackers, execAttackers = 40, 4 // 80 hung HTTP probes: more than the pool's 64 runners
+	bed := testbed.Start(t)
+	d := startProbelet(t, bed)
+	// The victim's readiness is an HTTP GET: a TCP probe answered from the
+	// eBPF table never waits for a runner at all.
+	victim := runApp(t, bed, appSpec{name: "victim", cmd: webApp, probes: spec.ContainerProbes{
+		Readiness: httpProbe("/", 1, 1), Liveness: tcpProbe(appPort, 1, 3)}})
+	for i := range attackers {
+		runApp(t, bed, appSpec{name: fmt.Sprintf("hang-%02d", i), cmd: silentListener, probes: spec.ContainerProbes{
+			Readiness: hungProbe(1), Liveness: hungProbe(1 << 20)}})
+	}
+	for i := range execAttackers {
+		// The child holds stdout 20 s a run: long past the pool's
+		// patience, short of the bed's teardown.
+		keepOpen := execProbe(1, 1, "sh", "-c", "sleep 20 & echo detached")
+		keepOpen.TimeoutSeconds = 3600
+		runApp(t, bed, appSpec{name: fmt.Sprintf("hang-exec-%d", i), cmd: sleeper, probes: spec.ContainerProbes{Readiness: keepOpen}})
+	}
+	eventually(t, 60*time.Second, "every attacker's probes started and hanging", func() (bool, string) {
+		n, other := 0, ""
+		for _, c := range d.ps() {
+			if !strings.HasPrefix(c.PodName, "hang-") {
+				continue
+			}
+			// A run ends every period unless one hangs (the first may
+			// have found the listener not up yet).
+			if last := c.Probes["readiness"].LastProbeTime; c.Started && (last == nil || time.Since(*last) > 3*time.Second) {
+				n++
+			} else {
+				other = fmt.Sprintf("%s: %+v", c.PodName, c.Probes)
+			}
+		}
+		return n == attackers+execAttackers, fmt.Sprintf("%d of %d hanging; one not: %s", n, attackers+execAttackers, other)
+	})
+	if hung := d.gauge("probelet_probe_runners"); hung < 2*attackers {
+		t.Fatalf("probelet_probe_runners %v: the attack holds fewer probes than it should (%d HTTP)", hung, 2*attackers)
+	}
+
+	// The victim's probes keep their grid while the attack holds.
+	windowStart := time.Now()
+	seen := map[time.Time]bool{}
+	during(t, 15*time.Second, "the victim probed on time", func() (bool, string) {
+		for _, at := range victimRuns(t, d, victim, windowStart) { // the history keeps the last 10
+			seen[at] = true
+		}
+		s := victimOnTime(d, victim)
+		return s == "", s
+	})
+	runs := slices.SortedFunc(maps.Keys(seen), time.Time.Compare)
+	if len(runs) < 12 {
+		t.Fatalf("%d victim readiness runs in the 15 s window, want one a second", len(runs))
+	}
+	drift := make([]float64, 0, len(runs))
+	for i := 1; i < len(runs); i++ {
+		drift = append(drift, math.Abs(runs[i].Sub(runs[i-1]).Seconds()-1))
+	}
+	slices.Sort(drift)
+	p99 := drift[int(math.Ceil(0.99*float64(len(drift))))-1]
+	t.Logf("victim readiness start drift with %d hung probes: p99 %.1f%% of its 1 s period (%d intervals)", 2*attackers+execAttackers, 100*p99, len(drift))
+	if p99 > 0.05 {
+		t.Errorf("victim readiness start drift p99 %.1f%% of the period, want under 5%%; runs %v", 100*p99, runs)
+	}
+
+	// Its readiness follows its app both ways within period × threshold + 1 s.
+	stopped := time.Now()
+	mustExec(t, bed, victim.ctr, "killall", "httpd")
+	notReady := firstRunWith(t, d, victim, stopped, "Failure")
+	mustExec(t, bed, victim.ctr, "httpd", "-p", "8080", "-h", "/var/www")
+	restarted := time.Now()
+	ready := firstRunWith(t, d, victim, restarted, "Success")
+	for what, took := range map[string]time.Duration{"not ready": notReady.Sub(stopped), "ready again": ready.Sub(restarted)} {
+		if took > 2*time.Second {
+			t.Errorf("the victim's readiness turned %s %v after its app changed, want within period × threshold + 1 s (2 s)", what, took)
+		}
+	}
+}
+
+// victimRuns is the victim's readiness run times since since, oldest
+// first, from its history.
+func victimRuns(t *testing.T, d *daemon, v app, since time.Time) []time.Time {
+	t.Helper()
+	var runs []time.Time
+	for _, r := range d.describe(v.ctr).Probes["readiness"].History {
+		if !r.Time.Before(since) {
+			runs = append(runs, r.Time)
+		}
+	}
+	return runs
+}
+
+// firstRunWith waits for the victim's first readiness run with result since
+// since, and returns its time.
+func firstRunWith(t *testing.T, d *daemon, v app, since time.Time, result string) time.Time {
+	t.Helper()
+	var at time.Time
+	eventually(t, 10*time.Second, "a victim readiness "+result, func() (bool, string) {
+		for _, r := range d.describe(v.ctr).Probes["readiness"].History {
+			if !r.Time.Before(since) && r.Result == result {
+				at = r.Time
+				return true, ""
+			}
+		}
+		return false, "none yet"
+	})
+	return at
 }
