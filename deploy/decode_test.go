@@ -33,6 +33,8 @@ type objects struct {
 	configMaps      map[string]*corev1.ConfigMap
 	clusterRoles    map[string]*rbacv1.ClusterRole
 	roleBindings    map[string]*rbacv1.ClusterRoleBinding
+	nsRoles         map[string]*rbacv1.Role        // by namespace/name
+	nsRoleBindings  map[string]*rbacv1.RoleBinding // by namespace/name
 	policies        map[string]*admissionregistrationv1.ValidatingAdmissionPolicy
 	policyBindings  map[string]*admissionregistrationv1.ValidatingAdmissionPolicyBinding
 }
@@ -55,6 +57,8 @@ func load(fsys filesys.FileSystem, dir string) (*objects, error) {
 		configMaps:      map[string]*corev1.ConfigMap{},
 		clusterRoles:    map[string]*rbacv1.ClusterRole{},
 		roleBindings:    map[string]*rbacv1.ClusterRoleBinding{},
+		nsRoles:         map[string]*rbacv1.Role{},
+		nsRoleBindings:  map[string]*rbacv1.RoleBinding{},
 		policies:        map[string]*admissionregistrationv1.ValidatingAdmissionPolicy{},
 		policyBindings:  map[string]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{},
 	}
@@ -89,6 +93,10 @@ func (s *objects) add(o rendered) error {
 		s.clusterRoles[v.Name] = v
 	case *rbacv1.ClusterRoleBinding:
 		s.roleBindings[v.Name] = v
+	case *rbacv1.Role:
+		s.nsRoles[v.Namespace+"/"+v.Name] = v
+	case *rbacv1.RoleBinding:
+		s.nsRoleBindings[v.Namespace+"/"+v.Name] = v
 	case *admissionregistrationv1.ValidatingAdmissionPolicy:
 		s.policies[v.Name] = v
 	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:

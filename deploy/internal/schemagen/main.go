@@ -30,6 +30,8 @@ var roots = []string{
 	"io.k8s.api.core.v1.ServiceAccount",
 	"io.k8s.api.rbac.v1.ClusterRole",
 	"io.k8s.api.rbac.v1.ClusterRoleBinding",
+	"io.k8s.api.rbac.v1.Role",
+	"io.k8s.api.rbac.v1.RoleBinding",
 }
 
 // specFiles hold the roots' API groups in the release tree.
