@@ -82,6 +82,15 @@ func (t *Tracker) ObserveLease(name string, renew time.Time) {
 // Forget drops a node that was deleted.
 func (t *Tracker) Forget(name string) { delete(t.nodes, name) }
 
+// Retain forgets every node for which keep is false.
+func (t *Tracker) Retain(keep func(name string) bool) {
+	for name := range t.nodes {
+		if !keep(name) {
+			delete(t.nodes, name)
+		}
+	}
+}
+
 // Reset gives every node the whole grace period from now, as the node
 // lifecycle controller does when it leaves full disruption; a new leader
 // starts the same way, with an empty Tracker.

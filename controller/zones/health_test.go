@@ -81,4 +81,6 @@ func TestANewControllerGivesEveryNodeTheGracePeriod(t *testing.T) {
 
 	tr.Forget("n1")
 	wantHealth(t, tr, "n1", zones.Unknown)
+	tr.Retain(func(name string) bool { return name != "n2" })
+	wantHealth(t, tr, "n2", zones.Unknown)
 }
