@@ -51,7 +51,7 @@ func TestNeeds(t *testing.T) {
 
 func TestPatchWritesFalseAndKeepsAFalseTransitionTime(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 500, time.UTC)
-	earlier := metav1.NewTime(now.Add(-time.Hour))
+	earlier := metav1.NewTime(now.Add(-time.Hour).Truncate(time.Second))
 	for _, tc := range []struct {
 		name string
 		pod  *corev1.Pod
