@@ -145,7 +145,12 @@ func (h *Heartbeat) Run(ctx context.Context) error {
 // the next beat.
 func (h *Heartbeat) beat(ctx context.Context, retry *time.Duration) time.Duration {
 	if why := h.notProbing(); why != "" {
-		if why != h.holding {
+		switch {
+		case why == h.holding:
+		case h.latest == nil && h.holding == "":
+			// At start NRI usually connects a moment after this beat.
+			h.log.Info("Renewing the node Lease once probelet probes", zap.String("reason", why))
+		default:
 			h.log.Warn("Not renewing the node Lease: probelet is not probing", zap.String("reason", why))
 		}
 		h.holding = why
