@@ -92,13 +92,13 @@ func (e *env) patched() (out []string) {
 	return out
 }
 
-// run steps the clock 100 ms at a time, renewing the named Leases each
-// step, until cond holds.
+// run steps the clock 500 ms at a time (five marking ticks: a zone's one
+// token), renewing the named Leases each step, until cond holds.
 func (e *env) run(what string, cond func() bool, renewing ...string) {
 	e.t.Helper()
 	testutil.WaitFor(e.t, what, func() bool {
 		e.renew(renewing...)
-		e.clk.Step(100 * time.Millisecond)
+		e.clk.Step(500 * time.Millisecond)
 		return cond()
 	})
 }
