@@ -34,7 +34,7 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/probelet-nri-install ./cmd/probelet-nri-install
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/probelet-controller ./cmd/probelet-controller
 
-## image: probelet's OCI image (probelet, probectl, probelet-nri-install;
+## image: probelet's OCI image (probelet, probectl, probelet-nri-install, probelet-controller;
 ## amd64 and arm64 in one index) as an OCI layout tarball in $(IMAGE_OUT),
 ## built without a container engine; prints its digest. Reproducible: the
 ## same sources, Go and VERSION give the same digest
