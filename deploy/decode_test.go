@@ -7,6 +7,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -17,7 +18,7 @@ import (
 // field validation does: unknown and duplicate fields are errors.
 var strict = func() runtime.Decoder {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, admissionregistrationv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, admissionregistrationv1.AddToScheme, policyv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err)
 		}
@@ -28,6 +29,8 @@ var strict = func() runtime.Decoder {
 // objects are a rendering's typed objects, by name.
 type objects struct {
 	daemonSets      map[string]*appsv1.DaemonSet
+	deployments     map[string]*appsv1.Deployment
+	budgets         map[string]*policyv1.PodDisruptionBudget
 	namespaces      map[string]*corev1.Namespace
 	serviceAccounts map[string]*corev1.ServiceAccount
 	configMaps      map[string]*corev1.ConfigMap
@@ -52,6 +55,8 @@ func load(fsys filesys.FileSystem, dir string) (*objects, error) {
 	}
 	out := &objects{
 		daemonSets:      map[string]*appsv1.DaemonSet{},
+		deployments:     map[string]*appsv1.Deployment{},
+		budgets:         map[string]*policyv1.PodDisruptionBudget{},
 		namespaces:      map[string]*corev1.Namespace{},
 		serviceAccounts: map[string]*corev1.ServiceAccount{},
 		configMaps:      map[string]*corev1.ConfigMap{},
@@ -83,6 +88,10 @@ func (s *objects) add(o rendered) error {
 	switch v := obj.(type) {
 	case *appsv1.DaemonSet:
 		s.daemonSets[v.Name] = v
+	case *appsv1.Deployment:
+		s.deployments[v.Name] = v
+	case *policyv1.PodDisruptionBudget:
+		s.budgets[v.Name] = v
 	case *corev1.Namespace:
 		s.namespaces[v.Name] = v
 	case *corev1.ServiceAccount:
