@@ -23,16 +23,18 @@ export GOTOOLCHAIN := local
 
 all: build
 
-## build: compile bin/probelet, bin/probectl, bin/probelet-nri-install and
-## bin/probelet-exec (the static C helper of --exec-mode direct)
+## build: compile bin/probelet, bin/probectl, bin/probelet-nri-install,
+## bin/probelet-controller and bin/probelet-exec (the static C helper of
+## --exec-mode direct)
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/probelet ./cmd/probelet
 	hack/build-exec-helper.sh $(BIN)/probelet-exec
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/probectl ./cmd/probectl
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/probelet-nri-install ./cmd/probelet-nri-install
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/probelet-controller ./cmd/probelet-controller
 
-## image: probelet's OCI image (probelet, probectl, probelet-nri-install;
+## image: probelet's OCI image (probelet, probectl, probelet-nri-install, probelet-controller;
 ## amd64 and arm64 in one index) as an OCI layout tarball in $(IMAGE_OUT),
 ## built without a container engine; prints its digest. Reproducible: the
 ## same sources, Go and VERSION give the same digest

@@ -81,6 +81,14 @@ var breakages = []breakage{
 	{name: "policy fails open", want: "must fail closed",
 		target: "ValidatingAdmissionPolicy/probelet-own-node-pod-status",
 		ops:    `- {op: replace, path: /spec/failurePolicy, value: Ignore}`},
+	{name: "Leases in every namespace", want: "probelet has Roles", extra: "  - lease-role.yaml\n", // a second item under resources:
+		files: map[string]string{"lease-role.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: probelet-lease, namespace: default}\n" +
+			"rules: [{apiGroups: [coordination.k8s.io], resources: [leases], verbs: [get, create, update]}]\n"}},
+	{name: "Lease rights beyond renewing", want: "Role probelet-system/probelet-lease grants", target: "Role/probelet-lease",
+		ops: `- {op: add, path: /rules/0/verbs/-, value: delete}`},
+	{name: "other nodes' Leases", want: "policy binding probelet-own-node-lease must Deny",
+		target: "ValidatingAdmissionPolicyBinding/probelet-own-node-lease",
+		ops:    `- {op: replace, path: /spec/validationActions, value: [Audit]}`},
 	{name: "no token for the node-bound identity", want: "automountServiceAccountToken must be true",
 		ops: `- {op: replace, path: /spec/template/spec/automountServiceAccountToken, value: false}`},
 	{name: "unknown flag", want: "probelet has no flag --tcp-moed",

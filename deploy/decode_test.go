@@ -7,6 +7,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -17,7 +18,7 @@ import (
 // field validation does: unknown and duplicate fields are errors.
 var strict = func() runtime.Decoder {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, admissionregistrationv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, admissionregistrationv1.AddToScheme, policyv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err)
 		}
@@ -28,11 +29,15 @@ var strict = func() runtime.Decoder {
 // objects are a rendering's typed objects, by name.
 type objects struct {
 	daemonSets      map[string]*appsv1.DaemonSet
+	deployments     map[string]*appsv1.Deployment
+	budgets         map[string]*policyv1.PodDisruptionBudget
 	namespaces      map[string]*corev1.Namespace
 	serviceAccounts map[string]*corev1.ServiceAccount
 	configMaps      map[string]*corev1.ConfigMap
 	clusterRoles    map[string]*rbacv1.ClusterRole
 	roleBindings    map[string]*rbacv1.ClusterRoleBinding
+	nsRoles         map[string]*rbacv1.Role        // by namespace/name
+	nsRoleBindings  map[string]*rbacv1.RoleBinding // by namespace/name
 	policies        map[string]*admissionregistrationv1.ValidatingAdmissionPolicy
 	policyBindings  map[string]*admissionregistrationv1.ValidatingAdmissionPolicyBinding
 }
@@ -50,11 +55,15 @@ func load(fsys filesys.FileSystem, dir string) (*objects, error) {
 	}
 	out := &objects{
 		daemonSets:      map[string]*appsv1.DaemonSet{},
+		deployments:     map[string]*appsv1.Deployment{},
+		budgets:         map[string]*policyv1.PodDisruptionBudget{},
 		namespaces:      map[string]*corev1.Namespace{},
 		serviceAccounts: map[string]*corev1.ServiceAccount{},
 		configMaps:      map[string]*corev1.ConfigMap{},
 		clusterRoles:    map[string]*rbacv1.ClusterRole{},
 		roleBindings:    map[string]*rbacv1.ClusterRoleBinding{},
+		nsRoles:         map[string]*rbacv1.Role{},
+		nsRoleBindings:  map[string]*rbacv1.RoleBinding{},
 		policies:        map[string]*admissionregistrationv1.ValidatingAdmissionPolicy{},
 		policyBindings:  map[string]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{},
 	}
@@ -79,6 +88,10 @@ func (s *objects) add(o rendered) error {
 	switch v := obj.(type) {
 	case *appsv1.DaemonSet:
 		s.daemonSets[v.Name] = v
+	case *appsv1.Deployment:
+		s.deployments[v.Name] = v
+	case *policyv1.PodDisruptionBudget:
+		s.budgets[v.Name] = v
 	case *corev1.Namespace:
 		s.namespaces[v.Name] = v
 	case *corev1.ServiceAccount:
@@ -89,6 +102,10 @@ func (s *objects) add(o rendered) error {
 		s.clusterRoles[v.Name] = v
 	case *rbacv1.ClusterRoleBinding:
 		s.roleBindings[v.Name] = v
+	case *rbacv1.Role:
+		s.nsRoles[v.Namespace+"/"+v.Name] = v
+	case *rbacv1.RoleBinding:
+		s.nsRoleBindings[v.Namespace+"/"+v.Name] = v
 	case *admissionregistrationv1.ValidatingAdmissionPolicy:
 		s.policies[v.Name] = v
 	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:

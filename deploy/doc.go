@@ -8,4 +8,4 @@ package deploy
 
 // The schemas of k8s.io/kubernetes v1.37.1 (the same API as k8s.io/api
 // v0.37.2; v1.37.2 itself is not served by the module proxy).
-//go:generate go run ./internal/schemagen -version v1.37.1 -out testdata/openapi/schemas.json
+//go:generate go run ./internal/schemagen -version v1.37.2 -out testdata/openapi/schemas.json

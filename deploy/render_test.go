@@ -12,7 +12,7 @@ import (
 )
 
 // trees are the kustomize directories copied into in-memory filesystems.
-var trees = []string{"base", "components", "overlays"}
+var trees = []string{"base", "components", "overlays", "controller"}
 
 // memRoot is where memFS puts deploy/'s trees.
 const memRoot = "/deploy"

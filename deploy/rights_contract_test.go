@@ -13,8 +13,8 @@ import (
 // wantRules are probelet's rights in the API server, exactly: read pods,
 // patch pods/status (the readiness-gate condition), write Events, read
 // PodDisruptionBudgets (the kill guard), read namespaces (the probe host
-// grant label). Anything
-// more is a contract breach (least privilege).
+// grant label), get a Node (its Lease's owner). Anything more is a
+// contract breach (least privilege).
 var wantRules = []string{
 	"/pods:get,list,watch",
 	"/pods/status:patch",
@@ -22,7 +22,16 @@ var wantRules = []string{
 	"events.k8s.io/events:create,patch",
 	"policy/poddisruptionbudgets:get,list,watch",
 	"/namespaces:get,list,watch",
+	"/nodes:get",
 }
+
+// wantLeaseRules are probelet's rights in its own namespace, exactly: its
+// node Lease (the heartbeat, issue 20), read, created and renewed; never
+// deleted, listed or watched.
+var wantLeaseRules = []string{"coordination.k8s.io/leases:get,create,update"}
+
+// leaseRole names the Role and RoleBinding of the node Lease.
+const leaseRole = "probelet-lease"
 
 // checkRights checks the ClusterRole, its binding to probelet's service
 // account and the admission policy that keeps status writes on the node.
@@ -32,20 +41,12 @@ func checkRights(objs *objects) error {
 	if role == nil {
 		return errors.New("ClusterRole probelet missing")
 	}
-	var got []string
-	for _, r := range role.Rules {
-		for _, g := range r.APIGroups {
-			for _, res := range r.Resources {
-				got = append(got, g+"/"+res+":"+strings.Join(r.Verbs, ","))
-			}
-		}
-		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
-			errs = append(errs, fmt.Errorf("ClusterRole probelet: unexpected rule %+v", r))
-		}
-	}
+	got, err := grants("ClusterRole probelet", role.Rules)
+	errs = append(errs, err)
 	if !slices.Equal(got, wantRules) {
 		errs = append(errs, fmt.Errorf("ClusterRole probelet grants %q, want exactly %q", got, wantRules))
 	}
+	errs = append(errs, checkLeaseRights(objs))
 	b := objs.roleBindings[agentName]
 	want := rbacv1.Subject{Kind: "ServiceAccount", Name: agentName, Namespace: namespace}
 	if b == nil || b.RoleRef.Name != agentName || len(b.Subjects) != 1 || b.Subjects[0] != want {
@@ -118,4 +119,62 @@ func checkPolicyGuards(p *admissionregistrationv1.ValidatingAdmissionPolicy) []e
 		errs = append(errs, fmt.Errorf("policy %s must fail closed (failurePolicy: Fail)", p.Name))
 	}
 	return errs
+}
+
+// grants flattens rules to "group/resource:verbs"; resource names and
+// non-resource URLs are errors.
+func grants(what string, rules []rbacv1.PolicyRule) ([]string, error) {
+	var got []string
+	var errs []error
+	for _, r := range rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				got = append(got, g+"/"+res+":"+strings.Join(r.Verbs, ","))
+			}
+		}
+		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
+			errs = append(errs, fmt.Errorf("%s: unexpected rule %+v", what, r))
+		}
+	}
+	return got, errors.Join(errs...)
+}
+
+// checkLeaseRights checks the node Lease's Role in probelet's namespace
+// only, its binding to probelet's service account, and the admission
+// policy that keeps each probelet to its own node's Lease.
+func checkLeaseRights(objs *objects) error {
+	var errs []error
+	key := namespace + "/" + leaseRole
+	role, b := objs.nsRoles[key], objs.nsRoleBindings[key]
+	if role == nil || b == nil {
+		return fmt.Errorf("Role and RoleBinding %s must exist (the node Lease)", key)
+	}
+	if len(objs.nsRoles) != 1 || len(objs.nsRoleBindings) != 1 {
+		errs = append(errs, fmt.Errorf("probelet has Roles %d and RoleBindings %d, want only %s", len(objs.nsRoles), len(objs.nsRoleBindings), key))
+	}
+	got, err := grants("Role "+key, role.Rules)
+	errs = append(errs, err)
+	if !slices.Equal(got, wantLeaseRules) {
+		errs = append(errs, fmt.Errorf("Role %s grants %q, want exactly %q", key, got, wantLeaseRules))
+	}
+	want := rbacv1.Subject{Kind: "ServiceAccount", Name: agentName, Namespace: namespace}
+	if b.RoleRef.Kind != "Role" || b.RoleRef.Name != leaseRole || len(b.Subjects) != 1 || b.Subjects[0] != want {
+		errs = append(errs, fmt.Errorf("RoleBinding %s must bind the Role to %s/%s only: %+v", key, namespace, agentName, b))
+	}
+	const policy = "probelet-own-node-lease"
+	p, pb := objs.policies[policy], objs.policyBindings[policy]
+	switch {
+	case p == nil || pb == nil:
+		errs = append(errs, fmt.Errorf("ValidatingAdmissionPolicy %s and its binding must exist", policy))
+	case len(p.Spec.MatchConditions) != 1 ||
+		!strings.Contains(p.Spec.MatchConditions[0].Expression, "system:serviceaccount:"+namespace+":"+agentName):
+		errs = append(errs, fmt.Errorf("policy %s must match probelet's service account %s/%s", policy, namespace, agentName))
+	case !slices.ContainsFunc(p.Spec.Validations, func(v admissionregistrationv1.Validation) bool {
+		return strings.Contains(v.Expression, "object.metadata.name in variables.nodeNames")
+	}):
+		errs = append(errs, fmt.Errorf("policy %s must keep the Lease's name to the token's node", policy))
+	case !slices.Contains(pb.Spec.ValidationActions, "Deny"):
+		errs = append(errs, fmt.Errorf("policy binding %s must Deny", policy))
+	}
+	return errors.Join(errs...)
 }

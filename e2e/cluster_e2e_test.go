@@ -12,6 +12,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,7 +59,8 @@ func startClusterNode(t *testing.T, extra ...string) *clusterNode {
 func (n *clusterNode) applyDeployRights() {
 	n.t.Helper()
 	base := filepath.Join(repoRoot(), "deploy", "base")
-	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "admission-policy.yaml"} {
+	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "admission-policy.yaml",
+		"lease-rbac.yaml", "lease-admission-policy.yaml"} {
 		if out, err := n.c.Kubectl("apply", "-f", filepath.Join(base, f)); err != nil {
 			n.t.Fatalf("kubectl apply %s: %v\n%s", f, err, out)
 		}
@@ -480,6 +482,53 @@ func TestClusterRights(t *testing.T) {
 	if len(p.Status.PodIPs) > 0 && p.Status.PodIPs[0].IP == "10.254.0.9" || p.Status.Phase == corev1.PodFailed ||
 		p.Labels["hacked"] != "" || len(p.Finalizers) > 0 {
 		t.Errorf("a refused write changed the pod: %+v %+v", p.ObjectMeta, p.Status)
+	}
+}
+
+// TestClusterNodeLease: probelet keeps its node Lease in probelet-system
+// with deploy/'s rights (the Role and the admission policy), owned by the
+// Node and renewed; the same token cannot write another node's Lease.
+func TestClusterNodeLease(t *testing.T) {
+	t.Parallel()
+	n := startClusterNode(t)
+	ctx := context.Background()
+	node, err := n.admin.CoreV1().Nodes().Get(ctx, n.k.NodeName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases := n.admin.CoordinationV1().Leases("probelet-system")
+	var first time.Time
+	eventually(t, 60*time.Second, "probelet's node Lease", func() (bool, string) {
+		l, err := leases.Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if l.Spec.RenewTime != nil && first.IsZero() {
+			first = l.Spec.RenewTime.Time
+		}
+		owned := len(l.OwnerReferences) == 1 && l.OwnerReferences[0].UID == node.UID && l.OwnerReferences[0].Kind == "Node"
+		ok := owned && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == node.Name &&
+			l.Spec.LeaseDurationSeconds != nil && *l.Spec.LeaseDurationSeconds == 40 &&
+			l.Spec.RenewTime != nil && l.Spec.RenewTime.After(first)
+		return ok, fmt.Sprintf("%+v %+v", l.ObjectMeta.OwnerReferences, l.Spec)
+	})
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", n.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := "node-b"
+	other := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "node-b", Namespace: "probelet-system"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
+	if _, err := as.CoordinationV1().Leases("probelet-system").Create(ctx, other, metav1.CreateOptions{}); !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+		t.Errorf("creating node-b's Lease with node %s's token: %v, want Forbidden", node.Name, err)
+	}
+	if _, err := as.CoordinationV1().Leases("default").Get(ctx, node.Name, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("reading a Lease in default: %v, want Forbidden", err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,6 +42,15 @@ type Client interface {
 	// PatchEvent applies a strategic merge patch to an Event (a repeat's
 	// count and last timestamp).
 	PatchEvent(ctx context.Context, namespace, name string, patch []byte) (*corev1.Event, error)
+	// GetNode reads a node: the owner of probelet's Lease.
+	GetNode(ctx context.Context, name string) (*corev1.Node, error)
+	// GetLease reads a coordination.k8s.io/v1 Lease.
+	GetLease(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error)
+	// CreateLease creates a Lease in its namespace.
+	CreateLease(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error)
+	// UpdateLease replaces a Lease; its resourceVersion makes it fail with
+	// a conflict when the Lease changed since it was read.
+	UpdateLease(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error)
 }
 
 // FieldManager names probelet's writes in managedFields.
@@ -56,6 +66,7 @@ func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(corev1.AddToScheme(s))
 	utilruntime.Must(policyv1.AddToScheme(s))
+	utilruntime.Must(coordinationv1.AddToScheme(s))
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	return s
 }
@@ -71,11 +82,12 @@ const DefaultRequestTimeout = 10 * time.Second
 type restClient struct {
 	core    rest.Interface // /api/v1
 	policy  rest.Interface // /apis/policy/v1
+	coord   rest.Interface // /apis/coordination.k8s.io/v1
 	timeout time.Duration
 	m       *Metrics
 }
 
-// NewClient returns a Client for cfg. Its two API groups share one HTTP
+// NewClient returns a Client for cfg. Its API groups share one HTTP
 // client and one rate limiter, as a clientset's do. cfg.Timeout (default
 // DefaultRequestTimeout) bounds each call but watches: client-go would put
 // it on the HTTP client, which cuts every watch at that age, so it is set
@@ -116,6 +128,9 @@ func NewClient(cfg *rest.Config, m *Metrics) (Client, error) {
 		return nil, err
 	}
 	if c.policy, err = group("/apis", policyv1.SchemeGroupVersion); err != nil {
+		return nil, err
+	}
+	if c.coord, err = group("/apis", coordinationv1.SchemeGroupVersion); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -172,6 +187,34 @@ func (c *restClient) PatchEvent(ctx context.Context, namespace, name string, pat
 	err := c.core.Patch(types.StrategicMergePatchType).Namespace(namespace).Resource("events").Name(name).
 		Body(patch).Timeout(c.timeout).Do(ctx).Into(out)
 	return out, c.count(ctx, "patch events", err)
+}
+
+func (c *restClient) GetNode(ctx context.Context, name string) (*corev1.Node, error) {
+	out := &corev1.Node{}
+	err := c.core.Get().Resource("nodes").Name(name).Timeout(c.timeout).Do(ctx).Into(out)
+	return out, c.count(ctx, "get nodes", err)
+}
+
+func (c *restClient) GetLease(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error) {
+	out := &coordinationv1.Lease{}
+	err := c.coord.Get().Namespace(namespace).Resource("leases").Name(name).Timeout(c.timeout).Do(ctx).Into(out)
+	return out, c.count(ctx, "get leases", err)
+}
+
+func (c *restClient) CreateLease(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	out := &coordinationv1.Lease{}
+	err := c.coord.Post().Namespace(lease.Namespace).Resource("leases").
+		VersionedParams(&metav1.CreateOptions{FieldManager: FieldManager}, metav1.ParameterCodec).
+		Body(lease).Timeout(c.timeout).Do(ctx).Into(out)
+	return out, c.count(ctx, "create leases", err)
+}
+
+func (c *restClient) UpdateLease(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	out := &coordinationv1.Lease{}
+	err := c.coord.Put().Namespace(lease.Namespace).Resource("leases").Name(lease.Name).
+		VersionedParams(&metav1.UpdateOptions{FieldManager: FieldManager}, metav1.ParameterCodec).
+		Body(lease).Timeout(c.timeout).Do(ctx).Into(out)
+	return out, c.count(ctx, "update leases", err)
 }
 
 // count counts a failed call, unless the caller gave up on it.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +41,9 @@ func TestClientSpeaksTheAPI(t *testing.T) {
 	budgets := &policyv1.PodDisruptionBudgetList{TypeMeta: metav1.TypeMeta{Kind: "PodDisruptionBudgetList", APIVersion: "policy/v1"},
 		Items: []policyv1.PodDisruptionBudget{{ObjectMeta: metav1.ObjectMeta{Name: "web-pdb", Namespace: "default"}}}}
 	watchEvent := map[string]any{"type": "ADDED", "object": pod}
+	node := &corev1.Node{TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "n-uid"}}
+	lease := &coordinationv1.Lease{TypeMeta: metav1.TypeMeta{Kind: "Lease", APIVersion: "coordination.k8s.io/v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", Namespace: "probelet-system", ResourceVersion: "3"}}
 
 	for _, tc := range []struct {
 		name  string
@@ -109,6 +113,30 @@ func TestClientSpeaksTheAPI(t *testing.T) {
 		want: request{method: "PATCH", path: "/api/v1/namespaces/default/events/web.1", query: url.Values{},
 			contentType: "application/strategic-merge-patch+json", body: `{"count":2}`},
 		check: func(t *testing.T, o runtime.Object) { wantName(t, o.(*corev1.Event).Name, "web.1") },
+	}, {
+		name: "get a node", reply: node,
+		call:  func(ctx context.Context, c kube.Client) (runtime.Object, error) { return c.GetNode(ctx, "n1") },
+		want:  request{method: "GET", path: "/api/v1/nodes/n1", query: url.Values{}},
+		check: func(t *testing.T, o runtime.Object) { wantName(t, string(o.(*corev1.Node).UID), "n-uid") },
+	}, {
+		name: "get a Lease", reply: lease,
+		call: func(ctx context.Context, c kube.Client) (runtime.Object, error) {
+			return c.GetLease(ctx, "probelet-system", "n1")
+		},
+		want:  request{method: "GET", path: "/apis/coordination.k8s.io/v1/namespaces/probelet-system/leases/n1", query: url.Values{}},
+		check: func(t *testing.T, o runtime.Object) { wantName(t, o.(*coordinationv1.Lease).Name, "n1") },
+	}, {
+		name: "create a Lease", reply: lease,
+		call: func(ctx context.Context, c kube.Client) (runtime.Object, error) { return c.CreateLease(ctx, lease) },
+		want: request{method: "POST", path: "/apis/coordination.k8s.io/v1/namespaces/probelet-system/leases",
+			query: url.Values{"fieldManager": {"probelet"}}, contentType: "application/json"},
+		check: func(t *testing.T, o runtime.Object) { wantName(t, o.(*coordinationv1.Lease).Name, "n1") },
+	}, {
+		name: "update a Lease", reply: lease,
+		call: func(ctx context.Context, c kube.Client) (runtime.Object, error) { return c.UpdateLease(ctx, lease) },
+		want: request{method: "PUT", path: "/apis/coordination.k8s.io/v1/namespaces/probelet-system/leases/n1",
+			query: url.Values{"fieldManager": {"probelet"}}, contentType: "application/json"},
+		check: func(t *testing.T, o runtime.Object) { wantName(t, o.(*coordinationv1.Lease).ResourceVersion, "3") },
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			seen := make(chan request, 1)
@@ -174,6 +202,10 @@ func TestCallsToAHangingAPIServerEndAtTheirDeadline(t *testing.T) {
 		{"create events", func(ctx context.Context, c kube.Client) error { _, err := c.CreateEvent(ctx, event); return err }},
 		{"patch events", func(ctx context.Context, c kube.Client) error {
 			_, err := c.PatchEvent(ctx, "default", "web.1", []byte(`{}`))
+			return err
+		}},
+		{"update leases", func(ctx context.Context, c kube.Client) error {
+			_, err := c.UpdateLease(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1", Namespace: "probelet-system"}})
 			return err
 		}},
 	} {

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -89,6 +90,13 @@ type Manager struct {
 	parked      bool
 	dispatching bool
 	idleCh      chan struct{}
+
+	// looping is set while the scheduler goroutine runs; nextRound is when
+	// it is due to go round next (unix nanoseconds, noRound when nothing is
+	// due). Both are read without mu, by SchedulerLag: a wedged scheduler
+	// may hold the lock.
+	looping   atomic.Bool
+	nextRound atomic.Int64
 }
 
 // NewManager returns a Manager; call Start to begin probing.
@@ -146,8 +154,11 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.running = true
 	m.alarm = newAlarm(m.clock)
 	close(m.runStarted)
+	m.nextRound.Store(m.clock.Now().UnixNano())
+	m.looping.Store(true)
 	m.mu.Unlock()
 	m.loop(ctx)
+	m.looping.Store(false)
 	m.shutdown()
 	return nil
 }

@@ -2,8 +2,13 @@ package prober
 
 import (
 	"context"
+	"math"
 	"time"
 )
+
+// noRound in Manager.nextRound says the scheduler sleeps with nothing due:
+// it goes round again when a pod changes.
+const noRound = math.MinInt64
 
 // coalesceWindow is how much earlier than its due time a worker may tick
 // when the scheduler is awake anyway: every worker due within the window
@@ -31,6 +36,24 @@ func (m *Manager) loop(ctx context.Context) {
 		}
 		m.alarm.wait()
 	}
+}
+
+// SchedulerLag reports how far the scheduler goroutine is behind its next
+// round, by the engine's clock: zero while it sleeps until a due time still
+// ahead, or with nothing due at all (a node without probes is not stalled);
+// growing while a round that was due has not come — a wedged scheduler, or
+// one stuck in a round. running is false before Run and after it ended.
+// It reads two atomics and never takes the engine's lock, so a heartbeat
+// can ask it of a wedged engine.
+func (m *Manager) SchedulerLag() (lag time.Duration, running bool) {
+	if !m.looping.Load() {
+		return 0, false
+	}
+	next := m.nextRound.Load()
+	if next == noRound {
+		return 0, true
+	}
+	return max(m.clock.Now().Sub(time.Unix(0, next)), 0), true
 }
 
 // wakeToStop fires the alarm for the end of Run's context, unless the
@@ -72,8 +95,10 @@ func (m *Manager) dispatchDue() {
 func (m *Manager) sleep() {
 	_, next, ok := m.queue.next()
 	if !ok {
+		m.nextRound.Store(noRound)
 		m.alarm.disarm()
 	} else if d := next.Sub(m.clock.Now()); d > 0 {
+		m.nextRound.Store(next.UnixNano())
 		m.alarm.set(d)
 		// A fake clock stepped between Now and set moved the timer's
 		// target a whole step past next, and fires it only at the step
@@ -114,6 +139,9 @@ func (m *Manager) tick(w *worker, now time.Time) {
 func (m *Manager) schedule(w *worker, due time.Time) {
 	w.due = due
 	if m.queue.push(w) {
+		// The scheduler is due by w's time now: sleep (or a round under
+		// way) sets this again before it parks.
+		m.nextRound.Store(due.UnixNano())
 		m.nudge()
 	}
 }

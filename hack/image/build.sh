@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # build.sh: builds probelet's OCI image without a container engine: the
-# static binaries (probelet, probectl, probelet-nri-install) for every
+# static binaries (probelet, probectl, probelet-nri-install, probelet-controller) for every
 # platform, plus hack/image/rootfs (/etc/passwd, /etc/group), packed by
 # hack/testbed/mkimage into one multi-platform image (an image index) as an
 # OCI layout tarball that `ctr images import`, skopeo and crane accept.
@@ -24,7 +24,7 @@ IMAGE_HACK=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$IMAGE_HACK/../.." && pwd)
 
 # BINARIES are the image's programs: package and installed name.
-BINARIES=(probelet probectl probelet-nri-install)
+BINARIES=(probelet probectl probelet-nri-install probelet-controller)
 # ENTRYPOINT and ENV_PATH match deploy/Dockerfile (deploy/image_test.go).
 ENTRYPOINT=/usr/local/bin/probelet
 ENV_PATH=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin

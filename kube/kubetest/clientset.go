@@ -6,6 +6,7 @@ package kubetest
 import (
 	"context"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -74,4 +75,20 @@ func (c clientset) CreateEvent(ctx context.Context, ev *corev1.Event) (*corev1.E
 
 func (c clientset) PatchEvent(ctx context.Context, namespace, name string, patch []byte) (*corev1.Event, error) {
 	return c.cs.CoreV1().Events(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+}
+
+func (c clientset) GetNode(ctx context.Context, name string) (*corev1.Node, error) {
+	return c.cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+}
+
+func (c clientset) GetLease(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error) {
+	return c.cs.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (c clientset) CreateLease(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	return c.cs.CoordinationV1().Leases(lease.Namespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: kube.FieldManager})
+}
+
+func (c clientset) UpdateLease(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	return c.cs.CoordinationV1().Leases(lease.Namespace).Update(ctx, lease, metav1.UpdateOptions{FieldManager: kube.FieldManager})
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/containerd/nri/pkg/api"
+	"k8s.io/apimachinery/pkg/util/validation"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/probelet/probelet/directexec"
 	"github.com/probelet/probelet/internal/endpoint"
 	"github.com/probelet/probelet/killguard"
+	"github.com/probelet/probelet/kube/heartbeat"
 	"github.com/probelet/probelet/plugin"
 )
 
@@ -70,6 +72,9 @@ type Config struct {
 	// DaemonSet passes NODE_NAME from the downward API). Default: the
 	// hostname, lower-cased, like the kubelet's.
 	NodeName string `json:"nodeName,omitempty"`
+	// LeaseNamespace holds the node Lease probelet renews while probing,
+	// named after the node (--lease-namespace).
+	LeaseNamespace string `json:"leaseNamespace,omitempty"`
 	// LogFormat is console or json (--log-format).
 	LogFormat string `json:"logFormat,omitempty"`
 	// LogLevel is debug, info, warn or error (--log-level).
@@ -122,6 +127,7 @@ func Default() Config {
 		ReconcileInterval: Duration{5 * time.Minute},
 		StateDir:          "/var/lib/probelet",
 		NodeName:          defaultNodeName(),
+		LeaseNamespace:    heartbeat.DefaultNamespace,
 		LogFormat:         "console",
 		LogLevel:          "info",
 	}
@@ -179,6 +185,9 @@ func (c Config) Validate() error {
 	}
 	if c.NodeName == "" {
 		check("node-name", errors.New("is empty and the hostname is unknown"))
+	}
+	if bad := validation.IsDNS1123Label(c.LeaseNamespace); len(bad) > 0 {
+		check("lease-namespace", fmt.Errorf("%q is not a namespace name: %s", c.LeaseNamespace, strings.Join(bad, "; ")))
 	}
 	check("cri-proxy-listen", c.validateProxy())
 	_, err := c.ProbeHostCIDRs()

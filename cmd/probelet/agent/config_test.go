@@ -45,6 +45,7 @@ func TestValidateNamesTheFlag(t *testing.T) {
 		{"exec mode", func(c *agent.Config) { c.ExecMode = "nsenter" }, `--exec-mode: "nsenter" is not one of runtime, direct`},
 		{"relative runtime state dir", func(c *agent.Config) { c.RuntimeStateDir = "run/containerd" }, "--runtime-state-dir"},
 		{"relative exec helper", func(c *agent.Config) { c.ExecHelper = "probelet-exec" }, "--exec-helper"},
+		{"lease namespace", func(c *agent.Config) { c.LeaseNamespace = "Probelet_System" }, `--lease-namespace: "Probelet_System" is not a namespace name`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/kube/events"
+	"github.com/probelet/probelet/kube/heartbeat"
 	"github.com/probelet/probelet/kube/pdb"
 	"github.com/probelet/probelet/kube/podwatch"
 	"github.com/probelet/probelet/kube/readiness"
@@ -26,8 +27,16 @@ type kubeParts struct {
 	pods      *podwatch.Watcher
 	readiness *readiness.Writer
 	events    *events.Recorder
+	heartbeat *heartbeat.Heartbeat
 	budgets   *pdb.Checker // nil: --kill-guard off
 }
+
+// nriConnection reads the NRI plugin's connection when asked: the parts
+// get their plugin after the API server side is built (a launched plugin's
+// comes first, but its parts are built after).
+type nriConnection struct{ p *parts }
+
+func (c nriConnection) Connected() bool { return c.p.plugin != nil && c.p.plugin.Connected() }
 
 // buildKube connects to the API server if probelet is configured to. It
 // does not wait for the API server: probing never depends on it, and the
@@ -65,6 +74,10 @@ func (a *Agent) buildKube(p *parts, cfg *rest.Config, err error) (*kubeParts, er
 	if k.events, err = events.New(client, a.cfg.NodeName, p.engine, log.Named("events")); err != nil {
 		return nil, err
 	}
+	if k.heartbeat, err = heartbeat.New(heartbeat.Options{Client: client, NodeName: a.cfg.NodeName,
+		Namespace: a.cfg.LeaseNamespace, Runtime: nriConnection{p}, Scheduler: p.engine, Log: log.Named("heartbeat")}); err != nil {
+		return nil, err
+	}
 	if p.guard != nil {
 		if k.budgets, err = pdb.New(client, k.pods.Lister()); err != nil {
 			return nil, err
@@ -82,7 +95,7 @@ func (k *kubeParts) run(ctx context.Context) error {
 	}
 	runs := map[string]func(context.Context) error{
 		"pod watch": k.pods.Run, "readiness condition writer": k.readiness.Run, "event recorder": k.events.Run,
-		"API server connection": k.announce,
+		"API server connection": k.announce, "node Lease heartbeat": k.heartbeat.Run,
 	}
 	if k.budgets != nil {
 		runs["PodDisruptionBudget watch"] = k.budgets.Run

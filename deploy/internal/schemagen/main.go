@@ -25,11 +25,15 @@ var roots = []string{
 	"io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy",
 	"io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
 	"io.k8s.api.apps.v1.DaemonSet",
+	"io.k8s.api.apps.v1.Deployment",
 	"io.k8s.api.core.v1.ConfigMap",
 	"io.k8s.api.core.v1.Namespace",
 	"io.k8s.api.core.v1.ServiceAccount",
+	"io.k8s.api.policy.v1.PodDisruptionBudget",
 	"io.k8s.api.rbac.v1.ClusterRole",
 	"io.k8s.api.rbac.v1.ClusterRoleBinding",
+	"io.k8s.api.rbac.v1.Role",
+	"io.k8s.api.rbac.v1.RoleBinding",
 }
 
 // specFiles hold the roots' API groups in the release tree.
@@ -37,6 +41,7 @@ var specFiles = []string{
 	"api/openapi-spec/v3/api__v1_openapi.json",
 	"api/openapi-spec/v3/apis__admissionregistration.k8s.io__v1_openapi.json",
 	"api/openapi-spec/v3/apis__apps__v1_openapi.json",
+	"api/openapi-spec/v3/apis__policy__v1_openapi.json",
 	"api/openapi-spec/v3/apis__rbac.authorization.k8s.io__v1_openapi.json",
 }
 

@@ -1,0 +1,193 @@
+// Command probelet-controller is probelet's cluster side: while it leads
+// (client-go leader election on a Lease), it watches probelet's node
+// Leases and marks the readiness-gated pods of a node whose probelet went
+// silent not Ready, with the node lifecycle controller's zone rules
+// (controller/monitor, controller/zones).
+//
+// TODO(issue 28): the admission webhook (--webhook-listen), the Deployment
+// and PodDisruptionBudget in deploy/, and the two-node e2e.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/probelet/probelet/controller/monitor"
+	"github.com/probelet/probelet/controller/zones"
+	"github.com/probelet/probelet/kube"
+	"github.com/probelet/probelet/kube/heartbeat"
+)
+
+// component names the controller in Events and its leader Lease.
+const component = "probelet-controller"
+
+func main() {
+	if err := run(os.Args[1:]); err != nil && !errors.Is(err, pflag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, component+":", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command line.
+type options struct {
+	kubeconfig, leaseNamespace, metricsAddr string
+	grace                                   time.Duration
+	leaderElect                             bool
+	zones                                   zones.Config
+}
+
+func parse(args []string) (options, error) {
+	o := options{zones: zones.DefaultConfig()}
+	fs := pflag.NewFlagSet(component, pflag.ContinueOnError)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server; empty: the in-cluster configuration")
+	fs.StringVar(&o.leaseNamespace, "lease-namespace", heartbeat.DefaultNamespace, "namespace of probelet's node Leases (and of the leader election Lease)")
+	fs.DurationVar(&o.grace, "grace-period", monitor.DefaultGracePeriod, "how long a probelet Lease may go unrenewed, as this controller observes it, before its node's gated pods are marked not Ready")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among the replicas; only the leader marks pods")
+	fs.Float32Var(&o.zones.UnhealthyZoneThreshold, "unhealthy-zone-threshold", o.zones.UnhealthyZoneThreshold, "share of a zone's probelets silent (more than 2 of them) that makes a PartialDisruption")
+	fs.IntVar(&o.zones.LargeClusterSizeThreshold, "large-cluster-size-threshold", o.zones.LargeClusterSizeThreshold, "zone size above which a PartialDisruption marks at the secondary rate rather than not at all")
+	fs.Float32Var(&o.zones.MarkingRate, "marking-rate", o.zones.MarkingRate, "pods marked per second in a Normal zone")
+	fs.Float32Var(&o.zones.SecondaryMarkingRate, "secondary-marking-rate", o.zones.SecondaryMarkingRate, "pods marked per second in a large partially disrupted zone")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9810", "HOST:PORT serving /metrics and /healthz; empty turns it off")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.grace <= 0 {
+		return o, fmt.Errorf("--grace-period: %s must be positive", o.grace)
+	}
+	return o, o.zones.Validate()
+}
+
+func run(args []string) error {
+	o, err := parse(args)
+	if err != nil {
+		return err
+	}
+	log, err := zap.NewProduction()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	cfg, err := kube.Config(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.UserAgent = component
+	// kube.Config bounds each call for the agent's narrow client, which
+	// puts it on every request but watches; a clientset would put it on
+	// the HTTP client and cut every informer's watch at that age.
+	cfg.Timeout = 0
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	reg := prometheus.NewRegistry()
+	zoneState := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "probelet_controller_zone_state",
+		Help: "Each zone's state by the zone rules: 1 for the state it is in (Normal, PartialDisruption, FullDisruption)."},
+		[]string{"zone", "state"})
+	if err := reg.Register(zoneState); err != nil {
+		return err
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	m, err := monitor.New(monitor.Options{Client: client, Namespace: o.leaseNamespace, Grace: o.grace, Zones: o.zones,
+		Recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component}), Log: log.Named("monitor"),
+		OnState: func(zone string, s zones.State) {
+			for _, st := range []zones.State{zones.Normal, zones.PartialDisruption, zones.FullDisruption} {
+				v := 0.0
+				if st == s {
+					v = 1
+				}
+				zoneState.WithLabelValues(zone, st.String()).Set(v)
+			}
+		}})
+	if err != nil {
+		return err
+	}
+	if o.metricsAddr != "" {
+		if err := serveMetrics(ctx, o.metricsAddr, reg, log); err != nil {
+			return err
+		}
+	}
+	if !o.leaderElect {
+		return m.Run(ctx)
+	}
+	return lead(ctx, client, o.leaseNamespace, log, m.Run)
+}
+
+// lead runs f while this replica leads. Losing the lead ends the process,
+// as kube-controller-manager does: a fresh start is the simplest way to
+// drop every judgement and queue of the old term.
+func lead(ctx context.Context, client kubernetes.Interface, namespace string, log *zap.Logger, f func(context.Context) error) error {
+	id, err := os.Hostname()
+	if err != nil {
+		return err
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, namespace, component, nil, client.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: id})
+	if err != nil {
+		return err
+	}
+	var runErr error
+	lost := errors.New("lost the leader election")
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock: lock, ReleaseOnCancel: true,
+		// kube-controller-manager's defaults.
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				log.Info("Leading", zap.String("identity", id))
+				runErr = f(ctx)
+			},
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					runErr = errors.Join(runErr, lost)
+				}
+			},
+		},
+	})
+	return runErr
+}
+
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log *zap.Logger) error {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--metrics-bind-address: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("The metrics server stopped", zap.Error(err))
+		}
+	}()
+	context.AfterFunc(ctx, func() { _ = srv.Close() })
+	return nil
+}

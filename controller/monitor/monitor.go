@@ -1,0 +1,304 @@
+// Package monitor is probelet-controller's Lease monitor: it watches
+// probelet's node Leases, the Nodes and the pods, judges each node's
+// probelet with the zone rules (controller/zones) every monitor period,
+// and marks the gated pods of a Ready node whose probelet is silent not
+// Ready (controller/marking) through a rate limit per zone. Run it while
+// leading: a new leader starts with a fresh judgement, and every node gets
+// the whole grace period.
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/probelet/probelet/controller/marking"
+	"github.com/probelet/probelet/controller/zones"
+)
+
+const (
+	// DefaultPeriod is how often nodes are judged, the node lifecycle
+	// controller's --node-monitor-period.
+	DefaultPeriod = 5 * time.Second
+	// echoWait bounds how long a marking the informer does not show yet
+	// keeps its pod from being marked again.
+	echoWait = 30 * time.Second
+	// markPeriod is how often the zones' queues are served, the node
+	// lifecycle controller's nodeEvictionPeriod: with burst 1, a zone's
+	// rate is met up to 10 markings a second.
+	markPeriod = 100 * time.Millisecond
+	// DefaultGracePeriod is --grace-period: four missed renewals.
+	DefaultGracePeriod = 40 * time.Second
+	// byNode indexes pods by spec.nodeName.
+	byNode = "byNode"
+)
+
+// Options are the monitor's inputs.
+type Options struct {
+	Client    kubernetes.Interface
+	Namespace string // the Leases' (--lease-namespace)
+	Grace     time.Duration
+	Zones     zones.Config
+	Recorder  record.EventRecorder // Warning Events on marked pods; nil: none
+	Clock     clock.WithTicker     // default real
+	Log       *zap.Logger
+	// OnState is told each zone's state after every pass (metrics).
+	OnState func(zone string, s zones.State)
+}
+
+// Monitor marks the pods of silent probelets. Run it once per leadership.
+type Monitor struct {
+	o       Options
+	tracker *zones.Tracker
+	mon     *zones.Monitor
+	lim     *zones.Limiters
+	leases  cache.SharedIndexInformer
+	nodes   cache.SharedIndexInformer
+	pods    cache.SharedIndexInformer
+	// queue holds, per zone, the pods waiting for a token, in order.
+	queue map[string][]queued
+	// marked are the pods marked whose informer copy does not show it
+	// yet: nothing is marked twice.
+	marked map[types.UID]markedAt
+	// held is the reason the last pass held every zone back ("" when it
+	// did not), so the log says it once per change.
+	held string
+}
+
+type markedAt struct {
+	reason string
+	at     time.Time
+}
+
+type queued struct {
+	key    types.NamespacedName
+	node   string
+	reason string
+	renew  time.Time
+}
+
+// New returns a Monitor; it starts nothing.
+func New(o Options) (*Monitor, error) {
+	if o.Client == nil || o.Namespace == "" {
+		return nil, errors.New("monitor: a client and the Lease namespace are required")
+	}
+	if err := o.Zones.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Grace <= 0 {
+		o.Grace = DefaultGracePeriod
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Log == nil {
+		o.Log = zap.NewNop()
+	}
+	return &Monitor{o: o, queue: map[string][]queued{}, marked: map[types.UID]markedAt{}}, nil
+}
+
+// Run watches and marks until ctx ends.
+func (m *Monitor) Run(ctx context.Context) error {
+	all := informers.NewSharedInformerFactory(m.o.Client, 0)
+	inNS := informers.NewSharedInformerFactoryWithOptions(m.o.Client, 0, informers.WithNamespace(m.o.Namespace))
+	m.leases = inNS.Coordination().V1().Leases().Informer()
+	m.nodes = all.Core().V1().Nodes().Informer()
+	m.pods = all.Core().V1().Pods().Informer()
+	if err := m.pods.AddIndexers(cache.Indexers{byNode: func(obj any) ([]string, error) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" && marking.Gated(p) {
+			return []string{p.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return fmt.Errorf("monitor: %w", err)
+	}
+	all.Start(ctx.Done())
+	inNS.Start(ctx.Done())
+	defer all.Shutdown()
+	defer inNS.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), m.leases.HasSynced, m.nodes.HasSynced, m.pods.HasSynced) {
+		return nil
+	}
+	// The judgement starts now: every node gets the whole grace period.
+	m.tracker = zones.NewTracker(m.o.Clock, m.o.Grace)
+	m.lim = zones.NewLimiters(m.o.Clock)
+	m.mon = zones.NewMonitor(m.o.Zones, m.tracker, m.lim)
+	m.o.Log.Info("Monitoring probelet Leases", zap.String("namespace", m.o.Namespace), zap.Duration("grace", m.o.Grace))
+	m.pass()
+	judge := m.o.Clock.NewTicker(DefaultPeriod)
+	defer judge.Stop()
+	mark := m.o.Clock.NewTicker(markPeriod)
+	defer mark.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-judge.C():
+			m.pass()
+		case <-mark.C():
+			m.markQueued(ctx)
+		}
+	}
+}
+
+// pass observes the Leases, judges the nodes and queues the pods to mark.
+func (m *Monitor) pass() {
+	var nodes []zones.Node
+	known := map[string]bool{}
+	for _, obj := range m.nodes.GetStore().List() {
+		if n, ok := obj.(*corev1.Node); ok {
+			nodes = append(nodes, zones.Node{Name: n.Name, Zone: zoneKey(n), Ready: ready(n)})
+			known[n.Name] = true
+		}
+	}
+	m.tracker.Retain(func(name string) bool { return known[name] })
+	// Only a node's Lease: the namespace also holds the leader's.
+	for _, obj := range m.leases.GetStore().List() {
+		if l, ok := obj.(*coordinationv1.Lease); ok && l.Spec.RenewTime != nil && known[l.Name] {
+			m.tracker.ObserveLease(l.Name, l.Spec.RenewTime.Time)
+		}
+	}
+	p := m.mon.Pass(nodes)
+	for zone, s := range p.States {
+		if m.o.OnState != nil {
+			m.o.OnState(zone, s)
+		}
+	}
+	m.report(p)
+	for uid, mk := range m.marked {
+		if m.o.Clock.Since(mk.at) >= echoWait {
+			delete(m.marked, uid)
+		}
+	}
+	m.queue = map[string][]queued{}
+	for _, n := range p.Unavailable {
+		m.enqueue(n, marking.ReasonUnavailable)
+	}
+	for _, n := range p.NotRunning {
+		m.enqueue(n, marking.ReasonNotRunning)
+	}
+}
+
+// report logs why marking is held back, once per change.
+func (m *Monitor) report(p zones.Pass) {
+	held := ""
+	switch {
+	case p.AllDisrupted:
+		held = fmt.Sprintf("every zone is fully disrupted (%d probelets silent, none renewing): a bad rollout or the control plane, not the apps; marking nothing", len(p.Unavailable))
+	case p.Recovered:
+		m.o.Log.Info("Some probelets renew again: leaving the disruption of every zone; every node gets the grace period again")
+	}
+	if held != m.held && held != "" {
+		m.o.Log.Warn("Holding back", zap.String("why", held))
+	}
+	m.held = held
+}
+
+// enqueue queues the gated pods of node n that need marking.
+func (m *Monitor) enqueue(n zones.Node, reason string) {
+	_, renew := m.tracker.Health(n.Name)
+	objs, err := m.pods.GetIndexer().ByIndex(byNode, n.Name)
+	if err != nil {
+		return
+	}
+	for _, obj := range objs {
+		p, ok := obj.(*corev1.Pod)
+		if !ok || !m.needs(p, reason) {
+			continue
+		}
+		m.queue[n.Zone] = append(m.queue[n.Zone], queued{key: types.NamespacedName{Namespace: p.Namespace, Name: p.Name},
+			node: n.Name, reason: reason, renew: renew})
+	}
+}
+
+// needs is marking.Needs, minus pods this monitor marked whose echo has
+// not arrived yet.
+func (m *Monitor) needs(p *corev1.Pod, reason string) bool {
+	if !marking.Needs(p, reason) {
+		delete(m.marked, p.UID) // the echo
+		return false
+	}
+	if mk, ok := m.marked[p.UID]; ok && mk.reason == reason && m.o.Clock.Since(mk.at) < echoWait {
+		return false
+	}
+	return true
+}
+
+// markQueued marks each zone's queued pods as its limiter lets it.
+func (m *Monitor) markQueued(ctx context.Context) {
+	for zone, q := range m.queue {
+		for len(q) > 0 && m.lim.TryAccept(zone) {
+			m.mark(ctx, q[0])
+			q = q[1:]
+		}
+		m.queue[zone] = q
+	}
+}
+
+// mark writes the condition on one pod, if it still needs it.
+func (m *Monitor) mark(ctx context.Context, q queued) {
+	obj, ok, err := m.pods.GetStore().GetByKey(q.key.Namespace + "/" + q.key.Name)
+	if err != nil || !ok {
+		return
+	}
+	pod := obj.(*corev1.Pod)
+	if pod.Spec.NodeName != q.node || !m.needs(pod, q.reason) {
+		return
+	}
+	if h, _ := m.tracker.Health(q.node); (q.reason == marking.ReasonUnavailable && h != zones.Unavailable) ||
+		(q.reason == marking.ReasonNotRunning && h != zones.NotRunning) {
+		return // its probelet came back since the pass
+	}
+	msg := marking.Message(q.reason, q.node, q.renew)
+	patch, err := marking.Patch(pod, q.reason, msg, m.o.Clock.Now())
+	if err != nil {
+		return
+	}
+	_, err = m.o.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{FieldManager: "probelet-controller"}, "status")
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		return // gone, or recreated (the UID precondition)
+	case err != nil:
+		m.o.Log.Warn("Marking a pod failed; the next pass tries again", zap.String("pod", q.key.String()), zap.Error(err))
+		return
+	}
+	m.marked[pod.UID] = markedAt{reason: q.reason, at: m.o.Clock.Now()}
+	m.o.Log.Info("Marked a pod not Ready", zap.String("pod", q.key.String()), zap.String("node", q.node), zap.String("reason", q.reason))
+	if m.o.Recorder != nil {
+		m.o.Recorder.Event(pod, corev1.EventTypeWarning, q.reason, msg)
+	}
+}
+
+// zoneKey is the node lifecycle controller's zone key: region and zone,
+// "" when the node has neither label.
+func zoneKey(n *corev1.Node) string {
+	region, zone := n.Labels[corev1.LabelTopologyRegion], n.Labels[corev1.LabelTopologyZone]
+	if region == "" && zone == "" {
+		return ""
+	}
+	return region + ":\x00:" + zone
+}
+
+// ready is the Node's own Ready condition.
+func ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

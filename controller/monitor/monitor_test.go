@@ -1,0 +1,160 @@
+package monitor_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/probelet/probelet/controller/marking"
+	"github.com/probelet/probelet/controller/monitor"
+	"github.com/probelet/probelet/controller/zones"
+	"github.com/probelet/probelet/internal/testutil"
+)
+
+const ns = "probelet-system"
+
+var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+
+func node(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+}
+
+func lease(name string, at time.Time) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: at}}}
+}
+
+func pod(name, nodeName string, gated bool) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+		Spec: corev1.PodSpec{NodeName: nodeName},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+			{Type: marking.ConditionType, Status: corev1.ConditionTrue}}}}
+	if gated {
+		p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: marking.ConditionType}}
+	}
+	return p
+}
+
+type env struct {
+	t   *testing.T
+	cs  *fake.Clientset
+	clk *clocktesting.FakeClock
+	rec *record.FakeRecorder
+}
+
+func start(t *testing.T, objs ...runtime.Object) *env {
+	e := &env{t: t, cs: fake.NewClientset(objs...), clk: clocktesting.NewFakeClock(t0), rec: record.NewFakeRecorder(100)}
+	m, err := monitor.New(monitor.Options{Client: e.cs, Namespace: ns, Zones: zones.DefaultConfig(), Recorder: e.rec, Clock: e.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		testutil.NoGoroutines(t, "github.com/probelet/probelet/controller/monitor.")
+	})
+	testutil.WaitFor(t, "the monitor's tickers", e.clk.HasWaiters)
+	return e
+}
+
+// renew writes a fresh renewTime into the named Leases.
+func (e *env) renew(names ...string) {
+	for _, n := range names {
+		if _, err := e.cs.CoordinationV1().Leases(ns).Update(context.Background(), lease(n, e.clk.Now()), metav1.UpdateOptions{}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// patched lists the pods whose status was patched.
+func (e *env) patched() (out []string) {
+	for _, a := range e.cs.Actions() {
+		if p, ok := a.(interface{ GetName() string }); ok && a.GetVerb() == "patch" && a.GetSubresource() == "status" {
+			out = append(out, p.GetName())
+		}
+	}
+	return out
+}
+
+// run steps the clock 500 ms at a time (five marking ticks: a zone's one
+// token), renewing the named Leases each step, until cond holds.
+func (e *env) run(what string, cond func() bool, renewing ...string) {
+	e.t.Helper()
+	testutil.WaitFor(e.t, what, func() bool {
+		e.renew(renewing...)
+		e.clk.Step(500 * time.Millisecond)
+		return cond()
+	})
+}
+
+func TestASilentProbeletsGatedPodsAreMarkedOnce(t *testing.T) {
+	e := start(t, node("a"), node("b"), lease("a", t0), lease("b", t0),
+		pod("a1", "a", true), pod("a2", "a", true), pod("a3", "a", false), pod("b1", "b", true))
+	e.run("a's gated pods marked", func() bool { return len(e.patched()) >= 2 }, "b")
+	if e.clk.Since(t0) <= monitor.DefaultGracePeriod {
+		t.Fatalf("marked after %s, within the grace period", e.clk.Since(t0))
+	}
+	for _, name := range []string{"a1", "a2"} {
+		p, err := e.cs.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := p.Status.Conditions[0]
+		if c.Status != corev1.ConditionFalse || c.Reason != marking.ReasonUnavailable || !strings.Contains(c.Message, "node a") {
+			t.Errorf("%s: condition %+v, want False, %s, naming node a", name, c, marking.ReasonUnavailable)
+		}
+	}
+	// Another 20 s: nothing more, nothing twice.
+	deadline := e.clk.Now().Add(20 * time.Second)
+	e.run("20 s more", func() bool { return !e.clk.Now().Before(deadline) }, "b")
+	if got := e.patched(); len(got) != 2 {
+		t.Fatalf("patched %v, want a1 and a2 once each", got)
+	}
+	for range 2 {
+		select {
+		case ev := <-e.rec.Events:
+			if !strings.HasPrefix(ev, "Warning "+marking.ReasonUnavailable) {
+				t.Errorf("event %q, want a Warning %s", ev, marking.ReasonUnavailable)
+			}
+		default:
+			t.Fatal("fewer than 2 Events")
+		}
+	}
+}
+
+func TestEveryZoneDisruptedMarksNothing(t *testing.T) {
+	e := start(t, node("a"), node("b"), lease("a", t0), lease("b", t0), pod("a1", "a", true), pod("b1", "b", true))
+	deadline := t0.Add(2 * monitor.DefaultGracePeriod)
+	e.run("two grace periods", func() bool { return !e.clk.Now().Before(deadline) })
+	if got := e.patched(); len(got) != 0 {
+		t.Fatalf("patched %v with every probelet silent, want nothing", got)
+	}
+}
+
+func TestANodeWithoutProbeletGetsNotRunning(t *testing.T) {
+	e := start(t, node("a"), node("b"), lease("a", t0), pod("b1", "b", true))
+	e.run("b1 marked", func() bool { return len(e.patched()) >= 1 }, "a")
+	p, err := e.cs.CoreV1().Pods("default").Get(context.Background(), "b1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Status.Conditions[0]; c.Reason != marking.ReasonNotRunning || c.Status != corev1.ConditionFalse {
+		t.Fatalf("b1: %+v, want False, %s", c, marking.ReasonNotRunning)
+	}
+}

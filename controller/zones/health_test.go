@@ -1,0 +1,86 @@
+package zones_test
+
+import (
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/probelet/probelet/controller/zones"
+)
+
+const grace = 40 * time.Second
+
+func wantHealth(t *testing.T, tr *zones.Tracker, node string, want zones.Health) {
+	t.Helper()
+	if got, _ := tr.Health(node); got != want {
+		t.Fatalf("%s: %s, want %s", node, got, want)
+	}
+}
+
+// TestSilenceIsJudgedByObservedTime: a Lease whose renewTime is far off
+// the controller's clock (either way) is healthy while it keeps changing,
+// and silent after the grace period without a change, whatever it says.
+func TestSilenceIsJudgedByObservedTime(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	tr := zones.NewTracker(clk, grace)
+	behind, ahead := t0.Add(-3*time.Hour), t0.Add(2*time.Hour)
+	tr.ObserveLease("behind", behind)
+	tr.ObserveLease("ahead", ahead)
+	for i := 1; i <= 10; i++ {
+		clk.Step(10 * time.Second)
+		tr.ObserveLease("behind", behind.Add(time.Duration(i)*10*time.Second))
+		wantHealth(t, tr, "behind", zones.Healthy)
+		// ahead's probelet is stopped: its renewTime, two hours in the
+		// future, does not keep it healthy.
+		tr.ObserveLease("ahead", ahead)
+	}
+	wantHealth(t, tr, "ahead", zones.Unavailable)
+
+	// Exactly at the grace period it is not silent yet; just after, it is.
+	clk.Step(grace)
+	wantHealth(t, tr, "behind", zones.Healthy)
+	clk.Step(time.Nanosecond)
+	wantHealth(t, tr, "behind", zones.Unavailable)
+	if _, renew := tr.Health("behind"); !renew.Equal(behind.Add(100 * time.Second)) {
+		t.Fatalf("last renewal %v, want the last renewTime seen", renew)
+	}
+
+	// A node clock stepped back is still a renewal.
+	tr.ObserveLease("behind", behind)
+	wantHealth(t, tr, "behind", zones.Healthy)
+}
+
+func TestANewControllerGivesEveryNodeTheGracePeriod(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	tr := zones.NewTracker(clk, grace)
+	// A fresh leader finds a Lease last renewed an hour ago by the
+	// node's clock: it still waits the grace period from now.
+	tr.ObserveLease("n1", t0.Add(-time.Hour))
+	tr.ObserveNode("n2") // no probelet Lease
+	wantHealth(t, tr, "n1", zones.Healthy)
+	wantHealth(t, tr, "n2", zones.Pending)
+	wantHealth(t, tr, "n3", zones.Unknown)
+	clk.Step(grace + time.Second)
+	wantHealth(t, tr, "n1", zones.Unavailable)
+	wantHealth(t, tr, "n2", zones.NotRunning)
+
+	// Leaving a full disruption: everyone gets the grace period again.
+	tr.Reset()
+	wantHealth(t, tr, "n1", zones.Healthy)
+	wantHealth(t, tr, "n2", zones.Pending)
+	// The same Lease seen again is no renewal.
+	clk.Step(grace + time.Second)
+	tr.ObserveLease("n1", t0.Add(-time.Hour))
+	wantHealth(t, tr, "n1", zones.Unavailable)
+	// A Lease appearing on n2 later is its probelet starting.
+	tr.ObserveLease("n2", t0)
+	wantHealth(t, tr, "n2", zones.Healthy)
+
+	tr.Forget("n1")
+	wantHealth(t, tr, "n1", zones.Unknown)
+	tr.Retain(func(name string) bool { return name != "n2" })
+	wantHealth(t, tr, "n2", zones.Unknown)
+}

@@ -1,0 +1,223 @@
+package deploy_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+const (
+	controllerName   = "probelet-controller"
+	controllerBinary = "/usr/local/bin/probelet-controller"
+)
+
+// controllerFlags are probelet-controller's flags (DESIGN.md "Heartbeat
+// and controller") with what a valid value is.
+var controllerFlags = map[string]func(string) error{
+	"--kubeconfig":                   absPath,
+	"--lease-namespace":              oneOf(namespace),
+	"--grace-period":                 anyValue,
+	"--leader-elect":                 oneOf("true"), // two replicas must elect
+	"--unhealthy-zone-threshold":     anyValue,
+	"--large-cluster-size-threshold": anyValue,
+	"--marking-rate":                 anyValue,
+	"--secondary-marking-rate":       anyValue,
+	"--metrics-bind-address":         hostPort,
+}
+
+func anyValue(string) error { return nil }
+
+// wantControllerRules and wantControllerLeaseRules are the controller's
+// rights, exactly: watch Nodes and pods, patch pods/status, write Events;
+// in probelet's namespace read the node Leases and keep only its own
+// election Lease.
+var (
+	wantControllerRules = []string{
+		"/nodes:get,list,watch",
+		"/pods:get,list,watch",
+		"/pods/status:patch",
+		"/events:create,patch",
+		"events.k8s.io/events:create,patch",
+	}
+	wantControllerLeaseRules = []string{
+		"coordination.k8s.io/leases:get,list,watch,create",
+		"coordination.k8s.io/leases[probelet-controller]:update",
+	}
+)
+
+func TestControllerKustomization(t *testing.T) {
+	objs, err := load(filesys.MakeFsOnDisk(), "controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkController(objs); err != nil {
+		t.Error(err)
+	}
+}
+
+// controllerBreakages are ways to get the controller's deployment wrong.
+var controllerBreakages = []breakage{
+	{name: "one replica", of: "controller", target: "Deployment/" + controllerName, want: "2 replicas",
+		ops: `- {op: replace, path: /spec/replicas, value: 1}`},
+	{name: "no budget", of: "controller", target: "PodDisruptionBudget/" + controllerName, want: "PodDisruptionBudget",
+		ops: `- {op: replace, path: /spec/selector/matchLabels, value: {app: other}}`},
+	{name: "no leader election", of: "controller", target: "Deployment/" + controllerName, want: "--leader-elect",
+		ops: `- {op: add, path: ` + c0 + `/args/-, value: --leader-elect=false}`},
+	{name: "writes node Leases", of: "controller", target: "Role/" + controllerName, want: "Role probelet-system/probelet-controller grants",
+		ops: `- {op: add, path: /rules/0/verbs/-, value: update}`},
+	{name: "deletes pods", of: "controller", target: "ClusterRole/" + controllerName, want: "ClusterRole probelet-controller grants",
+		ops: `- {op: add, path: /rules/1/verbs/-, value: delete}`},
+	{name: "runs as root", of: "controller", target: "Deployment/" + controllerName, want: "runAsNonRoot",
+		ops: `- {op: replace, path: /spec/template/spec/securityContext/runAsNonRoot, value: false}`},
+}
+
+func TestControllerChecksCatchBreakage(t *testing.T) {
+	for _, tc := range controllerBreakages {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := memFS(t)
+			writeKustomization(t, fsys, "/wrap", tc.kustomization())
+			objs, err := load(fsys, "/wrap")
+			if err == nil {
+				err = checkController(objs)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v\nwant one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// checkController checks the Deployment, its budget and its rights.
+func checkController(objs *objects) error {
+	d := objs.deployments[controllerName]
+	if d == nil {
+		return errors.New("Deployment probelet-controller missing")
+	}
+	var errs []error
+	fail := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("Deployment probelet-controller: "+format, a...))
+	}
+	if d.Namespace != namespace {
+		fail("namespace %q, want %s", d.Namespace, namespace)
+	}
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		fail("want 2 replicas (one leads, one stands by)")
+	}
+	pod := &d.Spec.Template.Spec
+	if pod.ServiceAccountName != controllerName || objs.serviceAccounts[controllerName] == nil {
+		fail("must run as the service account %s, which must exist", controllerName)
+	}
+	if pod.HostNetwork || pod.HostPID || len(pod.Volumes) > 0 {
+		fail("needs no host access and no volumes")
+	}
+	if sc := pod.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+		fail("runAsNonRoot must be true")
+	}
+	if len(pod.Containers) != 1 {
+		fail("want one container")
+		return errors.Join(errs...)
+	}
+	c := pod.Containers[0]
+	if !slices.Equal(c.Command, []string{controllerBinary}) {
+		fail("command %q, want %s", c.Command, controllerBinary)
+	}
+	if sc := c.SecurityContext; sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.Capabilities == nil ||
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0 {
+		fail("must drop ALL capabilities, forbid privilege escalation and keep a read-only root")
+	}
+	flags := map[string]string{}
+	for _, a := range c.Args {
+		name, value, _ := strings.Cut(a, "=")
+		check, known := controllerFlags[name]
+		switch {
+		case !known:
+			fail("probelet-controller has no flag %s", name)
+		case flags[name] != "":
+			fail("flag %s set twice", name)
+		default:
+			if err := check(value); err != nil {
+				fail("flag %s: %v", name, err)
+			}
+			flags[name] = value
+		}
+	}
+	if _, port, err := splitPort(flags["--metrics-bind-address"]); err != nil ||
+		c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" ||
+		len(c.Ports) != 1 || c.Ports[0].ContainerPort != port {
+		fail("the liveness probe must get /healthz on the --metrics-bind-address port")
+	}
+	errs = append(errs, checkControllerBudget(objs, d.Spec.Template.Labels), checkControllerRights(objs))
+	return errors.Join(errs...)
+}
+
+func splitPort(hostport string) (string, int32, error) {
+	i := strings.LastIndex(hostport, ":")
+	if i < 0 {
+		return "", 0, fmt.Errorf("%q has no port", hostport)
+	}
+	p, err := strconv.ParseInt(hostport[i+1:], 10, 32)
+	return hostport[:i], int32(p), err
+}
+
+// checkControllerBudget: a PodDisruptionBudget keeps one replica.
+func checkControllerBudget(objs *objects, podLabels map[string]string) error {
+	b := objs.budgets[controllerName]
+	if b == nil || b.Spec.Selector == nil {
+		return errors.New("PodDisruptionBudget probelet-controller missing")
+	}
+	sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+	if err != nil || !sel.Matches(labels.Set(podLabels)) || b.Spec.MinAvailable == nil || b.Spec.MinAvailable.IntValue() != 1 {
+		return errors.New("PodDisruptionBudget probelet-controller must keep 1 of the controller's pods (minAvailable 1, selecting them)")
+	}
+	return nil
+}
+
+// checkControllerRights checks the controller's roles exactly.
+func checkControllerRights(objs *objects) error {
+	var errs []error
+	role := objs.clusterRoles[controllerName]
+	if role == nil {
+		return errors.New("ClusterRole probelet-controller missing")
+	}
+	got, err := grants("ClusterRole probelet-controller", role.Rules)
+	errs = append(errs, err)
+	if !slices.Equal(got, wantControllerRules) {
+		errs = append(errs, fmt.Errorf("ClusterRole probelet-controller grants %q, want exactly %q", got, wantControllerRules))
+	}
+	want := rbacv1.Subject{Kind: "ServiceAccount", Name: controllerName, Namespace: namespace}
+	if b := objs.roleBindings[controllerName]; b == nil || b.RoleRef.Name != controllerName || len(b.Subjects) != 1 || b.Subjects[0] != want {
+		errs = append(errs, fmt.Errorf("ClusterRoleBinding probelet-controller must bind the role to %s/%s only", namespace, controllerName))
+	}
+	key := namespace + "/" + controllerName
+	r, rb := objs.nsRoles[key], objs.nsRoleBindings[key]
+	if r == nil || rb == nil {
+		return errors.Join(append(errs, fmt.Errorf("Role and RoleBinding %s must exist (the Leases)", key))...)
+	}
+	var lease []string
+	for _, rule := range r.Rules {
+		for _, res := range rule.Resources {
+			name := ""
+			if len(rule.ResourceNames) > 0 {
+				name = "[" + strings.Join(rule.ResourceNames, ",") + "]"
+			}
+			lease = append(lease, strings.Join(rule.APIGroups, ",")+"/"+res+name+":"+strings.Join(rule.Verbs, ","))
+		}
+	}
+	if !slices.Equal(lease, wantControllerLeaseRules) {
+		errs = append(errs, fmt.Errorf("Role %s grants %q, want exactly %q", key, lease, wantControllerLeaseRules))
+	}
+	if rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != controllerName || len(rb.Subjects) != 1 || rb.Subjects[0] != want {
+		errs = append(errs, fmt.Errorf("RoleBinding %s must bind the Role to %s/%s only", key, namespace, controllerName))
+	}
+	return errors.Join(errs...)
+}
