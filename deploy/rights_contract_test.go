@@ -52,17 +52,10 @@ func checkRights(objs *objects) error {
 	if b == nil || b.RoleRef.Name != agentName || len(b.Subjects) != 1 || b.Subjects[0] != want {
 		errs = append(errs, fmt.Errorf("ClusterRoleBinding probelet must bind the role to %s/%s only: %+v", namespace, agentName, b))
 	}
-	const policy = "probelet-own-node-pod-status"
-	p, pb := objs.policies[policy], objs.policyBindings[policy]
-	switch {
-	case p == nil || pb == nil:
-		errs = append(errs, fmt.Errorf("ValidatingAdmissionPolicy %s and its binding must exist", policy))
-	case len(p.Spec.MatchConditions) != 1 ||
-		!strings.Contains(p.Spec.MatchConditions[0].Expression, "system:serviceaccount:"+namespace+":"+agentName):
-		errs = append(errs, fmt.Errorf("policy %s must match probelet's service account %s/%s", policy, namespace, agentName))
-	case !slices.Contains(pb.Spec.ValidationActions, "Deny"):
-		errs = append(errs, fmt.Errorf("policy binding %s must Deny", policy))
-	default:
+	p, err := agentPolicy(objs, "probelet-own-node-pod-status")
+	if err != nil {
+		errs = append(errs, err)
+	} else {
 		errs = append(errs, checkPolicyGuards(p)...)
 	}
 	return errors.Join(errs...)
@@ -161,20 +154,30 @@ func checkLeaseRights(objs *objects) error {
 	if b.RoleRef.Kind != "Role" || b.RoleRef.Name != leaseRole || len(b.Subjects) != 1 || b.Subjects[0] != want {
 		errs = append(errs, fmt.Errorf("RoleBinding %s must bind the Role to %s/%s only: %+v", key, namespace, agentName, b))
 	}
-	const policy = "probelet-own-node-lease"
-	p, pb := objs.policies[policy], objs.policyBindings[policy]
+	p, err := agentPolicy(objs, "probelet-own-node-lease")
 	switch {
-	case p == nil || pb == nil:
-		errs = append(errs, fmt.Errorf("ValidatingAdmissionPolicy %s and its binding must exist", policy))
-	case len(p.Spec.MatchConditions) != 1 ||
-		!strings.Contains(p.Spec.MatchConditions[0].Expression, "system:serviceaccount:"+namespace+":"+agentName):
-		errs = append(errs, fmt.Errorf("policy %s must match probelet's service account %s/%s", policy, namespace, agentName))
+	case err != nil:
+		errs = append(errs, err)
 	case !slices.ContainsFunc(p.Spec.Validations, func(v admissionregistrationv1.Validation) bool {
 		return strings.Contains(v.Expression, "object.metadata.name in variables.nodeNames")
 	}):
-		errs = append(errs, fmt.Errorf("policy %s must keep the Lease's name to the token's node", policy))
-	case !slices.Contains(pb.Spec.ValidationActions, "Deny"):
-		errs = append(errs, fmt.Errorf("policy binding %s must Deny", policy))
+		errs = append(errs, fmt.Errorf("policy %s must keep the Lease's name to the token's node", p.Name))
 	}
 	return errors.Join(errs...)
+}
+
+// agentPolicy is the ValidatingAdmissionPolicy name, checked to exist with
+// its binding, to match probelet's service account and to Deny.
+func agentPolicy(objs *objects, name string) (*admissionregistrationv1.ValidatingAdmissionPolicy, error) {
+	p, pb := objs.policies[name], objs.policyBindings[name]
+	switch {
+	case p == nil || pb == nil:
+		return nil, fmt.Errorf("ValidatingAdmissionPolicy %s and its binding must exist", name)
+	case len(p.Spec.MatchConditions) != 1 ||
+		!strings.Contains(p.Spec.MatchConditions[0].Expression, "system:serviceaccount:"+namespace+":"+agentName):
+		return nil, fmt.Errorf("policy %s must match probelet's service account %s/%s", name, namespace, agentName)
+	case !slices.Contains(pb.Spec.ValidationActions, "Deny"):
+		return nil, fmt.Errorf("policy binding %s must Deny", name)
+	}
+	return p, nil
 }
