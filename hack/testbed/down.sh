@@ -30,8 +30,11 @@ stop_containerd() {
 	wait_gone "$pid" 10 || { log "containerd $pid ignored SIGTERM; killing"; kill -KILL "$pid" 2>/dev/null || true; wait_gone "$pid" 5 || true; }
 }
 
-# shim_arg PID NAME: the value after flag NAME in PID's command line.
-shim_arg() { tr '\0' '\n' 2>/dev/null <"/proc/$1/cmdline" | grep -A1 -xF -- "$2" | sed -n 2p; }
+# shim_arg PID NAME: the value after flag NAME in PID's command line, empty
+# when PID has exited meanwhile (shims exit on their own as their
+# containers die: with pipefail a vanished /proc entry must not end the
+# script).
+shim_arg() { { tr '\0' '\n' <"/proc/$1/cmdline"; } 2>/dev/null | grep -A1 -xF -- "$2" | sed -n 2p || true; }
 
 # kill_shims: kills shims whose -address is this bed's socket, and removes
 # their sockets under /run/containerd/s (named by sha256 of address/ns/id).
@@ -43,6 +46,7 @@ kill_shims() {
 		pid=${pid%/cmdline}
 		[ "$(shim_arg "$pid" -address)" = "$BED_SOCK" ] || continue
 		ns=$(shim_arg "$pid" -namespace) id=$(shim_arg "$pid" -id)
+		[ -n "$ns" ] && [ -n "$id" ] || continue # gone meanwhile
 		log "killing leftover shim $pid ($ns/$id)"
 		kill -KILL "$pid" 2>/dev/null || true
 		wait_gone "$pid" 5 || true
