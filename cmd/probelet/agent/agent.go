@@ -65,7 +65,7 @@ type Agent struct {
 // parts are the components Run builds.
 type parts struct {
 	cri     *client.Client
-	tcp     probe.TCPProber
+	tcp     *lateTCP
 	engine  *prober.Manager
 	cache   *lifecycle.Cache
 	plugin  *plugin.Plugin

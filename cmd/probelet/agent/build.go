@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 
 	"github.com/probelet/probelet/cri/client"
@@ -13,6 +12,7 @@ import (
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/plugin"
 	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/probe"
 	"go.uber.org/zap"
 )
 
@@ -45,9 +45,11 @@ func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 		return nil, err
 	}
 	p.history = a.openHistory()
-	if p.tcp, err = a.tcp(ctx, a.cfg.TCPMode, a.cfg.TCPVerify, a.log.Named("tcp"), a.reg); err != nil {
-		return nil, fmt.Errorf("--tcp-mode %s: %w", a.cfg.TCPMode, err)
-	}
+	// Loads while the rest is built and the socket serves; Run starts the
+	// engine once it is loaded.
+	p.tcp = loadTCP(a.cfg.TCPMode, func() (probe.TCPProber, error) {
+		return a.tcp(ctx, a.cfg.TCPMode, a.cfg.TCPVerify, a.log.Named("tcp"), a.reg)
+	})
 	if p.guard, err = a.buildGuard(p); err != nil {
 		return nil, err
 	}
@@ -136,8 +138,8 @@ func (p *parts) release() {
 	if p.metrics != nil {
 		p.metrics.Close()
 	}
-	if c, ok := p.tcp.(io.Closer); ok {
-		c.Close()
+	if p.tcp != nil {
+		p.tcp.Close()
 	}
 	if p.direct != nil {
 		p.direct.Close()

@@ -37,17 +37,35 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	defer func() { cri.stop() }()
-	p, engine, nri, err := a.start(ctx, base, failed)
+	p, nri, err := a.start(ctx, base, failed)
 	if err != nil || p == nil {
 		return err
 	}
 	defer p.release()
-	if a.launched {
-		if cri, err = a.startProxy(base, failed); err != nil {
+	// The socket and /metrics serve while the TCP prober loads: they read
+	// the engine and the cache, which answer before the engine runs.
+	sock := a.goRun(base, a.serveSocket(p), failed)
+	web := a.goRun(base, a.serveMetrics(p), failed)
+	if err = p.tcp.wait(ctx, failed); err != nil || a.launched {
+		// A launched plugin's Configure answer waits for nothing, its
+		// proxy starts once configured.
+		if err == nil {
+			cri, err = a.startProxy(base, failed)
+		}
+		if err != nil {
 			nri.stop()
-			engine.stop()
+			sock.stop()
+			web.stop()
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				return nil
+			}
 			return err
 		}
+	}
+	// The engine only now: no probe runs before the TCP prober is loaded.
+	engine := a.goRun(base, p.engine.Run, failed)
+	if !a.launched {
+		nri = a.goRun(base, p.plugin.Run, failed)
 	}
 	cri.attach(p.cache)
 	a.mu.Lock()
@@ -59,8 +77,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	api := a.goRun(base, p.kube.run, nil)
 	hist := a.goRun(base, p.runHistory, nil)
 	forget := a.goRun(base, p.runExecForget, nil)
-	sock := a.goRun(base, a.serveSocket(p), failed)
-	web := a.goRun(base, a.serveMetrics(p), failed)
 	a.log.Info("probelet started", zap.Any("config", a.cfg))
 	close(a.started)
 	// Loading the eBPF objects against the kernel's BTF peaks the heap at
@@ -90,21 +106,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	return err
 }
 
-// start builds the daemon, starts the engine and registers with NRI. A
-// nil *parts with a nil error means ctx ended first.
-func (a *Agent) start(ctx, base context.Context, failed chan error) (p *parts, engine, nri *task, err error) {
+// start builds the daemon; a launched plugin is registered with NRI by
+// then (nri), a daemon registers once Run started its engine. A nil
+// *parts with a nil error means ctx ended first.
+func (a *Agent) start(ctx, base context.Context, failed chan error) (p *parts, nri *task, err error) {
 	if a.launched {
-		if p, nri, err = a.startLaunched(ctx, base, failed); err != nil || p == nil {
-			return nil, nil, nil, err
-		}
-	} else if p, err = a.build(ctx); err != nil {
-		return nil, nil, nil, err
+		return a.startLaunched(ctx, base, failed)
 	}
-	engine = a.goRun(base, p.engine.Run, failed)
-	if nri == nil {
-		nri = a.goRun(base, p.plugin.Run, failed)
+	if p, err = a.build(ctx); err != nil {
+		return nil, nil, err
 	}
-	return p, engine, nri, nil
+	return p, nil, nil
 }
 
 // task is a goroutine with its own cancel, so shutdown can stop the
@@ -114,7 +126,11 @@ type task struct {
 	wg     sync.WaitGroup
 }
 
+// stop is a no-op on a nil task (one not started).
 func (t *task) stop() {
+	if t == nil {
+		return
+	}
 	t.cancel()
 	t.wg.Wait()
 }

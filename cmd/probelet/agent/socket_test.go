@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/probelet/probelet/cmd/probelet/agent"
@@ -14,6 +15,7 @@ import (
 	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/probe"
 )
 
 func criServer(s prober.StatusSource, v lifecycle.View, past []prober.Event, l *zap.Logger) (agent.SocketServer, error) {
@@ -57,4 +59,63 @@ func TestAgentServesTheSocket(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "probelet.sock")); !os.IsNotExist(err) {
 		t.Errorf("socket left behind after shutdown: %v", err)
 	}
+}
+
+// TestSocketServesWhileTheTCPProberLoads: after a restart the socket is
+// back before the eBPF objects have loaded (a second or more on a busy
+// node), while probelet registers with NRI, and so probes, only once the
+// prober is there.
+func TestSocketServesWhileTheTCPProberLoads(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	startNRI(t, dir)
+	loading, release := make(chan struct{}), make(chan struct{})
+	slowLoad := func(ctx context.Context, _ string, _ bool, _ *zap.Logger, _ prometheus.Registerer) (probe.TCPProber, error) {
+		close(loading)
+		select {
+		case <-release:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	cfg := testConfig(dir)
+	a, err := agent.New(cfg, agent.WithLogger(zap.NewNop()), agent.WithSocketServer(criServer), agent.WithTCPProber(slowLoad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	}()
+	<-loading
+
+	c, err := client.New(cfg.Listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	testutil.WaitFor(t, "ListContainers on probelet's socket while the TCP prober loads", func() bool {
+		_, err := c.ListContainers(ctx)
+		return err == nil
+	})
+	select {
+	case <-a.Started():
+		t.Fatal("started before the TCP prober loaded")
+	default:
+	}
+	if synced(t, a) {
+		t.Fatal("registered with NRI (and synchronized) before the TCP prober loaded")
+	}
+	close(release)
+	<-a.Started()
+	testutil.WaitFor(t, "Synchronize once loaded", func() bool { return synced(t, a) })
 }
