@@ -68,7 +68,7 @@ kill_containers() {
 
 # bed_cgroups: this bed's cgroup directories, deepest first.
 bed_cgroups() {
-	find /sys/fs/cgroup -maxdepth 2 -type d -name "${BED_CGROUP_PARENT#/}" -print 2>/dev/null |
+	find /sys/fs/cgroup -maxdepth 2 -type d \( -name "${BED_CGROUP_PARENT#/}" -o -name "${BED_RUNTIME_CGROUP#/}" \) -print 2>/dev/null |
 		while read -r d; do find "$d" -depth -type d; done
 }
 

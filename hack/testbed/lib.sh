@@ -54,6 +54,10 @@ bed_hash() { printf '%s' "$1" | sha256sum | cut -c1-16; }
 bridge_name() { printf 'pbt%s\n' "$(bed_hash "$1" | cut -c1-10)"; }
 
 # cgroup_parent DIR: the cgroupfs parent every pod of this bed is placed under.
+# containerd, its shims and the runc they start run in a sibling,
+# $BED_RUNTIME_CGROUP, as a node's containerd runs in its own systemd unit:
+# the runtime's work (an exec probe's runc, a pod's set-up) then weighs as
+# one cgroup against the node's agents, not as one cgroup per thread.
 cgroup_parent() { printf '/probelet-testbed-%s\n' "$(bed_hash "$1" | cut -c1-10)"; }
 
 # go_env: a Go environment that never touches the repository's go.mod.
@@ -96,6 +100,7 @@ bed_paths() {
 	BED_BRIDGE=$(bridge_name "$BED_DIR")
 	BED_NETWORK=probelet-testbed-$(bed_hash "$BED_DIR" | cut -c1-10)
 	BED_CGROUP_PARENT=$(cgroup_parent "$BED_DIR")
+	BED_RUNTIME_CGROUP=$BED_CGROUP_PARENT-runtime
 }
 
 # containerd_pid: prints the PID of this bed's containerd if it is running;
@@ -118,3 +123,14 @@ alive() {
 
 # crictl_bed ARGS...: crictl against this bed's containerd.
 crictl_bed() { "$CRICTL_BIN" --config "$BED_CRICTL_CONFIG" --runtime-endpoint "unix://$BED_SOCK" --image-endpoint "unix://$BED_SOCK" --timeout 10s "$@"; }
+
+# join_cgroup NAME: moves the calling shell into cgroup NAME (a path from
+# the root) of the cpu hierarchy (cgroup v1) or of the unified one (v2),
+# creating it; what the shell then runs starts there.
+join_cgroup() {
+	local root=/sys/fs/cgroup/cpu
+	[ -f /sys/fs/cgroup/cgroup.controllers ] && root=/sys/fs/cgroup
+	[ -d "$root" ] || die "no cpu cgroup hierarchy at $root"
+	mkdir -p "$root$1" || die "cannot create cgroup $root$1"
+	echo "$BASHPID" >"$root$1/cgroup.procs" || die "cannot join cgroup $root$1"
+}

@@ -149,8 +149,11 @@ start_containerd() {
 	# SIGHUP reaches an exec's command only when runc's own signal.Notify
 	# happens to run after it started runc init, so ExecSync's answers
 	# would depend on timing.
-	PATH="$CONTAINERD_DIR/bin:$PATH" setsid env --default-signal "$CONTAINERD_BIN" --config "$BED_CONFIG" \
-		</dev/null >>"$BED_LOG" 2>&1 &
+	# The subshell joins the runtime's cgroup and execs: $! is containerd.
+	(
+		join_cgroup "$BED_RUNTIME_CGROUP"
+		PATH="$CONTAINERD_DIR/bin:$PATH" exec setsid env --default-signal "$CONTAINERD_BIN" --config "$BED_CONFIG"
+	) </dev/null >>"$BED_LOG" 2>&1 &
 	echo $! >"$BED_PIDFILE"
 }
 
