@@ -59,8 +59,20 @@ func startProbelet(t *testing.T, bed *testbed.Bed, extra ...string) *daemon {
 	return d
 }
 
-// start runs the binary once more with the same flags and a new log file.
+// start runs the binary once more with the same flags and a new log file,
+// and waits until it is registered with containerd over NRI.
 func (d *daemon) start() {
+	d.t.Helper()
+	d.launch()
+	d.waitReady()
+}
+
+// launch runs the binary once more with the same flags and a new log file.
+// It runs in a session of its own, as the agent runs in a pod or a service
+// of its own on a node: with autogroup scheduling (on for these machines) a
+// session is one scheduling entity, and the test's own work (crictl, the
+// soak's driver) would otherwise take its CPU from probelet's share.
+func (d *daemon) launch() {
 	d.t.Helper()
 	d.runs++
 	d.logPath = filepath.Join(d.bed.Dir(), fmt.Sprintf("probelet-%d.log", d.runs))
@@ -71,6 +83,7 @@ func (d *daemon) start() {
 	defer logFile.Close()
 	d.cmd = exec.Command(bins.probelet, d.args...)
 	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := d.cmd.Start(); err != nil {
 		d.t.Fatalf("start probelet: %v", err)
 	}
@@ -79,7 +92,6 @@ func (d *daemon) start() {
 		d.err = cmd.Wait()
 		close(done)
 	}(d.cmd, d.done)
-	d.waitReady()
 }
 
 // waitReady waits for the metrics address in the log, then for /healthz to
