@@ -115,8 +115,8 @@ type soak struct {
 	readyViolations []string
 	socketGaps      []time.Duration
 	nriGaps         []time.Duration // restart to /healthz with NRI connected
-	restarts        []time.Time // probelet restarts (run boundaries)
-	ctrdRestarts    int         // containerd restarts done
+	restarts        []time.Time     // probelet restarts (run boundaries)
+	ctrdRestarts    int             // containerd restarts done
 	steadyEnd       time.Time
 	goroutinesGrew  bool      // the steady phase's goroutine check failed
 	warmUntil       time.Time // resources are sampled from then on
