@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +63,40 @@ func TestExecSync(t *testing.T) {
 			req := srv.fake.lastExec()
 			if req.ContainerId != "c1" || req.Timeout != tt.wantReqSecs {
 				t.Errorf("request = %v, want container c1 and timeout %ds", req, tt.wantReqSecs)
+			}
+		})
+	}
+}
+
+// TestExecSyncReadsABoundedReply: a command printing more than
+// MaxExecReply costs probelet no more than that: the reply is refused
+// unread and the run is an error naming the command and the bound (not a
+// timeout, not a result); one just under the bound is read whole.
+func TestExecSyncReadsABoundedReply(t *testing.T) {
+	srv := newCRIServer(t, &fakeCRI{})
+	c := newClient(t, srv.endpoint())
+	for _, tt := range []struct {
+		size    string
+		wantErr bool
+	}{
+		{"1MiB-1KiB", false},
+		{"2MiB", true},
+	} {
+		t.Run(tt.size, func(t *testing.T) {
+			out, _, code, err := c.ExecSync(context.Background(), "c1", []string{"print", tt.size}, time.Second)
+			if !tt.wantErr {
+				if err != nil || code != 1 || len(out) != client.MaxExecReply-1<<10 {
+					t.Fatalf("ExecSync = %d bytes, exit %d, %v; want the whole reply", len(out), code, err)
+				}
+				return
+			}
+			if err == nil || errors.Is(err, execprobe.ErrTimeout) || out != nil {
+				t.Fatalf("ExecSync = %d bytes, %v; want an error that is not a timeout", len(out), err)
+			}
+			for _, want := range []string{`"print 2MiB"`, "over 1024 KiB", "c1"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %s", err, want)
+				}
 			}
 		})
 	}

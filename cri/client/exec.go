@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -15,6 +16,16 @@ import (
 )
 
 var _ execprobe.Runner = (*Client)(nil)
+
+// MaxExecReply bounds the ExecSync reply probelet reads. The kubelet keeps
+// 10 KiB of an exec probe's output but takes replies up to its 16 MiB
+// message limit to get there, so a container printing megabytes each
+// period would have probelet hold as much per probe in flight. gRPC reads
+// a reply's length first and discards a longer one unread; the run is then
+// a prober error, not counted, as the kubelet drops a run whose ExecSync
+// failed. --exec-mode direct reads the first 10 KiB, discards the rest as
+// it comes, and keeps the exit code.
+const MaxExecReply = 1 << 20
 
 // ExecSync runs cmd in the container and waits for it, like the kubelet's
 // exec probe. A non-zero exit code is not an error. When the command
@@ -29,8 +40,12 @@ func (c *Client) ExecSync(ctx context.Context, containerID string, cmd []string,
 		ContainerId: containerID,
 		Cmd:         cmd,
 		Timeout:     seconds(timeout),
-	})
+	}, grpc.MaxCallRecvMsgSize(MaxExecReply))
 	if err != nil {
+		if tooLarge(err) {
+			return nil, nil, 0, fmt.Errorf("exec in container %s: command %q printed over %d KiB, more than probelet reads through the runtime (--exec-mode direct reads any amount): %w",
+				containerID, strings.Join(cmd, " "), MaxExecReply>>10, err)
+		}
 		// A caller that cancelled (worker stopped) gets a plain error; a
 		// caller's own deadline is still the command timing out.
 		if isTimeout(err) && !errors.Is(ctx.Err(), context.Canceled) {
@@ -46,6 +61,11 @@ func (c *Client) ExecSync(ctx context.Context, containerID string, cmd []string,
 // deadline for ExecSync, probelet still bounds it by the client timeout).
 func (c *Client) callContext(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, c.timeout+wait)
+}
+
+// tooLarge: gRPC refused a reply over the call's receive limit.
+func tooLarge(err error) bool {
+	return status.Code(err) == codes.ResourceExhausted && strings.Contains(status.Convert(err).Message(), "larger than max")
 }
 
 func isTimeout(err error) bool {

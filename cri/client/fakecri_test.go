@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"os"
@@ -15,7 +16,8 @@ import (
 )
 
 // fakeCRI is an in-process CRI RuntimeService on a unix socket. Commands
-// given to ExecSync pick its answer: "exit N", "timeout" (containerd's
+// given to ExecSync pick its answer: "exit N", "print 1MiB-1KiB|2MiB"
+// (that much stdout, exit 1), "timeout" (containerd's
 // answer to a command outliving its timeout), "timeout-text" (the same
 // without the gRPC code), "hang" (block until the caller gives up),
 // anything else succeeds.
@@ -43,6 +45,9 @@ func (f *fakeCRI) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	case "exit":
 		code := map[string]int32{"0": 0, "1": 1, "3": 3}[req.Cmd[1]]
 		return &runtimeapi.ExecSyncResponse{Stdout: []byte("out"), Stderr: []byte("err"), ExitCode: code}, nil
+	case "print":
+		n := map[string]int{"1MiB-1KiB": 1<<20 - 1<<10, "2MiB": 2 << 20}[req.Cmd[1]]
+		return &runtimeapi.ExecSyncResponse{Stdout: bytes.Repeat([]byte("x"), n), ExitCode: 1}, nil
 	case "timeout":
 		return nil, status.Error(codes.DeadlineExceeded, "failed to exec in container: timeout 1s exceeded: context deadline exceeded")
 	case "timeout-text":
