@@ -101,11 +101,12 @@ lint:
 SOAK_DURATION ?= 4m
 SOAK_PODS     ?= 110
 SOAK_CHAOS    ?= 20
+SOAK_EXEC_MODE ?= direct
 soak:
 	@if [ "$$(id -u)" -ne 0 ]; then \
 		if . hack/lib/ci.sh && ci_set; then echo "soak: CI needs root for the containerd test bed" >&2; exit 1; fi; \
 		echo "soak: skipped: needs root (a private containerd test bed)"; exit 0; fi
-	PROBELET_E2E=1 SOAK_DURATION=$(SOAK_DURATION) SOAK_PODS=$(SOAK_PODS) SOAK_CHAOS=$(SOAK_CHAOS) \
+	PROBELET_E2E=1 SOAK_DURATION=$(SOAK_DURATION) SOAK_PODS=$(SOAK_PODS) SOAK_CHAOS=$(SOAK_CHAOS) SOAK_EXEC_MODE=$(SOAK_EXEC_MODE) \
 		$(GO) test -tags 'e2e soak' -count=1 -timeout 60m -run '^TestSoak$$' -v ./e2e/
 
 ## bench: engine, eBPF and CRI benchmarks, side by side
