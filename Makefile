@@ -79,6 +79,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzNRIEvents -fuzztime=$(FUZZTIME) ./plugin
 	$(GO) test -run='^$$' -fuzz=FuzzSocketRequests -fuzztime=$(FUZZTIME) ./cri/server
 	$(GO) test -run='^$$' -fuzz=FuzzConfig -fuzztime=$(FUZZTIME) ./cmd/probelet/agent
+	$(GO) test -run='^$$' -fuzz=FuzzOpen -fuzztime=$(FUZZTIME) ./history
+	$(GO) test -run='^$$' -fuzz=FuzzResolvePort -fuzztime=$(FUZZTIME) ./prober/spec
 
 ## e2e: the suite on a real containerd built by hack/testbed (root only;
 ## in CI it fails loudly when it cannot run)

@@ -2,10 +2,12 @@ package spec_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/probelet/probelet/prober/spec"
 )
@@ -69,4 +71,61 @@ func deepCopy(cp *spec.ContainerProbes) *spec.ContainerProbes {
 		Readiness: cp.Readiness.DeepCopy(),
 		Startup:   cp.Startup.DeepCopy(),
 	}
+}
+
+// FuzzResolvePort checks ResolvePort on any port and any ports annotation
+// (the kubelet writes it, but the runtime hands probelet whatever the
+// container was created with): it never panics, a port it returns is in
+// 1-65535, a number is itself, and a name it finds is a containerPort the
+// annotation declares under that name, or the name read as a number.
+func FuzzResolvePort(f *testing.F) {
+	for _, seed := range []struct {
+		name   string
+		number int32
+		ports  string
+	}{
+		{"http", 0, `[{"name":"http","containerPort":8080,"protocol":"TCP"}]`},
+		{"", 8080, ""},
+		{"", 70000, ""},
+		{"8081", 0, `[{"name":"http","containerPort":8080}]`},
+		{"metrics", 0, `[{"name":"metrics","containerPort":-1},{"name":"metrics","containerPort":9090}]`},
+		{"x", 0, `{"not":"a list"}`},
+		{"x", 0, `[{"name":"x","containerPort":1e9}]`},
+	} {
+		f.Add(seed.name, seed.number, seed.ports)
+	}
+	f.Fuzz(func(t *testing.T, name string, number int32, ports string) {
+		port := intstr.FromInt32(number)
+		if name != "" {
+			port = intstr.FromString(name)
+		}
+		n, err := spec.ResolvePort(port, ports)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error")
+			}
+			return
+		}
+		if n < 1 || n > 65535 {
+			t.Fatalf("ResolvePort(%v, %q) = %d, outside 1-65535", port, ports, n)
+		}
+		if name == "" {
+			if n != int(number) {
+				t.Fatalf("ResolvePort(%d) = %d, want the number itself", number, n)
+			}
+			return
+		}
+		declared, perr := spec.ParsePortsAnnotation(ports)
+		for _, p := range declared {
+			if p.Name == name {
+				if perr != nil || int(p.ContainerPort) != n {
+					t.Fatalf("ResolvePort(%q, %q) = %d, want the first %q port's %d", name, ports, n, name, p.ContainerPort)
+				}
+				return
+			}
+		}
+		if num, aerr := strconv.Atoi(name); aerr != nil || num != n {
+			t.Fatalf("ResolvePort(%q, %q) = %d: %q is neither declared nor that number", name, ports, n, name)
+		}
+	})
 }
