@@ -252,8 +252,7 @@ const maxTenantRSS = 150 << 20
 
 // TestTenantHeaderBombsCostBoundedMemory: 20 HTTP targets answering 8 MiB
 // of headers every second leave probelet running, under 150 MiB of RSS,
-// and the victim probed on time. (Exec output through ExecSync is not
-// bounded yet: README, Security.)
+// and the victim probed on time.
 func TestTenantHeaderBombsCostBoundedMemory(t *testing.T) {
 	bed := testbed.Start(t)
 	d := startProbelet(t, bed)
@@ -284,6 +283,69 @@ func TestTenantHeaderBombsCostBoundedMemory(t *testing.T) {
 		return victimOnTime(d, victim) == "", victimOnTime(d, victim)
 	})
 	t.Logf("20 header bombs for 20 s: probelet's RSS peaked at %.1f MiB (bound %d MiB)", float64(peak)/(1<<20), maxTenantRSS>>20)
+}
+
+// execBomb prints 15 MB, more than the 1 MiB probelet reads of an ExecSync
+// reply and far more than the kubelet's 10 KiB of output, and fails.
+var execBomb = []string{"sh", "-c", "head -c 15000000 /dev/zero; exit 1"}
+
+// TestTenantExecOutputBombsCostBoundedMemory: 10 exec probes printing 15 MB
+// every second leave probelet running, under 150 MiB of RSS, and the victim
+// probed on time, through the runtime (each run a prober error naming the
+// bound, never a result) and through the direct helper (a Failure by the
+// exit code, 10 KiB of output kept).
+func TestTenantExecOutputBombsCostBoundedMemory(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		// seen says whether a bomb's recent run shows the bound held.
+		seen func(runView) bool
+	}{
+		{"runtime", func(r runView) bool { return strings.Contains(r.Error, "over 1024 KiB") }},
+		{"direct", func(r runView) bool { return r.Result == "Failure" && len(r.Output) <= 10<<10 }},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			bed := testbed.Start(t)
+			d := startProbelet(t, bed, "--exec-mode", tc.mode, "--runtime-state-dir", filepath.Join(bed.Dir(), "state"))
+			victim := victimApp(t, bed, webApp)
+			// Through the runtime, containerd takes over a second to gather
+			// 15 MB from the shim: a 1 s timeout would end the run before
+			// its reply reached probelet, and test nothing.
+			bomb := execProbe(1, 1, execBomb...)
+			bomb.TimeoutSeconds = 10
+			var bombs []app
+			for i := range 10 {
+				bombs = append(bombs, runApp(t, bed, appSpec{name: fmt.Sprintf("exec-bomb-%02d", i), cmd: sleeper,
+					probes: spec.ContainerProbes{Readiness: bomb}}))
+			}
+			eventually(t, 60*time.Second, "every bomb run with its output bounded", func() (bool, string) {
+				n := 0
+				var last runView
+				for _, b := range bombs {
+					h := d.describe(b.ctr).Probes["readiness"].History
+					if len(h) > 0 && tc.seen(h[len(h)-1]) {
+						n++
+					} else if len(h) > 0 {
+						last = h[len(h)-1]
+					}
+				}
+				return n == len(bombs), fmt.Sprintf("%d of %d; one not yet: %+v", n, len(bombs), last)
+			})
+			var peak int64
+			during(t, 20*time.Second, "probelet running, under the RSS bound, the victim on time", func() (bool, string) {
+				if d.exited() {
+					return false, "probelet exited"
+				}
+				rss := vmRSS(d.cmd.Process.Pid)
+				peak = max(peak, rss)
+				if rss >= maxTenantRSS {
+					return false, fmt.Sprintf("RSS %d MiB", rss>>20)
+				}
+				return victimOnTime(d, victim) == "", victimOnTime(d, victim)
+			})
+			t.Logf("10 exec bombs of 15 MB a second for 20 s, --exec-mode %s: probelet's RSS peaked at %.1f MiB (bound %d MiB)",
+				tc.mode, float64(peak)/(1<<20), maxTenantRSS>>20)
+		})
+	}
 }
 
 // vmRSS is pid's resident set in bytes, 0 when unreadable.
