@@ -1,28 +1,21 @@
 package killguard
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/probelet/probelet/internal/disruption"
+)
 
 // State is the node's disruption state, as the node lifecycle controller
 // names a zone's.
-type State int
+type State = disruption.State
 
 // The states, mildest first.
 const (
-	Normal State = iota
-	PartialDisruption
-	FullDisruption
+	Normal            = disruption.Normal
+	PartialDisruption = disruption.PartialDisruption
+	FullDisruption    = disruption.FullDisruption
 )
-
-// String returns the controller's spelling.
-func (s State) String() string {
-	switch s {
-	case PartialDisruption:
-		return "PartialDisruption"
-	case FullDisruption:
-		return "FullDisruption"
-	}
-	return "Normal"
-}
 
 // Census is the count the state is computed from, in pods as the node
 // lifecycle controller counts nodes: the node's pods with a running

@@ -10,33 +10,23 @@ package zones
 import (
 	"errors"
 	"fmt"
+
+	"github.com/probelet/probelet/internal/disruption"
 )
 
 // State is a zone's disruption state.
-type State int
+type State = disruption.State
 
 // The zone states, as the node lifecycle controller names them.
 const (
 	// Normal: most of the zone's probelets renew their Leases.
-	Normal State = iota
+	Normal = disruption.Normal
 	// PartialDisruption: more than 2, and at least the unhealthy zone
 	// threshold, of the zone's probelets are silent.
-	PartialDisruption
+	PartialDisruption = disruption.PartialDisruption
 	// FullDisruption: no probelet in the zone renews its Lease.
-	FullDisruption
+	FullDisruption = disruption.FullDisruption
 )
-
-func (s State) String() string {
-	switch s {
-	case Normal:
-		return "Normal"
-	case PartialDisruption:
-		return "PartialDisruption"
-	case FullDisruption:
-		return "FullDisruption"
-	}
-	return fmt.Sprintf("State(%d)", int(s))
-}
 
 // Defaults are the node lifecycle controller's thresholds
 // (--unhealthy-zone-threshold, --large-cluster-size-threshold) and
