@@ -676,6 +676,21 @@ func percentile99(xs []float64) float64 {
 // checkChaos: no false or missed kill across the restarts, no false READY,
 // the socket back within 2 s of each probelet restart.
 func (s *soak) checkChaos() {
+	// Every app that died by now is given its whole budget after the last
+	// restart before the kills are counted: under SIGKILLs seconds apart
+	// a probe never reaches its threshold until they stop.
+	s.mu.Lock()
+	var settled time.Time
+	for _, p := range s.pods {
+		if p.dieIn > 0 && !p.removed && p.diedAt.Before(time.Now()) && s.killDue(p).After(settled) {
+			settled = s.killDue(p)
+		}
+	}
+	s.mu.Unlock()
+	if wait := time.Until(settled); wait > 0 {
+		s.logf("soak: waiting %v for the kills of apps that died during the chaos", wait.Round(time.Second))
+		time.Sleep(wait)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.checkKills(time.Now(), false)
@@ -700,6 +715,21 @@ func (s *soak) checkChaos() {
 		s.logf("soak: registered with containerd again after a probelet restart: median %v, max %v",
 			s.nriGaps[n/2].Round(time.Millisecond), s.nriGaps[n-1].Round(time.Millisecond))
 	}
+}
+
+// killDue is when p's kill is due at the latest: failureThreshold × period
+// and one period more (a new probelet's first probe falls within one) after
+// the app died or after the last probelet restart since, whichever is later
+// (a restart starts the count again, as a kubelet restart does), and 5 s
+// for the kill to reach the log. Called with s.mu held.
+func (s *soak) killDue(p *soakPod) time.Time {
+	from := p.diedAt
+	for _, r := range s.restarts {
+		if r.After(from) {
+			from = r
+		}
+	}
+	return from.Add(time.Duration(p.period*3+p.period)*time.Second + 5*time.Second)
 }
 
 // checkKills matches every kill in probelet's logs (all runs) against the
@@ -730,7 +760,7 @@ func (s *soak) checkKills(until time.Time, timed bool) {
 			continue
 		}
 		budget := time.Duration(p.period*3+p.period) * time.Second
-		if p.diedAt.Add(budget + 5*time.Second).After(until) {
+		if s.killDue(p).After(until) {
 			continue // not due yet
 		}
 		at, ok := killed[id]
