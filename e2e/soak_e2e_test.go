@@ -142,7 +142,7 @@ type soakRun struct {
 }
 
 type resourceSample struct {
-	goroutines, fds float64
+	goroutines float64
 	// Go's heap in use and the next GC's goal: reported beside RSS, to
 	// tell a heap that grows from memory the runtime keeps.
 	heapInuse, gcGoal float64
@@ -150,9 +150,12 @@ type resourceSample struct {
 
 // memorySample is probelet's RSS in KiB: in all, anonymous (where a leak
 // shows) and the mapped files' pages (the binary's code, paged in as
-// code paths first run).
+// code paths first run); and its open files. Both are read from /proc at
+// the driver's pace: a probe in flight holds files (a direct exec three,
+// for up to its timeout), so the floor of what remains between them needs
+// many samples to find the moments with none in flight.
 type memorySample struct {
-	rss, anon, file float64
+	rss, anon, file, fds float64
 }
 
 func newSoak(t *testing.T) *soak {
@@ -497,18 +500,19 @@ func (s *soak) addRun(ctr, probeType string, run soakRun) {
 }
 
 func (s *soak) sampleMemory() {
-	m := procMemory(s.d.cmd.Process.Pid)
-	if m.rss == 0 {
+	pid := s.d.cmd.Process.Pid
+	m := procMemory(pid)
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if m.rss == 0 || err != nil {
 		return // between two runs of probelet
 	}
+	m.fds = float64(len(fds))
 	s.mu.Lock()
 	s.memory = append(s.memory, m)
 	s.mu.Unlock()
 }
 
 func (s *soak) sampleResources() {
-	pid := s.d.cmd.Process.Pid
-	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	mfs, err := s.d.scrape()
 	if err != nil {
 		return
@@ -527,7 +531,7 @@ func (s *soak) sampleResources() {
 	}
 	g, runners, heap, goal := gauges[0], gauges[1], gauges[2], gauges[3]
 	s.mu.Lock()
-	s.samples = append(s.samples, resourceSample{goroutines: g - runners, fds: float64(len(fds)),
+	s.samples = append(s.samples, resourceSample{goroutines: g - runners,
 		heapInuse: heap / 1024, gcGoal: goal / 1024})
 	s.mu.Unlock()
 }
@@ -593,7 +597,7 @@ func (s *soak) checkSteady() {
 		{"Go heap in use", column(s.samples, func(x resourceSample) float64 { return x.heapInuse }), median, "median, KiB", 0, true, false},
 		{"GC goal", column(s.samples, func(x resourceSample) float64 { return x.gcGoal }), median, "median, KiB", 0, true, false},
 		{"goroutines but the probe runners", column(s.samples, func(x resourceSample) float64 { return x.goroutines }), floor, "floor", 2, false, true},
-		{"open files", column(s.samples, func(x resourceSample) float64 { return x.fds }), floor, "floor", 2, false, false},
+		{"open files", column(s.memory, func(x memorySample) float64 { return x.fds }), floor, "floor", 2, false, false},
 	} {
 		q := len(m.xs) / 4
 		first, last := m.stat(m.xs[:q]), m.stat(m.xs[len(m.xs)-q:])
