@@ -351,17 +351,7 @@ func TestLaunchedPluginAnswersConfigureBeforeASlowBuild(t *testing.T) {
 	t.Cleanup(rt.Stop)
 	inheritNRIConnection(t, filepath.Join(dir, "nri.sock"))
 
-	loading := make(chan time.Time, 1)
-	release := make(chan struct{})
-	slowLoad := func(ctx context.Context, _ string, _ bool, _ *zap.Logger, _ prometheus.Registerer) (probe.TCPProber, error) {
-		loading <- time.Now()
-		select {
-		case <-release:
-			return nil, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
+	slowLoad, loading, release := heldTCPLoad()
 	cfg := testConfig(dir)
 	cfg.NRISocket = "/nonexistent/nri.sock" // ignored: the socket is inherited
 	var logs strings.Builder
@@ -414,6 +404,23 @@ func TestLaunchedPluginAnswersConfigureBeforeASlowBuild(t *testing.T) {
 	if n := len(a.Cache().Pods()); n != 1 {
 		t.Errorf("cache has %d pods, want the one Synchronize brought", n)
 	}
+}
+
+// heldTCPLoad is a TCP prober load that reports when it began on loading
+// and ends (with the kubelet-style dialer) when release is closed.
+func heldTCPLoad() (load agent.TCPProberFunc, loading <-chan time.Time, release chan struct{}) {
+	began := make(chan time.Time, 1)
+	release = make(chan struct{})
+	load = func(ctx context.Context, _ string, _ bool, _ *zap.Logger, _ prometheus.Registerer) (probe.TCPProber, error) {
+		began <- time.Now()
+		select {
+		case <-release:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return load, began, release
 }
 
 // inheritNRIConnection is what containerd hands a plugin it launches: a

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/probelet/probelet/cmd/probelet/agent"
@@ -15,7 +14,6 @@ import (
 	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
 )
 
 func criServer(s prober.StatusSource, v lifecycle.View, past []prober.Event, l *zap.Logger) (agent.SocketServer, error) {
@@ -72,16 +70,7 @@ func TestSocketServesWhileTheTCPProberLoads(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	startNRI(t, dir)
-	loading, release := make(chan struct{}), make(chan struct{})
-	slowLoad := func(ctx context.Context, _ string, _ bool, _ *zap.Logger, _ prometheus.Registerer) (probe.TCPProber, error) {
-		close(loading)
-		select {
-		case <-release:
-			return nil, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
+	slowLoad, loading, release := heldTCPLoad()
 	cfg := testConfig(dir)
 	a, err := agent.New(cfg, agent.WithLogger(zap.NewNop()), agent.WithSocketServer(criServer), agent.WithTCPProber(slowLoad))
 	if err != nil {
