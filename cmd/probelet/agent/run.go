@@ -46,21 +46,20 @@ func (a *Agent) Run(ctx context.Context) error {
 	// the engine and the cache, which answer before the engine runs.
 	sock := a.goRun(base, a.serveSocket(p), failed)
 	web := a.goRun(base, a.serveMetrics(p), failed)
-	if err = p.tcp.wait(ctx, failed); err != nil || a.launched {
-		// A launched plugin's Configure answer waits for nothing, its
-		// proxy starts once configured.
-		if err == nil {
-			cri, err = a.startProxy(base, failed)
+	err = p.tcp.wait(ctx, failed)
+	if err == nil && a.launched {
+		// A launched plugin learns its flags from the runtime: its proxy
+		// starts once configured.
+		cri, err = a.startProxy(base, failed)
+	}
+	if err != nil {
+		nri.stop()
+		sock.stop()
+		web.stop()
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil
 		}
-		if err != nil {
-			nri.stop()
-			sock.stop()
-			web.stop()
-			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-				return nil
-			}
-			return err
-		}
+		return err
 	}
 	// The engine only now: no probe runs before the TCP prober is loaded.
 	engine := a.goRun(base, p.engine.Run, failed)
