@@ -686,8 +686,10 @@ func (s *soak) checkChaos() {
 	s.mu.Lock()
 	var settled time.Time
 	for _, p := range s.pods {
-		if p.dieIn > 0 && !p.removed && p.diedAt.Before(time.Now()) && s.killDue(p).After(settled) {
-			settled = s.killDue(p)
+		if p.dieIn > 0 && !p.removed && p.diedAt.Before(time.Now()) {
+			if due := s.killDue(p); due.After(settled) {
+				settled = due
+			}
 		}
 	}
 	s.mu.Unlock()
