@@ -234,7 +234,7 @@ func (m *Manager) deferred(w *worker, pk *pendingKill, k Kill, reason string) {
 	m.emit(ev)
 	if w.containerID == k.ContainerID && w.onHold {
 		w.onHold, w.resultRun = false, 0
-		m.wake(w)
+		m.sched.wake(w)
 	}
 }
 

@@ -11,9 +11,9 @@ import (
 // disarm and fire are called under Manager.mu, which orders a fire after a
 // set; wait is called by the scheduler goroutine alone, without the lock.
 type alarm interface {
-	// set makes the alarm go off d (> 0) from now, replacing any earlier
-	// setting.
-	set(d time.Duration)
+	// set makes the alarm go off at the given time of its clock (at once
+	// when that has passed), replacing any earlier setting.
+	set(at time.Time)
 	// disarm cancels the wake-up set last; a fire still wakes.
 	disarm()
 	// fire makes the pending or next wait return at once.
@@ -27,11 +27,12 @@ type alarm interface {
 // newAlarm picks the alarm for c: on the real clock, a timer file where the
 // kernel offers one (see timerfdAlarm: a wake-up is then one thread waking,
 // not the four a Go timer costs); otherwise a timer of c, as tests with a
-// fake clock need.
-func newAlarm(c clock.Clock) alarm {
+// fake clock need. onError hears of a timer file that failed later and
+// handed over to a Go timer.
+func newAlarm(c clock.Clock, onError func(error)) alarm {
 	switch c.(type) {
 	case clock.RealClock, *clock.RealClock:
-		if a, err := newTimerfdAlarm(); err == nil {
+		if a, err := newTimerfdAlarm(onError); err == nil {
 			return a
 		}
 	}
@@ -41,6 +42,7 @@ func newAlarm(c clock.Clock) alarm {
 // clockAlarm is an alarm made of a timer of any clock and a channel for
 // fire.
 type clockAlarm struct {
+	clock clock.Clock
 	timer clock.Timer
 	woken chan struct{}
 }
@@ -48,12 +50,23 @@ type clockAlarm struct {
 func newClockAlarm(c clock.Clock) *clockAlarm {
 	t := c.NewTimer(time.Hour)
 	t.Stop()
-	return &clockAlarm{timer: t, woken: make(chan struct{}, 1)}
+	return &clockAlarm{clock: c, timer: t, woken: make(chan struct{}, 1)}
 }
 
-func (a *clockAlarm) set(d time.Duration) {
+func (a *clockAlarm) set(at time.Time) {
 	a.disarm()
+	d := at.Sub(a.clock.Now())
+	if d <= 0 {
+		a.fire()
+		return
+	}
 	a.timer.Reset(d)
+	// A clock that steps (a fake one) between Now and Reset moved the
+	// timer's target a whole step past at, and would go off only at the
+	// step after: go off now instead. A real clock's gap is harmless.
+	if !a.clock.Now().Before(at) {
+		a.fire()
+	}
 }
 
 // disarm stops the timer and drains a tick it already sent, so a fake

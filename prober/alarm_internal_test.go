@@ -28,7 +28,7 @@ func waitReturns(t *testing.T, a alarm, what string) {
 // realAlarms are the alarms the real clock can use here.
 func realAlarms(t *testing.T) map[string]alarm {
 	alarms := map[string]alarm{"clock": newClockAlarm(clock.RealClock{})}
-	if a, err := newTimerfdAlarm(); err == nil {
+	if a, err := newTimerfdAlarm(nil); err == nil {
 		alarms["timerfd"] = a
 	} else {
 		t.Logf("no timer file alarm: %v", err)
@@ -40,38 +40,110 @@ func TestAlarmGoesOffAndFires(t *testing.T) {
 	for name, a := range realAlarms(t) {
 		t.Run(name, func(t *testing.T) {
 			defer a.close()
-			a.set(time.Millisecond)
-			waitReturns(t, a, "set")
-			a.fire()
-			waitReturns(t, a, "fired before the wait")
-			a.set(time.Hour)
-			a.fire()
-			waitReturns(t, a, "fired after a set")
-			a.disarm()
-			a.fire()
-			waitReturns(t, a, "fired after a disarm")
-			a.set(time.Hour)
-			done := make(chan struct{})
-			go func() {
-				a.wait()
-				close(done)
-			}()
-			a.fire()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("a fire did not end a wait in progress")
-			}
+			goesOffAndFires(t, a)
 		})
 	}
 }
 
-func TestTimerfdAlarmCloseEndsAWait(t *testing.T) {
-	a, err := newTimerfdAlarm()
+// goesOffAndFires runs a real-clock alarm through its contract.
+func goesOffAndFires(t *testing.T, a alarm) {
+	t.Helper()
+	a.set(time.Now().Add(time.Millisecond))
+	waitReturns(t, a, "set")
+	a.set(time.Now().Add(-time.Second))
+	waitReturns(t, a, "set in the past")
+	a.fire()
+	waitReturns(t, a, "fired before the wait")
+	a.set(time.Now().Add(time.Hour))
+	a.fire()
+	waitReturns(t, a, "fired after a set")
+	a.disarm()
+	a.fire()
+	waitReturns(t, a, "fired after a disarm")
+	a.set(time.Now().Add(time.Hour))
+	endsAWait(t, a, a.fire, "a fire")
+}
+
+// endsAWait fails unless do ends a wait on a that is in progress.
+func endsAWait(t *testing.T, a alarm, do func(), what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		a.wait()
+		close(done)
+	}()
+	do() // before or after the wait parks: it must end either way
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not end a wait in progress", what)
+	}
+}
+
+// TestTimerfdAlarmFallsBackToAGoTimer: a timer file the kernel refuses a
+// setting on (here an invalid value, a negative time) hands over to a Go
+// timer: the wait in progress ends, the error is reported once, and the
+// alarm keeps its whole contract.
+func TestTimerfdAlarmFallsBackToAGoTimer(t *testing.T) {
+	var errs []error
+	a, err := newTimerfdAlarm(func(err error) { errs = append(errs, err) })
 	if err != nil {
 		t.Skipf("no timer files: %v", err)
 	}
-	a.set(time.Hour)
+	defer a.close()
+	refused := a.settime(-time.Second)
+	if refused == nil {
+		t.Fatal("the kernel took a negative timer setting")
+	}
+	a.set(time.Now().Add(time.Hour))
+	// As set, disarm and fire do: fall back, then replay the call.
+	endsAWait(t, a, func() { a.fallBack(refused).fire() }, "falling back")
+	if len(errs) != 1 || errs[0] != refused {
+		t.Fatalf("errors reported: %v, want the refusal once", errs)
+	}
+	if a.fallback.Load() == nil {
+		t.Fatal("no Go timer took over")
+	}
+	goesOffAndFires(t, a)
+	if len(errs) != 1 {
+		t.Fatalf("errors reported: %v, want one", errs)
+	}
+}
+
+// TestClockAlarmOnAFakeClock: set in the past goes off at once; set ahead
+// goes off when the clock reaches it, not before.
+func TestClockAlarmOnAFakeClock(t *testing.T) {
+	c := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	a := newClockAlarm(c)
+	defer a.close()
+	a.set(c.Now())
+	waitReturns(t, a, "set at the clock's time")
+	a.set(c.Now().Add(time.Second))
+	done := make(chan struct{})
+	go func() {
+		a.wait()
+		close(done)
+	}()
+	c.Step(999 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("went off a millisecond early")
+	case <-time.After(10 * time.Millisecond):
+	}
+	c.Step(time.Millisecond)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not go off at its time")
+	}
+}
+
+func TestTimerfdAlarmCloseEndsAWait(t *testing.T) {
+	a, err := newTimerfdAlarm(nil)
+	if err != nil {
+		t.Skipf("no timer files: %v", err)
+	}
+	a.set(time.Now().Add(time.Hour))
 	done := make(chan struct{})
 	go func() {
 		a.wait()
@@ -86,15 +158,15 @@ func TestTimerfdAlarmCloseEndsAWait(t *testing.T) {
 }
 
 func TestNewAlarmUsesTheClock(t *testing.T) {
-	_, err := newTimerfdAlarm()
+	_, err := newTimerfdAlarm(nil)
 	for _, c := range []clock.Clock{clock.RealClock{}, &clock.RealClock{}} {
-		a := newAlarm(c)
+		a := newAlarm(c, nil)
 		if _, goTimer := a.(*clockAlarm); goTimer && err == nil {
 			t.Fatalf("the real clock (%T) got a Go timer where a timer file works", c)
 		}
 		a.close()
 	}
-	fake := newAlarm(clocktesting.NewFakeClock(time.Now()))
+	fake := newAlarm(clocktesting.NewFakeClock(time.Now()), nil)
 	if _, ok := fake.(*clockAlarm); !ok {
 		t.Fatalf("a fake clock got %T, want a timer of its own", fake)
 	}
@@ -110,7 +182,7 @@ func BenchmarkAlarmWakeUp(b *testing.B) {
 	const interval = 20 * time.Millisecond
 	b.Run("go-timer", func(b *testing.B) { benchAlarm(b, newClockAlarm(clock.RealClock{}), interval) })
 	b.Run("timerfd", func(b *testing.B) {
-		a, err := newTimerfdAlarm()
+		a, err := newTimerfdAlarm(nil)
 		if err != nil {
 			b.Skipf("no timer files: %v", err)
 		}
@@ -122,7 +194,7 @@ func benchAlarm(b *testing.B, a alarm, interval time.Duration) {
 	defer a.close()
 	cpu0 := processCPU()
 	for b.Loop() {
-		a.set(interval)
+		a.set(time.Now().Add(interval))
 		a.wait()
 	}
 	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/wake-up")

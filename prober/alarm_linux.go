@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/utils/clock"
 )
 
 // timerfdAlarm is the real clock's alarm on Linux: a timer file watched by
@@ -44,9 +45,16 @@ type timerfdAlarm struct {
 	// once it ran for the wait in progress. Only the scheduler waits.
 	check func(uintptr) bool
 	woken bool
+	// fallback takes over for good if the kernel ever refuses a setting
+	// (it cannot, on an open timer file with a valid value; if it did, the
+	// scheduler must still wake): set, disarm and fire go to it, and the
+	// timer file is closed so that a wait in progress ends. onError hears
+	// of it once.
+	fallback atomic.Pointer[clockAlarm]
+	onError  func(error)
 }
 
-func newTimerfdAlarm() (*timerfdAlarm, error) {
+func newTimerfdAlarm(onError func(error)) (*timerfdAlarm, error) {
 	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 	if err != nil {
 		return nil, err
@@ -59,36 +67,71 @@ func newTimerfdAlarm() (*timerfdAlarm, error) {
 		f.Close()
 		return nil, err
 	}
-	a := &timerfdAlarm{fd: fd, file: f, conn: conn, base: time.Now()}
+	a := &timerfdAlarm{fd: fd, file: f, conn: conn, base: time.Now(), onError: onError}
 	a.due.Store(math.MaxInt64)
 	a.check = a.goneOff
 	return a, nil
 }
 
-func (a *timerfdAlarm) set(d time.Duration) {
-	d = max(d, 1)
-	a.due.Store(int64(time.Since(a.base) + d))
-	a.settime(d)
+// set takes a time of the real clock (the only clock this alarm serves).
+func (a *timerfdAlarm) set(at time.Time) {
+	if fb := a.fallback.Load(); fb != nil {
+		fb.set(at)
+		return
+	}
+	due := at.Sub(a.base)
+	a.due.Store(int64(due))
+	if err := a.settime(max(due-time.Since(a.base), 1)); err != nil {
+		a.fallBack(err).set(at)
+	}
 }
 
 func (a *timerfdAlarm) disarm() {
+	if fb := a.fallback.Load(); fb != nil {
+		fb.disarm()
+		return
+	}
 	a.due.Store(math.MaxInt64)
-	a.settime(0)
+	if err := a.settime(0); err != nil {
+		a.fallBack(err)
+	}
 }
 
 // fire expires the timer now: the nanosecond is the least a set timer
 // takes (zero disarms it).
 func (a *timerfdAlarm) fire() {
+	if fb := a.fallback.Load(); fb != nil {
+		fb.fire()
+		return
+	}
 	a.due.Store(0)
-	a.settime(1)
+	if err := a.settime(1); err != nil {
+		a.fallBack(err).fire()
+	}
 }
 
 // settime points the timer d from now (0 disarms it); the kernel clears a
 // pending expiration, which is why fire and set are ordered by the
-// Manager's lock. It cannot fail on an open timer file with a valid value.
-func (a *timerfdAlarm) settime(d time.Duration) {
+// Manager's lock.
+func (a *timerfdAlarm) settime(d time.Duration) error {
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
-	unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(a.fd), 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+	if _, _, errno := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(a.fd), 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0); errno != 0 {
+		return os.NewSyscallError("timerfd_settime", errno)
+	}
+	return nil
+}
+
+// fallBack hands over to a Go timer for good and returns it, for the
+// caller to replay its call on. Closing the file ends a wait in progress:
+// the scheduler goes round once for nothing, then waits on the Go timer.
+func (a *timerfdAlarm) fallBack(err error) *clockAlarm {
+	fb := newClockAlarm(clock.RealClock{})
+	a.fallback.Store(fb)
+	a.file.Close()
+	if a.onError != nil {
+		a.onError(err)
+	}
+	return fb
 }
 
 // wait returns at once when the alarm is due, else parks in the netpoller
@@ -98,6 +141,10 @@ func (a *timerfdAlarm) settime(d time.Duration) {
 // read per wake-up, and never sleeps through an expiration. A closed file
 // ends the wait too.
 func (a *timerfdAlarm) wait() {
+	if fb := a.fallback.Load(); fb != nil {
+		fb.wait()
+		return
+	}
 	a.woken = false
 	_ = a.conn.Read(a.check)
 }
@@ -111,4 +158,9 @@ func (a *timerfdAlarm) goneOff(uintptr) bool {
 	return time.Since(a.base) >= time.Duration(a.due.Load())
 }
 
-func (a *timerfdAlarm) close() { a.file.Close() }
+func (a *timerfdAlarm) close() {
+	a.file.Close()
+	if fb := a.fallback.Load(); fb != nil {
+		fb.close()
+	}
+}

@@ -85,7 +85,7 @@ func (m *Manager) publish(w *worker, r results.Result, output string) {
 	})
 	if w.typ == probe.Startup && r == results.Success {
 		if rw := w.pod.worker(w.name, probe.Readiness); rw != nil {
-			m.wake(rw)
+			m.sched.wake(rw)
 		}
 	}
 }

@@ -59,11 +59,7 @@ func (m *Manager) idleWaitLocked() (chan struct{}, error) {
 // idleLocked reports whether the scheduler sleeps and nothing is due,
 // queued, running or killing.
 func (m *Manager) idleLocked() bool {
-	if !m.parked || m.inflight > 0 || m.killing > 0 {
-		return false
-	}
-	_, due, ok := m.queue.next()
-	return !ok || due.After(m.clock.Now())
+	return m.inflight == 0 && m.killing == 0 && m.sched.idle()
 }
 
 // notifyIdle releases WaitIdle callers once the engine is idle; it costs

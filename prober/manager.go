@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,7 +59,7 @@ type Manager struct {
 	cache   *results.Cache
 	changes *fanout.Hub[ResultChange]
 	events  *fanout.Hub[Event]
-	pool    *pool
+	sched   *scheduler
 	specs   SpecParser
 	history RestartHistory // nil: restarts live as long as the engine
 
@@ -75,28 +74,16 @@ type Manager struct {
 	done       chan struct{}
 	kills      sync.WaitGroup
 
+	// mu guards the pods, the workers and the scheduler (but for its
+	// atomics and its pool's own lock).
 	mu       sync.Mutex
 	pods     map[string]*podEntry
 	byID     map[string]*podEntry
-	queue    dueQueue
 	inflight int
 	killing  int
 	running  bool
 	stopped  bool
-	// alarm is what the scheduler sleeps on; Run makes it. parked is set
-	// while the scheduler sleeps with its alarm set for the earliest due
-	// time; dispatching while it ticks due workers.
-	alarm       alarm
-	parked      bool
-	dispatching bool
-	idleCh      chan struct{}
-
-	// looping is set while the scheduler goroutine runs; nextRound is when
-	// it is due to go round next (unix nanoseconds, noRound when nothing is
-	// due). Both are read without mu, by SchedulerLag: a wedged scheduler
-	// may hold the lock.
-	looping   atomic.Bool
-	nextRound atomic.Int64
+	idleCh   chan struct{}
 }
 
 // NewManager returns a Manager; call Start to begin probing.
@@ -122,13 +109,12 @@ func NewManager(opts ...Option) (*Manager, error) {
 		}
 	}
 	m.instantTCP, _ = m.handlers.tcp.(probe.InstantTCPProber)
-	m.queue.base = m.clock.Now()
 	if m.agentStart.IsZero() {
-		m.agentStart = m.queue.base
+		m.agentStart = m.clock.Now()
 	}
-	m.pool = newPool(m.concurrency, m.execute)
+	m.sched = newScheduler(m.clock, m.jitter, m.agentStart, newPool(m.concurrency, m.execute))
 	var err error
-	if m.metrics, err = newMetrics(m.registerer, m.pool.runners); err != nil {
+	if m.metrics, err = newMetrics(m.registerer, m.sched.pool.runners); err != nil {
 		return nil, err
 	}
 	m.changes = fanout.New[ResultChange](m.metrics.dropped.WithLabelValues("results").Inc)
@@ -152,15 +138,19 @@ func (m *Manager) Run(ctx context.Context) error {
 		return errors.New("prober: manager already running")
 	}
 	m.running = true
-	m.alarm = newAlarm(m.clock)
+	m.sched.start(m.alarmFailed)
 	close(m.runStarted)
-	m.nextRound.Store(m.clock.Now().UnixNano())
-	m.looping.Store(true)
 	m.mu.Unlock()
 	m.loop(ctx)
-	m.looping.Store(false)
 	m.shutdown()
 	return nil
+}
+
+// alarmFailed hears that the scheduler's timer file refused a setting
+// and a Go timer took over: probing goes on, at a few more thread
+// wake-ups per round.
+func (m *Manager) alarmFailed(err error) {
+	m.log.Error("The scheduler's timer file failed; a Go timer took over", zap.Error(err))
 }
 
 // shutdown is the end of Run.
@@ -172,9 +162,8 @@ func (m *Manager) shutdown() {
 	}
 	m.mu.Unlock()
 	m.cancel()
-	m.pool.close()
 	m.kills.Wait()
-	m.alarm.close()
+	m.sched.close()
 	m.changes.Close()
 	m.events.Close()
 	close(m.done)

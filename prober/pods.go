@@ -201,7 +201,7 @@ func (m *Manager) startConfigured(pe *podEntry) {
 			}
 			w := m.newWorker(pe, c.Name, t, p)
 			pe.workers = append(pe.workers, w)
-			m.scheduleFirst(w)
+			m.sched.scheduleFirst(w)
 		}
 	}
 }
@@ -223,7 +223,7 @@ func (m *Manager) wakeChanged(pe *podEntry, netChanged bool) {
 		deleting := pe.pod.Deleting != w.seenDeleting
 		w.seenID, w.seenState, w.seenDeleting = c.ID, c.State, pe.pod.Deleting
 		if (changed && c.State != node.StateCreated) || deleting {
-			m.wake(w)
+			m.sched.wake(w)
 		}
 	}
 }
@@ -242,7 +242,7 @@ func (m *Manager) stopWorker(w *worker) {
 	}
 	w.stopped = true
 	w.cancel()
-	m.queue.forget(w)
+	m.sched.forget(w)
 	w.pod.dropWorker(w)
 	if w.containerID != "" {
 		m.cache.Remove(w.key())

@@ -42,7 +42,7 @@ func (m *Manager) finish(w *worker, o outcome) {
 		if m.current(w, w.job.containerID) {
 			m.record(w, o)
 		}
-		m.reschedule(w)
+		m.sched.reschedule(w)
 	}
 	w.job = job{}
 	m.notifyIdle()

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/probelet/probelet/internal/testutil"
 )
 
@@ -185,5 +187,104 @@ func TestHistoryKeepsTheNewestOldestFirst(t *testing.T) {
 	none.add(ProbeRecord{})
 	if len(none.records()) != 0 {
 		t.Fatal("history 0 kept a record")
+	}
+}
+
+// TestSchedulerRoundTicksWhatIsDue: a round ticks every worker due by now
+// or within coalesceWindow, in due order and as of its due time, and sets
+// the alarm for the first one left; the scheduler counts as idle only
+// while nothing is due.
+func TestSchedulerRoundTicksWhatIsDue(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	s := newScheduler(clk, func() float64 { return 0 }, t0.Add(-time.Hour), newPool(1, func(*worker) {}))
+	s.start(nil)
+	defer s.close()
+	offsets := []time.Duration{time.Second, 11 * time.Millisecond, 0, coalesceWindow, -time.Second, 5 * time.Millisecond}
+	byOffset := map[*worker]time.Duration{}
+	for _, d := range offsets {
+		w := &worker{period: time.Minute}
+		byOffset[w] = d
+		s.schedule(w, t0.Add(d))
+	}
+	var ticked []time.Duration
+	s.due(func(w *worker, at time.Time) {
+		if want := later(t0, t0.Add(byOffset[w])); !at.Equal(want) {
+			t.Errorf("worker due at %+v ticked as of %+v", byOffset[w], at.Sub(t0))
+		}
+		ticked = append(ticked, byOffset[w])
+	})
+	want := []time.Duration{-time.Second, 0, 5 * time.Millisecond, coalesceWindow}
+	if !slices.Equal(ticked, want) {
+		t.Fatalf("ticked %v, want %v", ticked, want)
+	}
+	if next := time.Unix(0, s.nextRound.Load()); !next.Equal(t0.Add(11 * time.Millisecond)) {
+		t.Fatalf("next round at +%v, want +11ms", next.Sub(t0))
+	}
+	if !s.idle() {
+		t.Fatal("not idle with nothing due")
+	}
+	clk.Step(11 * time.Millisecond)
+	if s.idle() {
+		t.Fatal("idle with a worker due")
+	}
+	if lag, running := s.lag(); running || lag != 0 {
+		t.Fatalf("lag %v, running %v outside run; want 0, not running", lag, running)
+	}
+}
+
+// TestSchedulerFirstTickSpreadsAYoungAgentsProbes: while the agent is
+// younger than a worker's period, its first tick is a random part of the
+// period away (a broken random source counts as none); later, at once.
+func TestSchedulerFirstTickSpreadsAYoungAgentsProbes(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		age    time.Duration
+		jitter float64
+		want   time.Duration
+	}{
+		{"young agent", time.Second, 0.25, 2500 * time.Millisecond},
+		{"young agent, broken jitter", time.Second, 1.5, 0},
+		{"young agent, negative jitter", time.Second, -0.1, 0},
+		{"agent older than the period", 10 * time.Second, 0.25, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScheduler(clocktesting.NewFakeClock(t0), func() float64 { return tc.jitter }, t0.Add(-tc.age), newPool(1, func(*worker) {}))
+			w := &worker{period: 10 * time.Second}
+			s.scheduleFirst(w)
+			if got := w.due.Sub(t0); got != tc.want {
+				t.Fatalf("first tick at +%v, want +%v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSchedulerWakeRestartsThePeriod: wake makes an idle worker due now, a
+// worker in flight due as soon as its probe ends, and a stopped one never.
+func TestSchedulerWakeRestartsThePeriod(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	s := newScheduler(clk, func() float64 { return 0 }, t0.Add(-time.Hour), newPool(1, func(*worker) {}))
+	idle := &worker{period: time.Minute, due: t0.Add(30 * time.Second)}
+	inFlight := &worker{period: time.Minute, due: t0.Add(-time.Second), inFlight: true}
+	stopped := &worker{period: time.Minute, stopped: true}
+	clk.Step(2 * time.Second)
+	for _, w := range []*worker{idle, inFlight, stopped} {
+		s.wake(w)
+	}
+	if !idle.due.Equal(clk.Now()) || !idle.queued {
+		t.Errorf("idle worker due at +%v (queued %v), want now", idle.due.Sub(t0), idle.queued)
+	}
+	if inFlight.queued || !inFlight.rewake {
+		t.Errorf("worker in flight queued %v, rewake %v; want it marked to tick when its probe ends", inFlight.queued, inFlight.rewake)
+	}
+	inFlight.inFlight = false
+	s.reschedule(inFlight)
+	if !inFlight.due.Equal(clk.Now()) || inFlight.rewake {
+		t.Errorf("woken worker rescheduled at +%v (rewake %v), want now", inFlight.due.Sub(t0), inFlight.rewake)
+	}
+	if stopped.queued {
+		t.Error("a stopped worker was queued")
 	}
 }

@@ -1,0 +1,86 @@
+package prober
+
+import (
+	"context"
+	"time"
+)
+
+// The Manager's side of scheduling: its goroutine's rounds, and what a
+// worker's tick does. When is the scheduler's (scheduler.go); what is the
+// Manager's.
+
+// loop runs the scheduler goroutine until ctx ends.
+func (m *Manager) loop(ctx context.Context) {
+	stop := context.AfterFunc(ctx, m.wakeToStop)
+	defer stop()
+	m.sched.run(ctx, m.dispatchDue)
+}
+
+// dispatchDue is one round of the scheduler under the lock.
+func (m *Manager) dispatchDue() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sched.due(m.tick)
+	m.notifyIdle()
+}
+
+// wakeToStop fires the alarm for the end of Run's context, unless the
+// engine already stopped (shutdown closes the alarm).
+func (m *Manager) wakeToStop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.stopped {
+		m.sched.stopAlarm()
+	}
+}
+
+// SchedulerLag reports how far the scheduler goroutine is behind its next
+// round (scheduler.lag). It never takes the engine's lock, so a heartbeat
+// can ask it of a wedged engine.
+func (m *Manager) SchedulerLag() (lag time.Duration, running bool) {
+	return m.sched.lag()
+}
+
+// tick is one turn of a worker: decide, then probe, wait or stop.
+func (m *Manager) tick(w *worker, now time.Time) {
+	switch m.decide(w, now) {
+	case verdictProbe:
+		m.dispatch(w)
+	case verdictStop:
+		m.stopWorker(w)
+	default:
+		m.sched.schedule(w, nextTick(w.due, w.period, now))
+	}
+}
+
+// dispatch runs w's probe: answered at once when the TCP prober can answer
+// from memory, else handed to the pool with a snapshot of its target.
+func (m *Manager) dispatch(w *worker) {
+	if w.target == nil || w.target.containerID != w.containerID {
+		c, _ := w.pod.container(w.name)
+		t := prepare(w.spec, &w.pod.pod, c, m.hostScope(&w.pod.pod))
+		w.target = &t
+	}
+	w.job = job{ctx: w.ctx, containerID: w.containerID, target: w.target}
+	w.inFlight = true
+	m.inflight++
+	if o, ok := m.instant(w.target); ok {
+		m.finish(w, o)
+		return
+	}
+	m.sched.pool.submit(w)
+}
+
+// instant answers t on the scheduling goroutine, under the lock, when the
+// TCP prober can without waiting; a probe answered from memory costs less
+// than handing it to a runner.
+func (m *Manager) instant(t *target) (outcome, bool) {
+	if m.instantTCP == nil || t.kind != kindTCP || t.err != nil {
+		return outcome{}, false
+	}
+	o := outcome{start: m.clock.Now()}
+	var ok bool
+	o.result, o.output, o.method, ok = m.instantTCP.ProbeTCPInstant(t.tcp)
+	o.duration = m.clock.Since(o.start)
+	return o, ok
+}
