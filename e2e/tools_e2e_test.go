@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,24 @@ func checkCrictlLists(t *testing.T, d *daemon, a app) {
 	t.Helper()
 	if out := crictlOn(t, d, "version"); !strings.Contains(out, "RuntimeName:  probelet") {
 		t.Errorf("crictl version:\n%s", out)
+	}
+	// probelet's own condition says whether its NRI plugin is registered:
+	// it is, since it saw the app start.
+	type condition struct {
+		Type   string `json:"type"`
+		Status bool   `json:"status"`
+	}
+	var info struct {
+		Status struct {
+			Conditions []condition `json:"conditions"`
+		} `json:"status"`
+	}
+	out := crictlOn(t, d, "info")
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		t.Fatalf("crictl info: %v:\n%s", err, out)
+	}
+	if !slices.Contains(info.Status.Conditions, condition{"NRIConnected", true}) {
+		t.Errorf("crictl info has no NRIConnected condition that is true:\n%s", out)
 	}
 	want := map[string][]string{
 		"pods": {a.pod[:13], "Ready", a.name, "default"},

@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,7 +26,6 @@ type Cache struct {
 	reg    prometheus.Registerer
 	m      *metrics
 	events *fanout.Hub[node.Event]
-	nri    atomic.Bool
 
 	// runtimeEvents carries container and sandbox events, numbered by
 	// runtimeSeq (see SubscribeRuntimeEvents).
@@ -143,5 +141,3 @@ func New(sink Sink, opts ...Option) (*Cache, error) {
 	return c, nil
 }
 
-// SetNRIConnected records whether the NRI plugin is registered.
-func (c *Cache) SetNRIConnected(connected bool) { c.nri.Store(connected) }

@@ -293,13 +293,6 @@ func TestViewPodsAndConnection(t *testing.T) {
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("Pods() = %v, want %v (a pod without UID is keyed by its sandbox ID)", names, want)
 	}
-	if e.cache.NRIConnected() {
-		t.Error("connected before SetNRIConnected")
-	}
-	e.cache.SetNRIConnected(true)
-	if !e.cache.NRIConnected() {
-		t.Error("not connected after SetNRIConnected(true)")
-	}
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {

@@ -13,8 +13,6 @@ type View interface {
 	// is buffered; a subscriber that falls behind loses events (counted),
 	// it never blocks the NRI handlers. cancel closes the channel.
 	SubscribeEvents(buffer int) (events <-chan node.Event, cancel func())
-	// NRIConnected reports whether the NRI plugin is registered with the runtime.
-	NRIConnected() bool
 }
 
 // Sink is what the cache drives with every change: the probe engine

@@ -36,5 +36,3 @@ func (c *Cache) SubscribeEvents(buffer int) (<-chan node.Event, func()) {
 	return c.events.Subscribe(buffer)
 }
 
-// NRIConnected reports what SetNRIConnected last recorded.
-func (c *Cache) NRIConnected() bool { return c.nri.Load() }

@@ -47,7 +47,6 @@ type Cache interface {
 	UpdateContainer(at time.Time, sb lifecycle.Sandbox, ct lifecycle.Container)
 	RemoveContainer(at time.Time, ct lifecycle.Container)
 	Sync(at time.Time, sbs []lifecycle.Sandbox, ctrs []lifecycle.Container)
-	SetNRIConnected(connected bool)
 }
 
 var _ Cache = (*lifecycle.Cache)(nil)
@@ -237,7 +236,6 @@ func (p *Plugin) setRuntime(name, version string) {
 
 func (p *Plugin) setConnected(c bool) {
 	p.connected.Store(c)
-	p.cache.SetNRIConnected(c)
 	v := 0.0
 	if c {
 		v = 1

@@ -162,7 +162,6 @@ type panickyCache struct{ plugin.Cache }
 
 func (panickyCache) RunPod(time.Time, lifecycle.Sandbox)                        { panic("boom") }
 func (panickyCache) Sync(time.Time, []lifecycle.Sandbox, []lifecycle.Container) {}
-func (panickyCache) SetNRIConnected(bool)                                       {}
 
 func TestHandlerPanicIsContained(t *testing.T) {
 	rt := newFakeRuntime(t)
@@ -191,9 +190,6 @@ func TestReconnectsAndReconciles(t *testing.T) {
 
 	rt.stop() // containerd restarts
 	testutil.WaitFor(t, "disconnect", func() bool { return !h.plugin.Connected() })
-	if h.cache.NRIConnected() {
-		t.Error("the cache still reports NRI connected")
-	}
 	// While it was down: b and pod 2 went away (no events), c started.
 	rt.mu.Lock()
 	delete(rt.ctrs, "b")

@@ -20,7 +20,7 @@ var _ apiv1.ProbeletServer = (*apiService)(nil)
 
 // Version reports the build and the NRI connection.
 func (a *apiService) Version(context.Context, *apiv1.VersionRequest) (*apiv1.VersionResponse, error) {
-	return &apiv1.VersionResponse{Version: a.s.version, ApiVersion: apiVersion, NriConnected: a.s.view.NRIConnected()}, nil
+	return &apiv1.VersionResponse{Version: a.s.version, ApiVersion: apiVersion, NriConnected: a.s.nri.Connected()}, nil
 }
 
 // ListContainers lists containers with their probe state (no history).

@@ -94,6 +94,19 @@ func WithClock(c clock.Clock) Option {
 	}
 }
 
+// WithNRIStatus sets what says whether the NRI plugin is registered with
+// the runtime (the NRIConnected condition, Version's nriConnected); without
+// it the server reports it never connected.
+func WithNRIStatus(n NRIStatus) Option {
+	return func(s *Server) error {
+		if n == nil {
+			return errors.New("server: nil NRI status")
+		}
+		s.nri = n
+		return nil
+	}
+}
+
 // WithPastEvents seeds the event log with events from before this server
 // started (probelet's history file), oldest first.
 func WithPastEvents(evs []prober.Event) Option {

@@ -41,7 +41,7 @@ func (r *runtimeService) Version(context.Context, *runtimeapi.VersionRequest) (*
 
 // Status reports probelet's readiness and its NRI connection.
 func (r *runtimeService) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
-	nri := r.s.view.NRIConnected()
+	nri := r.s.nri.Connected()
 	conds := []*runtimeapi.RuntimeCondition{
 		{Type: runtimeapi.RuntimeReady, Status: true},
 		{Type: runtimeapi.NetworkReady, Status: true,

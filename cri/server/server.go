@@ -27,6 +27,7 @@ import (
 type Server struct {
 	status prober.StatusSource
 	view   lifecycle.View
+	nri    NRIStatus
 	log    *zap.Logger
 	clock  clock.Clock
 
@@ -53,6 +54,16 @@ type Server struct {
 	bg       sync.WaitGroup
 }
 
+// NRIStatus says whether the NRI plugin is registered with the runtime;
+// *plugin.Plugin is one.
+type NRIStatus interface {
+	Connected() bool
+}
+
+type neverConnected struct{}
+
+func (neverConnected) Connected() bool { return false }
+
 // New builds a Server over the two read sides. It does not listen yet.
 func New(status prober.StatusSource, view lifecycle.View, opts ...Option) (*Server, error) {
 	if status == nil || view == nil {
@@ -61,6 +72,7 @@ func New(status prober.StatusSource, view lifecycle.View, opts ...Option) (*Serv
 	s := &Server{
 		status:          status,
 		view:            view,
+		nri:             neverConnected{},
 		log:             zap.NewNop(),
 		clock:           clock.RealClock{},
 		version:         version.Version,

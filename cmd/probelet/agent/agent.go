@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/probelet/probelet/cri/client"
+	"github.com/probelet/probelet/cri/server"
 	"github.com/probelet/probelet/directexec"
 	"github.com/probelet/probelet/history"
 	"github.com/probelet/probelet/killer"
@@ -31,10 +32,10 @@ type SocketServer interface {
 	ListenAndServe(ctx context.Context, endpoint string) error
 }
 
-// SocketServerFunc builds the socket server over the engine's probe state
-// and the cache's pods; past are the probe events kept from before this
-// run (the history file), oldest first.
-type SocketServerFunc func(status prober.StatusSource, view lifecycle.View, past []prober.Event, log *zap.Logger) (SocketServer, error)
+// SocketServerFunc builds the socket server over the engine's probe state,
+// the cache's pods and the NRI plugin's connection; past are the probe
+// events kept from before this run (the history file), oldest first.
+type SocketServerFunc func(status prober.StatusSource, view lifecycle.View, nri server.NRIStatus, past []prober.Event, log *zap.Logger) (SocketServer, error)
 
 // TCPProberFunc builds the TCP prober for a --tcp-mode. A nil prober
 // leaves TCP probes to the engine's kubelet-style dialer. The prober lives

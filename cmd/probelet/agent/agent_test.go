@@ -148,7 +148,7 @@ func TestAgentProbesAndKillsEndToEnd(t *testing.T) {
 
 	rt := startNRI(t, dir)
 	testutil.WaitFor(t, "healthz 200", func() bool { code, _ := get(t, base+"/healthz"); return code == http.StatusOK })
-	testutil.WaitFor(t, "Synchronize", func() bool { return a.Cache().NRIConnected() && synced(t, a) })
+	testutil.WaitFor(t, "Synchronize", func() bool { return a.Plugin().Connected() && synced(t, a) })
 
 	pod := &nri.PodSandbox{Id: "sb1", Uid: "uid1", Name: "web", Namespace: "default", Ips: []string{"10.88.0.9"},
 		Annotations: map[string]string{spec.AnnotationProbes: `{"app": {

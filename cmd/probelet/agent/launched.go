@@ -147,6 +147,4 @@ func (l *lateCache) Sync(at time.Time, sbs []lifecycle.Sandbox, ctrs []lifecycle
 	l.do(func(c *lifecycle.Cache) { c.Sync(at, sbs, ctrs) })
 }
 
-func (l *lateCache) SetNRIConnected(connected bool) {
-	l.do(func(c *lifecycle.Cache) { c.SetNRIConnected(connected) })
-}
+

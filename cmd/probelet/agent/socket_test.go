@@ -16,8 +16,8 @@ import (
 	"github.com/probelet/probelet/prober"
 )
 
-func criServer(s prober.StatusSource, v lifecycle.View, past []prober.Event, l *zap.Logger) (agent.SocketServer, error) {
-	return server.New(s, v, server.WithLogger(l), server.WithPastEvents(past))
+func criServer(s prober.StatusSource, v lifecycle.View, nri server.NRIStatus, past []prober.Event, l *zap.Logger) (agent.SocketServer, error) {
+	return server.New(s, v, server.WithNRIStatus(nri), server.WithLogger(l), server.WithPastEvents(past))
 }
 
 func TestAgentServesTheSocket(t *testing.T) {

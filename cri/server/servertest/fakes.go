@@ -148,7 +148,7 @@ func (v *View) Set(pods ...node.Pod) {
 	v.pods = pods
 }
 
-// SetNRIConnected sets what NRIConnected reports.
+// SetNRIConnected sets what Connected reports.
 func (v *View) SetNRIConnected(ok bool) { v.nri.Store(ok) }
 
 // Pods implements lifecycle.View.
@@ -163,8 +163,9 @@ func (v *View) SubscribeEvents(buffer int) (<-chan node.Event, func()) {
 	return v.events.Subscribe(buffer)
 }
 
-// NRIConnected implements lifecycle.View.
-func (v *View) NRIConnected() bool { return v.nri.Load() }
+// Connected implements server.NRIStatus: a View stands for the NRI
+// plugin too.
+func (v *View) Connected() bool { return v.nri.Load() }
 
 // Publish delivers a lifecycle event to subscribers with room; it never blocks.
 func (v *View) Publish(ev node.Event) { v.events.Publish(ev) }

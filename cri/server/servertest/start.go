@@ -41,7 +41,11 @@ type Served struct {
 // and returns it with its unix:// endpoint; it is stopped when the test ends.
 func Start(t testing.TB, status *Status, view lifecycle.View, opts ...server.Option) (*Served, string) {
 	t.Helper()
-	srv, err := server.New(status, view, append([]server.Option{server.WithVersion("v0.0.0-test")}, opts...)...)
+	base := []server.Option{server.WithVersion("v0.0.0-test")}
+	if n, ok := view.(server.NRIStatus); ok {
+		base = append(base, server.WithNRIStatus(n))
+	}
+	srv, err := server.New(status, view, append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
