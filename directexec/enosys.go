@@ -4,16 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+
+	"golang.org/x/net/bpf"
 )
 
 // Classic BPF as seccomp uses it.
 const (
-	bpfLdAbsW      = 0x20 // BPF_LD | BPF_W | BPF_ABS
-	bpfJa          = 0x05 // BPF_JMP | BPF_JA
-	bpfJeqK        = 0x15 // BPF_JMP | BPF_JEQ | BPF_K
-	bpfJgtK        = 0x25 // BPF_JMP | BPF_JGT | BPF_K
-	bpfJsetK       = 0x45 // BPF_JMP | BPF_JSET | BPF_K
-	bpfRetK        = 0x06 // BPF_RET | BPF_K
 	bpfMaxInsns    = 4096 // BPF_MAXINSNS: the kernel's limit for a filter
 	sockFilterSize = 8    // struct sock_filter
 
@@ -37,42 +33,50 @@ func auditArch(token uint32) uint32 {
 	return token
 }
 
-type bpfInsn struct {
-	code   uint16
-	jt, jf uint8
-	k      uint32
-	to     string // a BPF_JA's target label
-}
-
-// bpfAsm assembles a program whose unconditional jumps go to labels and
-// whose conditional jumps only skip an instruction or three, so no offset
-// ever overflows.
+// bpfAsm collects a program for golang.org/x/net/bpf to assemble. Its
+// unconditional jumps go to labels, resolved here; its conditional jumps
+// only skip an instruction or three, so no offset ever overflows.
 type bpfAsm struct {
-	insns  []bpfInsn
+	insns  []bpf.Instruction
+	jumps  map[int]string // the label each unconditional jump goes to, by index
 	labels map[string]int
 }
 
-func (a *bpfAsm) op(code uint16, jt, jf uint8, k uint32) {
-	a.insns = append(a.insns, bpfInsn{code: code, jt: jt, jf: jf, k: k})
+func newBPFAsm() *bpfAsm { return &bpfAsm{jumps: map[int]string{}, labels: map[string]int{}} }
+
+func (a *bpfAsm) add(in bpf.Instruction) { a.insns = append(a.insns, in) }
+
+// jumpIf adds a conditional jump on the loaded word.
+func (a *bpfAsm) jumpIf(cond bpf.JumpTest, val uint32, skipTrue, skipFalse uint8) {
+	a.add(bpf.JumpIf{Cond: cond, Val: val, SkipTrue: skipTrue, SkipFalse: skipFalse})
 }
 
-func (a *bpfAsm) ja(label string) { a.insns = append(a.insns, bpfInsn{code: bpfJa, to: label}) }
+func (a *bpfAsm) ja(label string) {
+	a.jumps[len(a.insns)] = label
+	a.add(bpf.Jump{})
+}
 
 func (a *bpfAsm) label(name string) { a.labels[name] = len(a.insns) }
 
+// assemble resolves the labels and returns struct sock_filter[], native
+// endian as seccomp(2) reads it.
 func (a *bpfAsm) assemble() ([]byte, error) {
-	out := make([]byte, 0, len(a.insns)*sockFilterSize)
-	for pc, in := range a.insns {
-		if in.to != "" {
-			target, ok := a.labels[in.to]
-			if !ok || target <= pc {
-				return nil, fmt.Errorf("enosys stub: bad jump to %q", in.to)
-			}
-			in.k = uint32(target - pc - 1)
+	for pc, to := range a.jumps {
+		target, ok := a.labels[to]
+		if !ok || target <= pc {
+			return nil, fmt.Errorf("enosys stub: bad jump to %q", to)
 		}
-		out = binary.NativeEndian.AppendUint16(out, in.code)
-		out = append(out, in.jt, in.jf)
-		out = binary.NativeEndian.AppendUint32(out, in.k)
+		a.insns[pc] = bpf.Jump{Skip: uint32(target - pc - 1)}
+	}
+	raw, err := bpf.Assemble(a.insns)
+	if err != nil {
+		return nil, fmt.Errorf("enosys stub: %w", err)
+	}
+	out := make([]byte, 0, len(raw)*sockFilterSize)
+	for _, in := range raw {
+		out = binary.NativeEndian.AppendUint16(out, in.Op)
+		out = append(out, in.Jt, in.Jf)
+		out = binary.NativeEndian.AppendUint32(out, in.K)
 	}
 	return out, nil
 }
@@ -101,23 +105,23 @@ func enosysStub(maxSyscalls map[uint32]int32, filterLen int) ([]byte, error) {
 	}
 	slices.Sort(archs)
 
-	a := &bpfAsm{labels: map[string]int{}}
-	a.op(bpfLdAbsW, 0, 0, seccompDataArch)
+	a := newBPFAsm()
+	a.add(bpf.LoadAbsolute{Off: seccompDataArch, Size: 4})
 	for _, arch := range archs {
-		a.op(bpfJeqK, 0, 1, arch)
+		a.jumpIf(bpf.JumpEqual, arch, 0, 1)
 		a.ja(fmt.Sprintf("arch-%x", arch))
 	}
 	a.ja("filter")
 	for _, arch := range archs {
 		a.label(fmt.Sprintf("arch-%x", arch))
-		a.op(bpfLdAbsW, 0, 0, seccompDataNr)
+		a.add(bpf.LoadAbsolute{Off: seccompDataNr, Size: 4})
 		if err := archChecks(a, arch, byArch[arch]); err != nil {
 			return nil, err
 		}
 		a.ja("filter")
 	}
 	a.label("enosys")
-	a.op(bpfRetK, 0, 0, actErrno|errnoENOSYS)
+	a.add(bpf.RetConstant{Val: actErrno | errnoENOSYS})
 	a.label("filter")
 	if len(a.insns)+filterLen > bpfMaxInsns {
 		return nil, fmt.Errorf("enosys stub: %d instructions with the filter, more than %d", len(a.insns)+filterLen, bpfMaxInsns)
@@ -133,18 +137,18 @@ func archChecks(a *bpfAsm, arch uint32, tokens map[uint32]int32) error {
 		for token, max := range tokens {
 			if token == archS390 || token == archS390X {
 				// Unknown syscalls arrive as setup(2), number 0.
-				a.op(bpfJeqK, 0, 1, 0)
+				a.jumpIf(bpf.JumpEqual, 0, 0, 1)
 				a.ja("enosys")
 			}
 			switch token {
 			case archAMD64: // x32 calls are not this section's
-				a.op(bpfJsetK, 0, 1, x32SyscallBit)
+				a.jumpIf(bpf.JumpBitsSet, x32SyscallBit, 0, 1)
 				a.ja("filter")
 			case archX32: // neither are x86_64 calls
-				a.op(bpfJsetK, 1, 0, x32SyscallBit)
+				a.jumpIf(bpf.JumpBitsSet, x32SyscallBit, 1, 0)
 				a.ja("filter")
 			}
-			a.op(bpfJgtK, 0, 1, uint32(max))
+			a.jumpIf(bpf.JumpGreaterThan, uint32(max), 0, 1)
 			a.ja("enosys")
 		}
 		return nil
@@ -154,11 +158,11 @@ func archChecks(a *bpfAsm, arch uint32, tokens map[uint32]int32) error {
 		if arch != archAMD64 || !ok1 || !ok2 {
 			return fmt.Errorf("enosys stub: architectures %v overlap on %#x", tokens, arch)
 		}
-		a.op(bpfJsetK, 3, 0, x32SyscallBit)
-		a.op(bpfJgtK, 0, 1, uint32(amd64))
+		a.jumpIf(bpf.JumpBitsSet, x32SyscallBit, 3, 0)
+		a.jumpIf(bpf.JumpGreaterThan, uint32(amd64), 0, 1)
 		a.ja("enosys")
 		a.ja("filter")
-		a.op(bpfJgtK, 0, 1, uint32(x32))
+		a.jumpIf(bpf.JumpGreaterThan, uint32(x32), 0, 1)
 		a.ja("enosys")
 		return nil
 	}

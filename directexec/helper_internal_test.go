@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/probelet/probelet/internal/testutil"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 var helperBuild struct {
@@ -109,8 +111,8 @@ func TestCompiledRuntimeDefault(t *testing.T) {
 }
 
 func TestCompileRefusesWhatLibseccompRefuses(t *testing.T) {
-	s := &ociSeccomp{DefaultAction: "SCMP_ACT_ERRNO", Flags: &[]string{"SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV"},
-		Syscalls: []ociSyscall{{Names: []string{"read"}, Action: "SCMP_ACT_ALLOW"}}}
+	s := &specs.LinuxSeccomp{DefaultAction: "SCMP_ACT_ERRNO", Flags: []specs.LinuxSeccompFlag{"SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV"},
+		Syscalls: []specs.LinuxSyscall{{Names: []string{"read"}, Action: "SCMP_ACT_ALLOW"}}}
 	_, err := compileSeccomp(context.Background(), testHelper(t), s)
 	if u, ok := err.(*unsupported); !ok || u.reason != reasonSeccomp {
 		t.Fatalf("compileSeccomp = %v, want a seccomp fallback (libseccomp 2.5 lacks the flag, so does runc built on it)", err)

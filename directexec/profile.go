@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/probelet/probelet/internal/procstat"
@@ -191,7 +192,7 @@ func (r *Runner) shimInheritance(shim int) (inheritance, error) {
 // encodeProcess writes the process settings runc applies to an exec: the
 // rlimits and OOM score adjustment of config.json over the shim's, the
 // user, groups, capabilities, no_new_privs and umask.
-func encodeProcess(w *records, p *ociProcess, in inheritance, lastCap uint) {
+func encodeProcess(w *records, p *specs.Process, in inheritance, lastCap uint) {
 	lims := in.rlimits
 	for _, rl := range p.Rlimits {
 		lims[rlimits[rl.Type]] = unix.Rlimit{Cur: rl.Soft, Max: rl.Hard}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // The libseccomp actions (scmp_action values, the kernel's SECCOMP_RET_*).
@@ -24,13 +26,13 @@ const (
 )
 
 // The libseccomp comparison operators (enum scmp_compare).
-var seccompOps = map[string]uint32{
+var seccompOps = map[specs.LinuxSeccompOperator]uint32{
 	"SCMP_CMP_NE": 1, "SCMP_CMP_LT": 2, "SCMP_CMP_LE": 3, "SCMP_CMP_EQ": 4,
 	"SCMP_CMP_GE": 5, "SCMP_CMP_GT": 6, "SCMP_CMP_MASKED_EQ": 7,
 }
 
 // seccompArchs maps OCI architectures to libseccomp's names for them.
-var seccompArchs = map[string]string{
+var seccompArchs = map[specs.Arch]string{
 	"SCMP_ARCH_X86": "x86", "SCMP_ARCH_X86_64": "x86_64", "SCMP_ARCH_X32": "x32",
 	"SCMP_ARCH_ARM": "arm", "SCMP_ARCH_AARCH64": "aarch64",
 	"SCMP_ARCH_MIPS": "mips", "SCMP_ARCH_MIPS64": "mips64", "SCMP_ARCH_MIPS64N32": "mips64n32",
@@ -42,7 +44,7 @@ var seccompArchs = map[string]string{
 
 // seccompAction is runc's getAction: the libseccomp action for an OCI one,
 // errno defaulting to EPERM. Notify needs a seccomp agent: not supported.
-func seccompAction(name string, errnoRet *uint) (uint32, error) {
+func seccompAction(name specs.LinuxSeccompAction, errnoRet *uint) (uint32, error) {
 	code := uint32(errnoEPERM)
 	if errnoRet != nil {
 		code = uint32(uint16(*errnoRet)) // runc: SetReturnCode(int16(...))
@@ -77,7 +79,7 @@ type seccompProgram struct {
 // (through the helper) compiles the profile with runc's rules
 // (libcontainer/specconv.SetupSeccomp, seccomp.InitSeccomp), then the
 // -ENOSYS stub of runc's patchbpf goes in front. nil, nil: no seccomp.
-func compileSeccomp(ctx context.Context, helper string, s *ociSeccomp) (*seccompProgram, error) {
+func compileSeccomp(ctx context.Context, helper string, s *specs.LinuxSeccomp) (*seccompProgram, error) {
 	desc, stub, err := seccompDescription(s)
 	if err != nil || desc == nil {
 		return nil, err
@@ -110,7 +112,7 @@ func compileSeccomp(ctx context.Context, helper string, s *ociSeccomp) (*seccomp
 // seccompDescription turns an OCI profile into the helper's compile
 // records, rule for rule as runc adds them; stub says whether runc would
 // prepend its -ENOSYS stub.
-func seccompDescription(s *ociSeccomp) (desc []byte, stub bool, err error) {
+func seccompDescription(s *specs.LinuxSeccomp) (desc []byte, stub bool, err error) {
 	if s == nil || (s.DefaultAction == "" && len(s.Syscalls) == 0) {
 		return nil, false, nil // runc: seccomp off
 	}
@@ -132,8 +134,8 @@ func seccompDescription(s *ociSeccomp) (desc []byte, stub bool, err error) {
 	}
 	if s.Flags != nil {
 		w.add('F', nil)
-		for _, f := range *s.Flags {
-			w.str('f', f)
+		for _, f := range s.Flags {
+			w.str('f', string(f))
 		}
 	}
 	names := 0
@@ -179,7 +181,7 @@ type seccompCond struct {
 // seccompRules groups a syscall's conditions into rules as runc's
 // matchCall does: all in one rule, or one rule per condition when two
 // conditions test the same argument (libseccomp refuses that in one rule).
-func seccompRules(args []ociSeccompArg) ([][]seccompCond, error) {
+func seccompRules(args []specs.LinuxSeccompArg) ([][]seccompCond, error) {
 	if len(args) == 0 {
 		return [][]seccompCond{nil}, nil
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/net/bpf"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // description decodes seccompDescription's records for the test.
@@ -61,16 +63,16 @@ func describe(t *testing.T, b []byte) description {
 func uintp(v uint) *uint { return &v }
 
 func TestSeccompDescriptionFollowsRunc(t *testing.T) {
-	s := &ociSeccomp{
+	s := &specs.LinuxSeccomp{
 		DefaultAction: "SCMP_ACT_ERRNO",
-		Architectures: []string{"SCMP_ARCH_X86_64", "SCMP_ARCH_X32"},
-		Syscalls: []ociSyscall{
+		Architectures: []specs.Arch{"SCMP_ARCH_X86_64", "SCMP_ARCH_X32"},
+		Syscalls: []specs.LinuxSyscall{
 			{Names: []string{"read", "write"}, Action: "SCMP_ACT_ALLOW"},
 			{Names: []string{"mkdir"}, Action: "SCMP_ACT_ERRNO"},                       // the default: no rule
 			{Names: []string{"clone3"}, Action: "SCMP_ACT_ERRNO", ErrnoRet: uintp(38)}, // not the default
-			{Names: []string{"personality"}, Action: "SCMP_ACT_ALLOW", Args: []ociSeccompArg{
+			{Names: []string{"personality"}, Action: "SCMP_ACT_ALLOW", Args: []specs.LinuxSeccompArg{
 				{Index: 0, Value: 8, Op: "SCMP_CMP_EQ"}, {Index: 1, Value: 1, ValueTwo: 2, Op: "SCMP_CMP_MASKED_EQ"}}},
-			{Names: []string{"socket"}, Action: "SCMP_ACT_ALLOW", Args: []ociSeccompArg{
+			{Names: []string{"socket"}, Action: "SCMP_ACT_ALLOW", Args: []specs.LinuxSeccompArg{
 				{Index: 0, Value: 38, Op: "SCMP_CMP_LT"}, {Index: 0, Value: 40, Op: "SCMP_CMP_GT"}}},
 			{Names: []string{"kill"}, Action: "SCMP_ACT_KILL_PROCESS"},
 			{Names: []string{"ptrace"}, Action: "SCMP_ACT_TRACE"},
@@ -99,10 +101,10 @@ func TestSeccompDescriptionFollowsRunc(t *testing.T) {
 		t.Errorf("rules\n%q\nwant\n%q", d.rules, want)
 	}
 
-	s.Flags = &[]string{}
+	s.Flags = []specs.LinuxSeccompFlag{}
 	s.DefaultAction = "SCMP_ACT_ALLOW"
 	for i := range 40 {
-		s.Syscalls = append(s.Syscalls, ociSyscall{Names: []string{fmt.Sprint("call", i)}, Action: "SCMP_ACT_ERRNO"})
+		s.Syscalls = append(s.Syscalls, specs.LinuxSyscall{Names: []string{fmt.Sprint("call", i)}, Action: "SCMP_ACT_ERRNO"})
 	}
 	b, stub, err = seccompDescription(s)
 	if d = describe(t, b); err != nil || !d.explicit || len(d.flags) != 0 || !d.optimize || stub {
@@ -111,20 +113,20 @@ func TestSeccompDescriptionFollowsRunc(t *testing.T) {
 }
 
 func TestSeccompDescriptionRefusals(t *testing.T) {
-	allow := []ociSyscall{{Names: []string{"read"}, Action: "SCMP_ACT_ALLOW"}}
+	allow := []specs.LinuxSyscall{{Names: []string{"read"}, Action: "SCMP_ACT_ALLOW"}}
 	tests := []struct {
 		name string
-		s    ociSeccomp
+		s    specs.LinuxSeccomp
 	}{
-		{"a notify action", ociSeccomp{DefaultAction: "SCMP_ACT_ERRNO", Syscalls: []ociSyscall{{Names: []string{"mount"}, Action: "SCMP_ACT_NOTIFY"}}}},
-		{"a listener", ociSeccomp{DefaultAction: "SCMP_ACT_ERRNO", ListenerPath: "/run/agent.sock", Syscalls: allow}},
-		{"an unknown default action", ociSeccomp{DefaultAction: "SCMP_ACT_PANIC", Syscalls: allow}},
-		{"an unknown architecture", ociSeccomp{DefaultAction: "SCMP_ACT_ERRNO", Architectures: []string{"SCMP_ARCH_VAX"}, Syscalls: allow}},
-		{"an unknown operator", ociSeccomp{DefaultAction: "SCMP_ACT_ERRNO", Syscalls: []ociSyscall{
-			{Names: []string{"read"}, Action: "SCMP_ACT_ALLOW", Args: []ociSeccompArg{{Index: 0, Op: "SCMP_CMP_LIKE"}}}}}},
-		{"a seventh argument", ociSeccomp{DefaultAction: "SCMP_ACT_ERRNO", Syscalls: []ociSyscall{
-			{Names: []string{"read"}, Action: "SCMP_ACT_ALLOW", Args: []ociSeccompArg{{Index: 6, Op: "SCMP_CMP_EQ"}}}}}},
-		{"an empty name", ociSeccomp{DefaultAction: "SCMP_ACT_ERRNO", Syscalls: []ociSyscall{{Names: []string{""}, Action: "SCMP_ACT_ALLOW"}}}},
+		{"a notify action", specs.LinuxSeccomp{DefaultAction: "SCMP_ACT_ERRNO", Syscalls: []specs.LinuxSyscall{{Names: []string{"mount"}, Action: "SCMP_ACT_NOTIFY"}}}},
+		{"a listener", specs.LinuxSeccomp{DefaultAction: "SCMP_ACT_ERRNO", ListenerPath: "/run/agent.sock", Syscalls: allow}},
+		{"an unknown default action", specs.LinuxSeccomp{DefaultAction: "SCMP_ACT_PANIC", Syscalls: allow}},
+		{"an unknown architecture", specs.LinuxSeccomp{DefaultAction: "SCMP_ACT_ERRNO", Architectures: []specs.Arch{"SCMP_ARCH_VAX"}, Syscalls: allow}},
+		{"an unknown operator", specs.LinuxSeccomp{DefaultAction: "SCMP_ACT_ERRNO", Syscalls: []specs.LinuxSyscall{
+			{Names: []string{"read"}, Action: "SCMP_ACT_ALLOW", Args: []specs.LinuxSeccompArg{{Index: 0, Op: "SCMP_CMP_LIKE"}}}}}},
+		{"a seventh argument", specs.LinuxSeccomp{DefaultAction: "SCMP_ACT_ERRNO", Syscalls: []specs.LinuxSyscall{
+			{Names: []string{"read"}, Action: "SCMP_ACT_ALLOW", Args: []specs.LinuxSeccompArg{{Index: 6, Op: "SCMP_CMP_EQ"}}}}}},
+		{"an empty name", specs.LinuxSeccomp{DefaultAction: "SCMP_ACT_ERRNO", Syscalls: []specs.LinuxSyscall{{Names: []string{""}, Action: "SCMP_ACT_ALLOW"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,7 +137,7 @@ func TestSeccompDescriptionRefusals(t *testing.T) {
 			}
 		})
 	}
-	if b, _, err := seccompDescription(&ociSeccomp{}); b != nil || err != nil {
+	if b, _, err := seccompDescription(&specs.LinuxSeccomp{}); b != nil || err != nil {
 		t.Errorf("an empty profile: %v, %v; want no seccomp, as runc", b, err)
 	}
 }
@@ -186,7 +188,8 @@ const (
 func TestEnosysStub(t *testing.T) {
 	stubFor := func(max map[uint32]int32) []byte {
 		// A stand-in for libseccomp's filter: one instruction answering reachedSet.
-		sentinel := binary.NativeEndian.AppendUint16(nil, bpfRetK)
+		ret, _ := bpf.RetConstant{Val: reachedSet}.Assemble()
+		sentinel := binary.NativeEndian.AppendUint16(nil, ret.Op)
 		sentinel = binary.NativeEndian.AppendUint32(append(sentinel, 0, 0), reachedSet)
 		stub, err := enosysStub(max, 1)
 		if err != nil {

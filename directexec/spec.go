@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // unsupported says why a container's probes go through the runtime; reason
@@ -35,10 +37,12 @@ func unsupportedf(reason, format string, args ...any) *unsupported {
 }
 
 // ociConfig is the part of an OCI config.json that decides how an exec
-// runs. Decoding is strict where it matters: a field probelet does not
-// know could confine the exec, so it sends the container to the runtime.
+// runs, in runtime-spec's own types. Decoding is strict where it matters:
+// a field probelet does not know could confine the exec, so it sends the
+// container to the runtime (the key scans below, and unknown fields
+// refused inside process and the linux sections probelet reads).
 type ociConfig struct {
-	Process ociProcess
+	Process specs.Process
 	Linux   ociLinux
 }
 
@@ -46,80 +50,11 @@ type ociConfig struct {
 // send the container to the runtime.
 var knownTopLevel = []string{"ociVersion", "process", "root", "hostname", "domainname", "mounts", "hooks", "annotations", "linux"}
 
-type ociProcess struct {
-	Terminal        bool             `json:"terminal"`
-	ConsoleSize     json.RawMessage  `json:"consoleSize"`
-	User            ociUser          `json:"user"`
-	Args            []string         `json:"args"`
-	CommandLine     string           `json:"commandLine"`
-	Env             []string         `json:"env"`
-	Cwd             string           `json:"cwd"`
-	Capabilities    *ociCapabilities `json:"capabilities"`
-	Rlimits         []ociRlimit      `json:"rlimits"`
-	NoNewPrivileges bool             `json:"noNewPrivileges"`
-	ApparmorProfile string           `json:"apparmorProfile"`
-	OOMScoreAdj     *int             `json:"oomScoreAdj"`
-	Scheduler       json.RawMessage  `json:"scheduler"`
-	SelinuxLabel    string           `json:"selinuxLabel"`
-	IOPriority      json.RawMessage  `json:"ioPriority"`
-	ExecCPUAffinity json.RawMessage  `json:"execCPUAffinity"`
-}
-
-type ociUser struct {
-	UID            uint32   `json:"uid"`
-	GID            uint32   `json:"gid"`
-	Umask          *uint32  `json:"umask"`
-	AdditionalGids []uint32 `json:"additionalGids"`
-	Username       string   `json:"username"`
-}
-
-type ociCapabilities struct {
-	Bounding    []string `json:"bounding"`
-	Effective   []string `json:"effective"`
-	Inheritable []string `json:"inheritable"`
-	Permitted   []string `json:"permitted"`
-	Ambient     []string `json:"ambient"`
-}
-
-type ociRlimit struct {
-	Type string `json:"type"`
-	Hard uint64 `json:"hard"`
-	Soft uint64 `json:"soft"`
-}
-
+// ociLinux is what an exec takes from the linux section.
 type ociLinux struct {
 	CgroupsPath string
-	Namespaces  []ociNamespace
-	Seccomp     *ociSeccomp
-}
-
-type ociNamespace struct {
-	Type string `json:"type"`
-	Path string `json:"path"`
-}
-
-type ociSeccomp struct {
-	DefaultAction    string       `json:"defaultAction"`
-	DefaultErrnoRet  *uint        `json:"defaultErrnoRet"`
-	Architectures    []string     `json:"architectures"`
-	Flags            *[]string    `json:"flags"`
-	ListenerPath     string       `json:"listenerPath"`
-	ListenerMetadata string       `json:"listenerMetadata"`
-	Syscalls         []ociSyscall `json:"syscalls"`
-}
-
-type ociSyscall struct {
-	Names    []string        `json:"names"`
-	Action   string          `json:"action"`
-	ErrnoRet *uint           `json:"errnoRet"`
-	Args     []ociSeccompArg `json:"args"`
-}
-
-type ociSeccompArg struct {
-	Index    uint   `json:"index"`
-	Value    uint64 `json:"value"`
-	ValueTwo uint64 `json:"valueTwo"`
-	Op       string `json:"op"`
+	Namespaces  []specs.LinuxNamespace
+	Seccomp     *specs.LinuxSeccomp
 }
 
 // The linux keys an exec either handles (namespaces, seccomp, the user
@@ -156,7 +91,7 @@ func parseConfig(data []byte) (*ociConfig, error) {
 	if err := parseLinux(top["linux"], &cfg.Linux); err != nil {
 		return nil, err
 	}
-	if err := cfg.Process.check(); err != nil {
+	if err := checkProcess(&cfg.Process); err != nil {
 		return nil, err
 	}
 	return &cfg, nil
@@ -190,7 +125,7 @@ func parseLinux(raw json.RawMessage, l *ociLinux) error {
 		}
 	}
 	if !isNull(fields["seccomp"]) {
-		l.Seccomp = &ociSeccomp{}
+		l.Seccomp = &specs.LinuxSeccomp{}
 		if err := strict(fields["seccomp"], l.Seccomp); err != nil {
 			return unsupportedf(reasonSeccomp, "config.json linux.seccomp: %v", err)
 		}
@@ -200,20 +135,23 @@ func parseLinux(raw json.RawMessage, l *ociLinux) error {
 
 // namespaceTypes are the OCI namespace types runtime-spec v1.3 defines;
 // the helper joins each of them.
-var namespaceTypes = []string{"pid", "network", "mount", "ipc", "uts", "user", "cgroup", "time"}
+var namespaceTypes = []specs.LinuxNamespaceType{
+	specs.PIDNamespace, specs.NetworkNamespace, specs.MountNamespace, specs.IPCNamespace,
+	specs.UTSNamespace, specs.UserNamespace, specs.CgroupNamespace, specs.TimeNamespace,
+}
 
-// check refuses what the helper does not apply the way runc does.
-func (p *ociProcess) check() error {
+// checkProcess refuses what the helper does not apply the way runc does.
+func checkProcess(p *specs.Process) error {
 	switch {
 	case p.ApparmorProfile != "":
 		return unsupportedf(reasonLSM, "AppArmor profile %q", p.ApparmorProfile)
 	case p.SelinuxLabel != "":
 		return unsupportedf(reasonLSM, "SELinux label %q", p.SelinuxLabel)
-	case !isNull(p.Scheduler):
+	case p.Scheduler != nil:
 		return unsupportedf(reasonProcess, "process.scheduler is set")
-	case !isNull(p.IOPriority):
+	case p.IOPriority != nil:
 		return unsupportedf(reasonProcess, "process.ioPriority is set")
-	case !isNull(p.ExecCPUAffinity):
+	case p.ExecCPUAffinity != nil:
 		return unsupportedf(reasonProcess, "process.execCPUAffinity is set")
 	case p.User.Username != "":
 		return unsupportedf(reasonProcess, "process.user.username is set")

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // fixture reads a config.json the test bed's containerd wrote, applying
@@ -103,11 +105,11 @@ func TestParseConfigReadsWhatRuncApplies(t *testing.T) {
 	if s == nil || s.DefaultAction != "SCMP_ACT_ERRNO" || len(s.Architectures) != 3 || s.Flags != nil || len(s.Syscalls) != 18 {
 		t.Fatalf("seccomp %+v, want the RuntimeDefault profile", s)
 	}
-	if len(cfg.Linux.Namespaces) != 5 || !slices.ContainsFunc(cfg.Linux.Namespaces, func(n ociNamespace) bool { return n.Type == "mount" }) {
+	if len(cfg.Linux.Namespaces) != 5 || !slices.ContainsFunc(cfg.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == "mount" }) {
 		t.Errorf("namespaces %+v", cfg.Linux.Namespaces)
 	}
 	cfg, err = parseConfig(fixture(t, "config-userns.json", nil))
-	if err != nil || !slices.ContainsFunc(cfg.Linux.Namespaces, func(n ociNamespace) bool { return n.Type == "user" }) {
+	if err != nil || !slices.ContainsFunc(cfg.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == "user" }) {
 		t.Errorf("user namespace container: %+v, %v", cfg, err)
 	}
 }
