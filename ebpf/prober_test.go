@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/probelet/probelet/ebpf"
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/prober/probe"
 )
 
@@ -28,10 +29,10 @@ func TestDialModeUsesTheFallback(t *testing.T) {
 	if err != nil || res != fake.res || out != fake.out || method != probe.MethodDial {
 		t.Fatalf("ProbeTCP = (%s, %q, %s, %v), want the fallback's answer", res, out, method, err)
 	}
-	if got := metricValue(t, reg, "probelet_tcp_probes_total", map[string]string{"method": "dial"}); got != 1 {
+	if got := testutil.Metric(t, reg, "probelet_tcp_probes_total", map[string]string{"method": "dial"}); got != 1 {
 		t.Errorf("probelet_tcp_probes_total{method=dial} = %v, want 1", got)
 	}
-	if got := metricValue(t, reg, "probelet_tcp_mode", map[string]string{"mode": "dial"}); got != 1 {
+	if got := testutil.Metric(t, reg, "probelet_tcp_mode", map[string]string{"mode": "dial"}); got != 1 {
 		t.Errorf("probelet_tcp_mode{mode=dial} = %v, want 1", got)
 	}
 	if err := p.Sync(context.Background()); err != nil {

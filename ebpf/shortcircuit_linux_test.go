@@ -7,6 +7,7 @@ import (
 
 	"github.com/probelet/probelet/ebpf"
 	"github.com/probelet/probelet/ebpf/ebpftest"
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/prober/probe"
 )
 
@@ -203,7 +204,7 @@ func TestTargetsOutsideThePodDial(t *testing.T) {
 	noNetNS := e.target(ns.PodIP, l.Port)
 	noNetNS.NetNSPath = ""
 	e.check(noNetNS, success, viaDial)
-	if got := metricValue(t, e.reg, "probelet_tcp_shortcircuit_fallback_total", map[string]string{"reason": "not-in-pod"}); got != 1 {
+	if got := testutil.Metric(t, e.reg, "probelet_tcp_shortcircuit_fallback_total", map[string]string{"reason": "not-in-pod"}); got != 1 {
 		t.Errorf("fallback{reason=not-in-pod} = %v, want 1", got)
 	}
 }
@@ -215,7 +216,7 @@ func TestVerifyModeCountsNoMismatchOnAgreement(t *testing.T) {
 	local := e.listen(ebpftest.ListenConfig{Addr: loopback})
 	e.check(e.target(ns.PodIP, open.Port), success, viaDial)
 	e.check(e.target(ns.PodIP, local.Port), failure, viaDial)
-	if got := metricValue(t, e.reg, "probelet_tcp_shortcircuit_mismatch_total", nil); got != 0 {
+	if got := testutil.Metric(t, e.reg, "probelet_tcp_shortcircuit_mismatch_total", nil); got != 0 {
 		t.Errorf("mismatches = %v, want 0", got)
 	}
 }
@@ -232,7 +233,7 @@ func TestVerifyModeCountsAndReturnsTheDialOnDisagreement(t *testing.T) {
 	if err != nil || res != liar.res || out != liar.out || method != viaDial {
 		t.Fatalf("ProbeTCP = (%s, %q, %s, %v), want the dial's answer", res, out, method, err)
 	}
-	if got := metricValue(t, e.reg, "probelet_tcp_shortcircuit_mismatch_total", nil); got != 1 {
+	if got := testutil.Metric(t, e.reg, "probelet_tcp_shortcircuit_mismatch_total", nil); got != 1 {
 		t.Errorf("mismatches = %v, want 1", got)
 	}
 }
@@ -270,7 +271,7 @@ func TestVerifyModeCountsNoMismatchWhenTheAppChangesDuringTheDial(t *testing.T) 
 	if err != nil || res != success || method != viaDial {
 		t.Fatalf("ProbeTCP = (%s via %s, %v), want the dial's success", res, method, err)
 	}
-	if got := metricValue(t, e.reg, "probelet_tcp_shortcircuit_mismatch_total", nil); got != 0 {
+	if got := testutil.Metric(t, e.reg, "probelet_tcp_shortcircuit_mismatch_total", nil); got != 0 {
 		t.Errorf("mismatches = %v, want 0: the app only began listening during the dial", got)
 	}
 }

@@ -238,7 +238,7 @@ func TestCallsToAHangingAPIServerEndAtTheirDeadline(t *testing.T) {
 			if took < timeout || took > timeout+5*time.Second {
 				t.Errorf("the call ended after %s, want at its %s deadline", took, timeout)
 			}
-			if got := testutil.Counter(t, reg, "probelet_api_request_errors_total", "call", tc.call); got != 1 {
+			if got := testutil.Metric(t, reg, "probelet_api_request_errors_total", map[string]string{"call": tc.call}); got != 1 {
 				t.Errorf("errors counted for %q = %v, want 1", tc.call, got)
 			}
 		})

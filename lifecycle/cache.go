@@ -140,4 +140,3 @@ func New(sink Sink, opts ...Option) (*Cache, error) {
 	c.runtimeEvents = fanout.New[node.Event](c.m.dropped.Inc)
 	return c, nil
 }
-

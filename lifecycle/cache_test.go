@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/spec"
@@ -248,7 +249,7 @@ func TestSlowSubscriberNeverBlocks(t *testing.T) {
 	if n := len(drain(slow)); n != 1 {
 		t.Errorf("slow subscriber got %d events, want 1", n)
 	}
-	if v := metricValue(t, e.reg, "probelet_lifecycle_events_dropped_total", nil); v != 2 {
+	if v := testutil.Metric(t, e.reg, "probelet_lifecycle_events_dropped_total", nil); v != 2 {
 		t.Errorf("dropped = %v, want 2", v)
 	}
 	cancel()

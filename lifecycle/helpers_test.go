@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/probelet/probelet/lifecycle"
@@ -85,49 +84,6 @@ func sandbox(id, uid string) lifecycle.Sandbox {
 func ctr(id, sandboxID, name string, state node.ContainerState, created time.Time) lifecycle.Container {
 	return lifecycle.Container{SandboxID: sandboxID, Container: node.Container{
 		ID: id, Name: name, State: state, CreatedAt: created, Image: "busybox"}}
-}
-
-// metricValue returns a counter/gauge value, or a histogram's sample
-// count, for the metric with the given name and label values.
-func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if matches(m, labels) {
-				return value(m)
-			}
-		}
-	}
-	return 0
-}
-
-func matches(m *dto.Metric, labels map[string]string) bool {
-	n := 0
-	for _, lp := range m.GetLabel() {
-		if v, ok := labels[lp.GetName()]; ok && v == lp.GetValue() {
-			n++
-		}
-	}
-	return n == len(labels)
-}
-
-func value(m *dto.Metric) float64 {
-	switch {
-	case m.Counter != nil:
-		return m.GetCounter().GetValue()
-	case m.Gauge != nil:
-		return m.GetGauge().GetValue()
-	case m.Histogram != nil:
-		return float64(m.GetHistogram().GetSampleCount())
-	}
-	return 0
 }
 
 func states(p node.Pod) map[string]node.ContainerState {

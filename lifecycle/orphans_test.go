@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/node"
 )
@@ -101,7 +102,7 @@ func TestOrphanExitedInstanceGoesWhenReplaced(t *testing.T) {
 	e.cache.UpdateContainer(t0, sbA, ctr("s0", "sbA", "side", exited, t0))
 	e.cache.Sync(t0, []lifecycle.Sandbox{sbA}, nil)
 	e.cache.UpdateContainer(t0, sbA, ctr("a1", "sbA", "web", running, t0.Add(time.Second)))
-	if n := metricValue(t, e.reg, "probelet_lifecycle_containers", nil); n != 2 {
+	if n := testutil.Metric(t, e.reg, "probelet_lifecycle_containers", nil); n != 2 {
 		t.Errorf("containers in the cache = %v, want 2 (a1 and the unreplaced s0)", n)
 	}
 	want := map[string]node.ContainerState{"a1": running, "s0": exited}

@@ -67,7 +67,7 @@ func TestReconcilerDatesSynchronizedPods(t *testing.T) {
 				t.Errorf("listings = %d, want %d", n, tt.failLists+1)
 			}
 			for _, kind := range []string{lifecycle.DriftPodMissing, lifecycle.DriftPodState} {
-				if v := metricValue(t, e.reg, "probelet_lifecycle_reconcile_drift_total", map[string]string{"kind": kind}); v != 0 {
+				if v := testutil.Metric(t, e.reg, "probelet_lifecycle_reconcile_drift_total", map[string]string{"kind": kind}); v != 0 {
 					t.Errorf("drift %s = %v, want 0", kind, v)
 				}
 			}

@@ -136,7 +136,7 @@ func TestReconcileFixesDrift(t *testing.T) {
 				t.Errorf("cache = %v, want %v", got, tt.wantPods)
 			}
 			for kind, n := range tt.wantDrift {
-				if v := metricValue(t, e.reg, "probelet_lifecycle_reconcile_drift_total", map[string]string{"kind": kind}); v != float64(n) {
+				if v := testutil.Metric(t, e.reg, "probelet_lifecycle_reconcile_drift_total", map[string]string{"kind": kind}); v != float64(n) {
 					t.Errorf("drift metric %s = %v, want %d", kind, v, n)
 				}
 			}
@@ -198,7 +198,7 @@ func TestReconcileListErrorIsCounted(t *testing.T) {
 	if _, err := r.Once(context.Background()); err == nil {
 		t.Fatal("Once hid the list error")
 	}
-	if v := metricValue(t, e.reg, "probelet_lifecycle_reconcile_total", map[string]string{"result": "error"}); v != 1 {
+	if v := testutil.Metric(t, e.reg, "probelet_lifecycle_reconcile_total", map[string]string{"result": "error"}); v != 1 {
 		t.Errorf("reconcile errors = %v, want 1", v)
 	}
 }

@@ -35,4 +35,3 @@ func (c *Cache) Pods() []node.Pod {
 func (c *Cache) SubscribeEvents(buffer int) (<-chan node.Event, func()) {
 	return c.events.Subscribe(buffer)
 }
-

@@ -28,7 +28,7 @@ func TestRegistrationBackoffIsCappedExponential(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 
-	failures := func() float64 { return metricValue(t, reg, "probelet_nri_registration_failures_total", nil) }
+	failures := func() float64 { return testutil.Metric(t, reg, "probelet_nri_registration_failures_total", nil) }
 	testutil.WaitFor(t, "first attempt", func() bool { return failures() == 1 && clk.HasWaiters() })
 	for i, wait := range []time.Duration{100, 200, 400, 800, 1000, 1000} {
 		wait *= time.Millisecond

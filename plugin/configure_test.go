@@ -243,7 +243,7 @@ func TestRegistrationThatNeverConfiguresIsRetried(t *testing.T) {
 			start := time.Now()
 			tt.unstick(mute, clk, cancel)
 
-			failures := func() float64 { return metricValue(t, reg, "probelet_nri_registration_failures_total", nil) }
+			failures := func() float64 { return testutil.Metric(t, reg, "probelet_nri_registration_failures_total", nil) }
 			if tt.wantErr == "" {
 				select {
 				case err := <-done:

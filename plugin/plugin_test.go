@@ -52,7 +52,7 @@ func start(t *testing.T, rt *fakeRuntime, cache plugin.Cache) *harness {
 	// Synchronize runs while the runtime holds back other operations
 	// until the plugin is fully registered (see fakeRuntime.do).
 	testutil.WaitFor(t, "first Synchronize", func() bool {
-		return metricValue(t, h.reg, "probelet_nri_events_total", map[string]string{"event": "Synchronize"}) >= 1
+		return testutil.Metric(t, h.reg, "probelet_nri_events_total", map[string]string{"event": "Synchronize"}) >= 1
 	})
 	return h
 }
@@ -108,7 +108,7 @@ func TestLifecycleReachesTheEngine(t *testing.T) {
 			t.Errorf("after %s: no %s event", s.name, s.event)
 		}
 	}
-	if v := metricValue(t, h.reg, "probelet_nri_events_total", map[string]string{"event": "PostStartContainer"}); v != 1 {
+	if v := testutil.Metric(t, h.reg, "probelet_nri_events_total", map[string]string{"event": "PostStartContainer"}); v != 1 {
 		t.Errorf("PostStartContainer events = %v, want 1", v)
 	}
 }
@@ -169,7 +169,7 @@ func TestHandlerPanicIsContained(t *testing.T) {
 	if err := rt.runPod(pod("sb1", "uid1", "")); err != nil {
 		t.Fatalf("a panicking handler failed the runtime operation: %v", err)
 	}
-	if v := metricValue(t, h.reg, "probelet_nri_handler_panics_total", nil); v != 1 {
+	if v := testutil.Metric(t, h.reg, "probelet_nri_handler_panics_total", nil); v != 1 {
 		t.Errorf("panics = %v, want 1", v)
 	}
 	if !h.plugin.Connected() {
@@ -214,7 +214,7 @@ func TestReconnectsAndReconciles(t *testing.T) {
 	if _, ok := h.sink.pod("uid2"); ok {
 		t.Error("vanished pod uid2 still in the engine")
 	}
-	if v := metricValue(t, h.reg, "probelet_nri_connection_losses_total", nil); v != 1 {
+	if v := testutil.Metric(t, h.reg, "probelet_nri_connection_losses_total", nil); v != 1 {
 		t.Errorf("connection losses = %v, want 1", v)
 	}
 	// Events flow on the new connection.
@@ -289,28 +289,4 @@ func sawEvent(ch <-chan node.Event, want node.EventType) bool {
 			return false
 		}
 	}
-}
-
-// metricValue reads a counter or gauge from the registry; 0 when absent.
-func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
-					continue metrics
-				}
-			}
-			return m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		}
-	}
-	return 0
 }

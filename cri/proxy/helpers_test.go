@@ -26,6 +26,7 @@ func clone[T proto.Message](m T) T { return proto.Clone(m).(T) }
 
 // harness is a proxy in front of a fake runtime, with a client to it.
 type harness struct {
+	t    testing.TB
 	rt   *fakeRuntime
 	p    *proxy.Proxy
 	reg  *prometheus.Registry
@@ -57,7 +58,7 @@ func startProxy(t *testing.T, rt *fakeRuntime, opts ...proxy.Option) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{rt: rt, p: p, reg: reg, conn: conn, cli: runtimeapi.NewRuntimeServiceClient(conn)}
+	h := &harness{t: t, rt: rt, p: p, reg: reg, conn: conn, cli: runtimeapi.NewRuntimeServiceClient(conn)}
 	var stopped bool
 	h.stop = func() {
 		if stopped {
@@ -86,46 +87,14 @@ func (h *harness) waitLive(t *testing.T) {
 }
 
 func (h *harness) counter(name string, labels ...string) float64 {
-	return metricValue(h.reg, name, labels...)
+	pairs := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		pairs[labels[i]] = labels[i+1]
+	}
+	return itu.Metric(h.t, h.reg, name, pairs)
 }
 
-func (h *harness) gauge(name string) float64 { return metricValue(h.reg, name) }
-
-// metricValue sums the series of name whose labels include the given
-// name=value pairs.
-func metricValue(reg *prometheus.Registry, name string, labels ...string) float64 {
-	mfs, err := reg.Gather()
-	if err != nil {
-		return -1
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for i := 0; i+1 < len(labels); i += 2 {
-				found := false
-				for _, lp := range m.GetLabel() {
-					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
-						found = true
-					}
-				}
-				if !found {
-					continue next
-				}
-			}
-			switch {
-			case m.GetCounter() != nil:
-				sum += m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				sum += m.GetGauge().GetValue()
-			}
-		}
-	}
-	return sum
-}
+func (h *harness) gauge(name string) float64 { return itu.Metric(h.t, h.reg, name, nil) }
 
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

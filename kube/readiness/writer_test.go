@@ -277,12 +277,12 @@ func TestAWriteToAHangingAPIServerEndsAtItsDeadlineAndIsRetried(t *testing.T) {
 		}
 	}
 	testutil.WaitFor(t, "the answered write counted", func() bool {
-		return testutil.Counter(t, e.reg, "probelet_readiness_condition_writes_total", "result", "ok") == 1
+		return testutil.Metric(t, e.reg, "probelet_readiness_condition_writes_total", map[string]string{"result": "ok"}) == 1
 	})
-	if got := testutil.Counter(t, e.reg, "probelet_readiness_condition_writes_total", "result", "error"); got != 2 {
+	if got := testutil.Metric(t, e.reg, "probelet_readiness_condition_writes_total", map[string]string{"result": "error"}); got != 2 {
 		t.Errorf("failed writes counted %v, want 2", got)
 	}
-	if got := testutil.Counter(t, e.reg, "probelet_api_request_errors_total", "call", "patch pods/status"); got != 2 {
+	if got := testutil.Metric(t, e.reg, "probelet_api_request_errors_total", map[string]string{"call": "patch pods/status"}); got != 2 {
 		t.Errorf("API errors counted %v, want 2", got)
 	}
 }

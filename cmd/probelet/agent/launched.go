@@ -146,5 +146,3 @@ func (l *lateCache) RemoveContainer(at time.Time, ct lifecycle.Container) {
 func (l *lateCache) Sync(at time.Time, sbs []lifecycle.Sandbox, ctrs []lifecycle.Container) {
 	l.do(func(c *lifecycle.Cache) { c.Sync(at, sbs, ctrs) })
 }
-
-
