@@ -630,3 +630,80 @@ func firstRunWith(t *testing.T, d *daemon, v app, since time.Time, result string
 	})
 	return at
 }
+
+// TestTenantAnnotationChurnCostsBoundedMemory: 300 pods created and
+// removed, 20 alive at a time, each with two distinct 250 KiB annotations —
+// a probelet.io/probes over the 64 KiB limit (a spec error, never parsed)
+// and another one the node cache keeps while the pod lives — and every
+// other one also with a distinct valid probes annotation of 60 KiB
+// (parsed, held by the spec memo within its byte bound) leave probelet
+// running, under 150 MiB of RSS, and the victim probed on time throughout.
+func TestTenantAnnotationChurnCostsBoundedMemory(t *testing.T) {
+	bed := testbed.Start(t)
+	d := startProbelet(t, bed)
+	victim := victimApp(t, bed, webApp)
+	waitReady(t, d, victim, true, "")
+	const pods, alive, churners = 300, 20, 4
+	pad := func(i, n int) string { return fmt.Sprintf("%06d", i) + strings.Repeat("x", n-6) }
+	annotations := func(i int) map[string]string {
+		a := map[string]string{
+			spec.AnnotationProbes: `{"app": {"readinessProbe": {"exec": {"command": ["` + pad(i, 250<<10) + `"]}}}}`,
+			"example.com/blob":    pad(i, 250<<10),
+		}
+		if i%2 == 0 {
+			a[spec.AnnotationProbes] = `{"app": {"readinessProbe": {"exec": {"command": ["true", "` + pad(i, 60<<10) + `"]}}}}`
+		}
+		return a
+	}
+	runs0, _ := d.sample("probelet_nri_events_total", map[string]string{"event": "RunPodSandbox"})
+	errs := make(chan error, churners)
+	for c := range churners {
+		go func() {
+			var live []string
+			var err error
+			for i := c; i < pods && err == nil; i += churners {
+				var id string
+				id, err = bed.RunSandbox(testbed.PodSpec{Name: fmt.Sprintf("churn-%03d", i), HostNetwork: true, Annotations: annotations(i)})
+				live = append(live, id)
+				if len(live) > alive/churners && err == nil {
+					err = bed.RemovePod(live[0])
+					live = live[1:]
+				}
+			}
+			for _, id := range live {
+				if id != "" && err == nil {
+					err = bed.RemovePod(id)
+				}
+			}
+			errs <- err
+		}()
+	}
+	var peak int64
+	for done := 0; done < churners; {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatalf("churning pods: %v", err)
+			}
+			done++
+		case <-time.After(pollEvery):
+		}
+		if d.exited() {
+			t.Fatal("probelet exited")
+		}
+		rss := vmRSS(d.cmd.Process.Pid)
+		peak = max(peak, rss)
+		if rss >= maxTenantRSS {
+			t.Fatalf("probelet's RSS reached %d MiB", rss>>20)
+		}
+		if why := victimOnTime(d, victim); why != "" {
+			t.Fatal(why)
+		}
+	}
+	// The attack reached probelet: it heard of every sandbox.
+	if runs, _ := d.sample("probelet_nri_events_total", map[string]string{"event": "RunPodSandbox"}); runs-runs0 < pods {
+		t.Fatalf("probelet heard of %v sandboxes, want %d", runs-runs0, pods)
+	}
+	t.Logf("%d pods with 250 KiB annotations, %d alive at a time: probelet's RSS peaked at %.1f MiB (bound %d MiB)",
+		pods, alive, float64(peak)/(1<<20), maxTenantRSS>>20)
+}

@@ -20,29 +20,48 @@ type podRecord struct {
 // returns their IDs. On a container failure the pod is left running for
 // inspection; Stop removes it.
 func (b *Bed) RunPod(p PodSpec) (podID, containerID string, err error) {
+	rec, podID, err := b.runSandbox(p, true)
+	if err != nil {
+		return "", "", err
+	}
+	containerID, err = b.startContainer(podID, rec, rec.spec.Container)
+	return podID, containerID, err
+}
+
+// RunSandbox runs the pod sandbox alone (p.Container is not used) and
+// returns its ID; StartContainer may add containers later.
+func (b *Bed) RunSandbox(p PodSpec) (podID string, err error) {
+	_, podID, err = b.runSandbox(p, false)
+	return podID, err
+}
+
+func (b *Bed) runSandbox(p PodSpec, withContainer bool) (*podRecord, string, error) {
 	b.mu.Lock()
 	b.seq++
 	p = p.withDefaults(b.seq)
 	seq := b.seq
 	b.mu.Unlock()
-	if err := p.validate(); err != nil {
-		return "", "", err
+	check := p.validate
+	if !withContainer {
+		check = p.validateSandbox
+	}
+	if err := check(); err != nil {
+		return nil, "", err
 	}
 	dir := filepath.Join(b.dir, "specs", strconv.Itoa(seq))
 	logDir := filepath.Join(b.dir, "logs", fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID))
 	if err := writeJSON(filepath.Join(dir, "pod.json"), buildPodConfig(p, logDir, b.cgroupParent)); err != nil {
-		return "", "", err
+		return nil, "", err
 	}
-	podID, err = b.crictlID("runp", filepath.Join(dir, "pod.json"))
+	podID, err := b.crictlID("runp", filepath.Join(dir, "pod.json"))
 	if err != nil {
-		return "", "", fmt.Errorf("testbed: pod %s/%s: %w", p.Namespace, p.Name, err)
+		return nil, "", fmt.Errorf("testbed: pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	rec := &podRecord{spec: p, dir: dir, attempts: map[string]int{}}
 	b.mu.Lock()
 	b.pods[podID] = rec
 	b.mu.Unlock()
-	containerID, err = b.startContainer(podID, rec, p.Container)
-	return podID, containerID, err
+	return rec, podID, nil
 }
 
 // StartContainer creates and starts another container in a pod made by

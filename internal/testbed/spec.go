@@ -89,6 +89,23 @@ type SeccompProfile struct {
 
 // validate names the pod, container and field at fault.
 func (p PodSpec) validate() error {
+	if err := p.validateSandbox(); err != nil {
+		return err
+	}
+	where := fmt.Sprintf("pod %s/%s", p.Namespace, p.Name)
+	if s := p.Container.Security; s != nil {
+		if s.Privileged && !p.Privileged {
+			return fmt.Errorf("testbed: %s container %s: security.privileged needs a privileged pod", where, p.Container.Name)
+		}
+		if s.Seccomp != nil && s.Seccomp.RuntimeDefault == (s.Seccomp.Localhost != "") {
+			return fmt.Errorf("testbed: %s container %s: security.seccomp needs either RuntimeDefault or Localhost", where, p.Container.Name)
+		}
+	}
+	return p.Container.validate(where)
+}
+
+// validateSandbox checks what the sandbox alone takes.
+func (p PodSpec) validateSandbox() error {
 	if p.Name == "" {
 		return errors.New("testbed: pod name is empty")
 	}
@@ -99,15 +116,7 @@ func (p PodSpec) validate() error {
 	if u := p.UserNamespace; u != nil && u.Length == 0 {
 		return fmt.Errorf("testbed: %s: userNamespace.length is 0", where)
 	}
-	if s := p.Container.Security; s != nil {
-		if s.Privileged && !p.Privileged {
-			return fmt.Errorf("testbed: %s container %s: security.privileged needs a privileged pod", where, p.Container.Name)
-		}
-		if s.Seccomp != nil && s.Seccomp.RuntimeDefault == (s.Seccomp.Localhost != "") {
-			return fmt.Errorf("testbed: %s container %s: security.seccomp needs either RuntimeDefault or Localhost", where, p.Container.Name)
-		}
-	}
-	return p.Container.validate(where)
+	return nil
 }
 
 func (c ContainerSpec) validate(where string) error {
