@@ -5,16 +5,27 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/probelet/probelet/cmd/probelet/agent"
+	"github.com/probelet/probelet/cmd/probelet/criproxy"
 )
 
-// TestSystemdUnits checks the CRI proxy's host install (systemd/): the
-// configuration is valid for the daemon and names the socket the socket
-// unit holds, the service restarts forever and runs before the kubelet,
-// and, where systemd-analyze exists, systemd accepts both units.
+// proxyMaxExposure is the highest `systemd-analyze security` exposure the
+// CRI proxy's unit may have (it scored 1.6 when hardened): a change that
+// loosens it fails here.
+const proxyMaxExposure = 2.0
+
+// TestSystemdUnits checks the host install (systemd/): the CRI proxy's
+// service runs `probelet cri-proxy` on the socket its socket unit holds,
+// restarts forever before the kubelet, and is hardened (no capabilities,
+// no new privileges, a read-only system, its own memory ceiling); the
+// prober's service needs nothing of the proxy and keeps only what direct
+// exec needs; the prober's configuration is valid; and, where
+// systemd-analyze exists, systemd accepts the units and scores the proxy.
 func TestSystemdUnits(t *testing.T) {
 	cfg, err := agent.LoadFile(filepath.Join("systemd", "config.yaml"), agent.Default())
 	if err != nil {
@@ -24,43 +35,103 @@ func TestSystemdUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	socket := unitKeys(t, "probelet-cri-proxy.socket")
-	if want := "unix://" + socket["ListenStream"]; cfg.CRIProxyListen != want {
-		t.Errorf("config criProxyListen %q, socket unit listens on %q", cfg.CRIProxyListen, want)
+	if socket["Service"] != "probelet-cri-proxy.service" {
+		t.Errorf("the socket activates %q", socket["Service"])
 	}
-	svc := unitKeys(t, "probelet.service")
-	for key, want := range map[string]string{
-		"Restart": "always", "StartLimitIntervalSec": "0", "Requires": "probelet-cri-proxy.socket",
-		"Before": "kubelet.service", "ExecStart": "/usr/local/bin/probelet --config /etc/probelet/config.yaml",
-	} {
-		if svc[key] != want {
-			t.Errorf("probelet.service %s=%q, want %q", key, svc[key], want)
+	proxy := unitKeys(t, "probelet-cri-proxy.service")
+	args := strings.Fields(proxy["ExecStart"])
+	if len(args) < 2 || args[0] != "/usr/local/bin/probelet" || args[1] != "cri-proxy" {
+		t.Fatalf("probelet-cri-proxy.service runs %q, want probelet cri-proxy", proxy["ExecStart"])
+	}
+	pc := criproxy.Default()
+	for i := 2; i+1 < len(args); i += 2 {
+		switch args[i] {
+		case "--listen":
+			pc.Listen = args[i+1]
+		case "--runtime-endpoint":
+			pc.RuntimeEndpoint = args[i+1]
+		case "--metrics-bind-address":
+			pc.MetricsBindAddress = args[i+1]
+		default:
+			t.Errorf("probelet-cri-proxy.service: flag %s not checked here", args[i])
 		}
 	}
-	if socket["Service"] != "probelet.service" {
-		t.Errorf("the socket activates %q", socket["Service"])
+	if err := pc.Validate(); err != nil {
+		t.Errorf("probelet-cri-proxy.service: %v", err)
+	}
+	if want := "unix://" + socket["ListenStream"]; pc.Listen != want {
+		t.Errorf("the proxy listens on %q, its socket unit on %q", pc.Listen, want)
+	}
+	if pc.RuntimeEndpoint != cfg.RuntimeEndpoint {
+		t.Errorf("the proxy forwards to %q, the prober's runtime is %q", pc.RuntimeEndpoint, cfg.RuntimeEndpoint)
+	}
+	for key, want := range map[string]string{
+		"Restart": "always", "StartLimitIntervalSec": "0", "Requires": "probelet-cri-proxy.socket",
+		"Before": "kubelet.service", "NoNewPrivileges": "yes", "CapabilityBoundingSet": "",
+		"ProtectSystem": "strict", "ProtectHome": "yes", "PrivateTmp": "yes", "MemoryMax": "256M",
+		"RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6",
+	} {
+		if v, ok := proxy[key]; !ok || v != want {
+			t.Errorf("probelet-cri-proxy.service %s=%q (set: %v), want %q", key, v, ok, want)
+		}
+	}
+
+	prober := unitKeys(t, "probelet.service")
+	for key, want := range map[string]string{
+		"ExecStart": "/usr/local/bin/probelet --config /etc/probelet/config.yaml", "Restart": "always",
+		"ProtectSystem": "strict", "ProtectHome": "yes", "PrivateTmp": "yes", "MemoryMax": "256M",
+		"StateDirectory": "probelet", "RuntimeDirectory": "probelet",
+	} {
+		if prober[key] != want {
+			t.Errorf("probelet.service %s=%q, want %q", key, prober[key], want)
+		}
+	}
+	// Inherited by the commands of direct exec probes, which must get what
+	// runc gives them and nothing less (the unit says why).
+	for _, key := range []string{"Requires", "NoNewPrivileges", "CapabilityBoundingSet", "SystemCallFilter",
+		"RestrictAddressFamilies", "LockPersonality", "RestrictRealtime", "ProtectKernelModules", "ProtectControlGroups"} {
+		if v, ok := prober[key]; ok {
+			t.Errorf("probelet.service sets %s=%s", key, v)
+		}
 	}
 
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
-		t.Log("systemd-analyze not installed; unit syntax not checked by systemd")
+		t.Log("systemd-analyze not installed; units not checked by systemd")
 		return
 	}
 	dir := t.TempDir()
-	for _, name := range []string{"probelet-cri-proxy.socket", "probelet.service"} {
+	names := []string{"probelet-cri-proxy.socket", "probelet-cri-proxy.service", "probelet.service"}
+	var paths []string
+	for _, name := range names {
 		data, err := os.ReadFile(filepath.Join("systemd", name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		// verify wants the binary to exist.
 		data = []byte(strings.ReplaceAll(string(data), "/usr/local/bin/probelet", "/bin/true"))
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+		paths = append(paths, filepath.Join(dir, name))
+		if err := os.WriteFile(paths[len(paths)-1], data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(analyze, "verify", "--man=no", filepath.Join(dir, "probelet-cri-proxy.socket"), filepath.Join(dir, "probelet.service"))
+	cmd := exec.Command(analyze, append([]string{"verify", "--man=no"}, paths...)...)
 	cmd.Env = append(os.Environ(), "SYSTEMD_LOG_LEVEL=warning")
 	if out, err := cmd.CombinedOutput(); err != nil || strings.Contains(string(out), dir) {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+	for _, path := range paths[1:] {
+		out, err := exec.Command(analyze, "security", "--offline=yes", path).CombinedOutput()
+		m := regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)`).FindSubmatch(out)
+		if err != nil || m == nil {
+			t.Errorf("systemd-analyze security %s: %v\n%s", filepath.Base(path), err, out)
+			continue
+		}
+		exposure, _ := strconv.ParseFloat(string(m[1]), 64)
+		t.Logf("systemd-analyze security: %s exposure %.1f", filepath.Base(path), exposure)
+		if filepath.Base(path) == "probelet-cri-proxy.service" && exposure > proxyMaxExposure {
+			t.Errorf("probelet-cri-proxy.service exposure %.1f, more than %.1f:\n%s", exposure, proxyMaxExposure, out)
+		}
 	}
 }
 

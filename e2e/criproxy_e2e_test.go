@@ -28,7 +28,8 @@ import (
 func TestCRIProxyRunsAKubelet(t *testing.T) {
 	bed := testbed.Start(t)
 	proxy := proxyEndpoint(bed)
-	d := startProbelet(t, bed, "--cri-proxy-listen", proxy, "--cri-proxy-verify")
+	d := startCRIProxy(t, bed, "--verify")
+	prober := startProbelet(t, bed) // beside it, as deployed
 	k := cluster.StartStandaloneKubelet(t, bed, cluster.WithNodeName("proxied"),
 		cluster.WithCRIEndpoint(proxy), cluster.WithImageEndpoint(proxy),
 		cluster.WithKubeletFeatureGates("EventedPLEG=true"))
@@ -96,7 +97,7 @@ func TestCRIProxyRunsAKubelet(t *testing.T) {
 	if err := bed.RestartContainerd(); err != nil {
 		t.Fatal(err)
 	}
-	waitReregistered(t, d, bed, 2)
+	waitReregistered(t, prober, bed, 2)
 	eventually(t, 30*time.Second, "the proxy to resync with the restarted containerd", func() (bool, string) {
 		n := len(d.logsMatching("Resynchronised with the runtime"))
 		return n >= 2, fmt.Sprintf("%d resyncs", n)

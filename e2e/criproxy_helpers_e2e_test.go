@@ -28,6 +28,24 @@ import (
 // directory, like its containerd socket.
 func proxyEndpoint(bed *testbed.Bed) string { return "unix://" + filepath.Join(bed.Dir(), "cri.sock") }
 
+// startCRIProxy starts `probelet cri-proxy` in front of bed's containerd
+// on proxyEndpoint(bed), with metrics on a free port, JSON logs and extra
+// flags, and waits until it serves /healthz. It is stopped when the test
+// ends.
+func startCRIProxy(t *testing.T, bed *testbed.Bed, extra ...string) *daemon {
+	t.Helper()
+	d := &daemon{t: t, bed: bed, name: "cri-proxy"}
+	d.args = append([]string{"cri-proxy",
+		"--listen", proxyEndpoint(bed),
+		"--runtime-endpoint", bed.CRIEndpoint(),
+		"--metrics-bind-address", "127.0.0.1:0",
+		"--log-format", "json",
+	}, extra...)
+	t.Cleanup(d.cleanup)
+	d.start()
+	return d
+}
+
 // crictlAt runs the bed's unmodified crictl against endpoint (runtime and
 // image service) and returns its stdout.
 func crictlAt(bed *testbed.Bed, endpoint string, args ...string) ([]byte, error) {
@@ -132,6 +150,27 @@ func (d *daemon) sumWhere(name string, labels map[string]string) float64 {
 		}
 	}
 	return total
+}
+
+// kubeletCounterSum adds up every series of a counter on the kubelet's
+// /metrics (0 when it has none).
+func kubeletCounterSum(t *testing.T, k *cluster.Kubelet, name string) float64 {
+	t.Helper()
+	text, err := kubeletGet(k, "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		var f float64
+		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &f); err == nil {
+			sum += f
+		}
+	}
+	return sum
 }
 
 // kubeletCounter is the value of a counter on the kubelet's /metrics (0

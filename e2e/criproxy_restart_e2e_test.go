@@ -32,14 +32,14 @@ const (
 	maxStall = 2 * time.Second
 )
 
-// TestCRIProxySurvivesProbeletRestarts: the test holds the proxy's
+// TestCRIProxySurvivesItsOwnRestarts: the test holds the proxy's
 // listening socket, as systemd's probelet-cri-proxy.socket does, and
-// passes it to each probelet it starts (LISTEN_FDS). probelet restarts
-// 10 times while a kubelet runs 20 pods through the proxy: no pod
-// restarts, no container is killed, every CRI call made meanwhile
-// succeeds and waits at most maxStall, and the kubelet never reports its
-// runtime down.
-func TestCRIProxySurvivesProbeletRestarts(t *testing.T) {
+// passes it to each `probelet cri-proxy` it starts (LISTEN_FDS), as an
+// upgrade restarts it. The proxy restarts 10 times while a kubelet runs 20
+// pods through it: no pod restarts, no container is killed, every CRI
+// call made meanwhile succeeds and waits at most maxStall, and the kubelet
+// never reports its runtime down.
+func TestCRIProxySurvivesItsOwnRestarts(t *testing.T) {
 	bed := testbed.Start(t)
 	sock := filepath.Join(bed.Dir(), "cri.sock")
 	held := holdSocket(t, sock)
@@ -68,7 +68,7 @@ func TestCRIProxySurvivesProbeletRestarts(t *testing.T) {
 		began := time.Now()
 		pl.stop()
 		pl.start()
-		t.Logf("restart %d: probelet serving again after %v", i+1, time.Since(began).Round(time.Millisecond))
+		t.Logf("restart %d: the proxy serving again after %v", i+1, time.Since(began).Round(time.Millisecond))
 	}
 	stop()
 	wg.Wait()
@@ -80,7 +80,14 @@ func TestCRIProxySurvivesProbeletRestarts(t *testing.T) {
 	if watch.longest > maxStall {
 		t.Errorf("a call waited %v, more than the documented %v", watch.longest, maxStall)
 	}
-	after := waitAllRunning(t, k, restartPods)
+	kubeletUnharmed(t, k, before, logFrom)
+}
+
+// kubeletUnharmed checks that the kubelet's pods kept the containers they
+// had (before), and that it logged no runtime trouble after logFrom.
+func kubeletUnharmed(t *testing.T, k *cluster.Kubelet, before map[string]string, logFrom int64) {
+	t.Helper()
+	after := waitAllRunning(t, k, len(before))
 	for name, id := range before {
 		if after[name] != id {
 			t.Errorf("%s: container %s replaced by %s", name, id, after[name])
@@ -97,6 +104,54 @@ func TestCRIProxySurvivesProbeletRestarts(t *testing.T) {
 			t.Errorf("the kubelet logged %q", bad)
 		}
 	}
+}
+
+// TestCRIProxyIgnoresProberCrashes: the prober and the CRI proxy are two
+// processes. A kubelet runs 10 pods through the proxy while the prober is
+// SIGKILLed 20 times (a crash loop; the kernel's OOM killer sends the same
+// signal): the kubelet's runtime operation errors do not move, no pod
+// restarts, no CRI call through the proxy fails, and the kubelet never
+// reports its runtime down.
+func TestCRIProxyIgnoresProberCrashes(t *testing.T) {
+	const pods, crashes = 10, 20
+	bed := testbed.Start(t)
+	startCRIProxy(t, bed)
+	prober := startProbelet(t, bed)
+	proxy := proxyEndpoint(bed)
+	k := cluster.StartStandaloneKubelet(t, bed, cluster.WithNodeName("crashes"),
+		cluster.WithCRIEndpoint(proxy), cluster.WithImageEndpoint(proxy))
+	for i := range pods {
+		if err := k.AddStaticPod(fmt.Sprintf("c%d", i), staticPod(fmt.Sprintf("c%d", i), "exec sleep 3600", "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := waitAllRunning(t, k, pods)
+	logFrom := fileSize(t, k.LogPath())
+	errors0 := kubeletCounterSum(t, k, "kubelet_runtime_operations_errors_total")
+
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var watch stallWatch
+	go func() {
+		defer wg.Done()
+		watch.run(ctx, criClient(t, proxy))
+	}()
+	for range crashes {
+		prober.kill()
+		prober.start()
+	}
+	stop()
+	wg.Wait()
+
+	t.Logf("%d CRI calls while the prober crashed %d times: %d failed, longest %v", watch.calls, crashes, len(watch.errs), watch.longest)
+	if len(watch.errs) > 0 {
+		t.Errorf("calls through the proxy failed while the prober crashed: %v", watch.errs)
+	}
+	if errs := kubeletCounterSum(t, k, "kubelet_runtime_operations_errors_total"); errs != errors0 {
+		t.Errorf("kubelet_runtime_operations_errors_total went from %v to %v", errors0, errs)
+	}
+	kubeletUnharmed(t, k, before, logFrom)
 }
 
 func fileSize(t *testing.T, path string) int64 {
@@ -180,9 +235,9 @@ func holdSocket(t *testing.T, path string) *os.File {
 	return f
 }
 
-// activated is a probelet started as systemd starts a socket-activated
-// service: the socket on fd 3, LISTEN_FDS=1 and LISTEN_PID naming the
-// service's own PID.
+// activated is a `probelet cri-proxy` started as systemd starts a
+// socket-activated service: the socket on fd 3, LISTEN_FDS=1 and
+// LISTEN_PID naming the service's own PID.
 type activated struct {
 	t    *testing.T
 	bed  *testbed.Bed
@@ -207,8 +262,7 @@ func startActivated(t *testing.T, bed *testbed.Bed, sock *os.File) *activated {
 	return a
 }
 
-// start runs probelet and waits until the proxy serves on the passed
-// socket (probelet logs it before it builds anything else).
+// start runs the proxy and waits until it serves on the passed socket.
 func (a *activated) start() {
 	a.t.Helper()
 	a.runs++
@@ -219,10 +273,9 @@ func (a *activated) start() {
 	}
 	defer logFile.Close()
 	// sh sets LISTEN_PID to its own PID and execs probelet, which keeps it.
-	a.cmd = exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" "$@"`, bins.probelet,
-		"--nri-socket", a.bed.NRISocket(), "--runtime-endpoint", a.bed.CRIEndpoint(),
-		"--listen", "unix://"+filepath.Join(a.bed.Dir(), "pl.sock"), "--metrics-bind-address", "127.0.0.1:0",
-		"--log-format", "json", "--cri-proxy-listen", "unix://"+filepath.Join(a.bed.Dir(), "cri.sock"))
+	a.cmd = exec.Command("/bin/sh", "-c", `LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" "$@"`, bins.probelet, "cri-proxy",
+		"--listen", "unix://"+filepath.Join(a.bed.Dir(), "cri.sock"), "--runtime-endpoint", a.bed.CRIEndpoint(),
+		"--metrics-bind-address", "127.0.0.1:0", "--log-format", "json")
 	a.cmd.ExtraFiles = []*os.File{a.sock}
 	a.cmd.Stdout, a.cmd.Stderr = logFile, logFile
 	if err := a.cmd.Start(); err != nil {
@@ -252,6 +305,6 @@ func (a *activated) stop() {
 	case <-time.After(daemonStopTimeout):
 		_ = a.cmd.Process.Kill()
 		<-a.done
-		a.t.Errorf("probelet did not stop within %v of SIGTERM", daemonStopTimeout)
+		a.t.Errorf("the proxy did not stop within %v of SIGTERM", daemonStopTimeout)
 	}
 }

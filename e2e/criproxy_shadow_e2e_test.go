@@ -26,7 +26,7 @@ const shadowPods = 50
 // containerd's: not one mismatch.
 func TestCRIProxyShadowModeOverChurn(t *testing.T) {
 	bed := testbed.Start(t)
-	d := startProbelet(t, bed, "--cri-proxy-listen", proxyEndpoint(bed), "--cri-proxy-verify")
+	d := startCRIProxy(t, bed, "--verify")
 	cli := criClient(t, proxyEndpoint(bed))
 
 	ctx, stop := context.WithCancel(context.Background())
@@ -43,7 +43,10 @@ func TestCRIProxyShadowModeOverChurn(t *testing.T) {
 			if err := bed.RestartContainerd(); err != nil {
 				t.Fatal(err)
 			}
-			waitReregistered(t, d, bed, 2)
+			eventually(t, 30*time.Second, "the proxy to resync with the restarted containerd", func() (bool, string) {
+				n := len(d.logsMatching("Resynchronised with the runtime"))
+				return n >= 2, fmt.Sprintf("%d resyncs", n)
+			})
 		}
 		// Each container exits by itself after a moment: containerd
 		// records such exits with no CRI call to invalidate on.

@@ -25,7 +25,7 @@ import (
 func TestCRIProxyOnlyCRI(t *testing.T) {
 	bed := testbed.Start(t)
 	proxy := proxyEndpoint(bed)
-	d := startProbelet(t, bed, "--cri-proxy-listen", proxy)
+	d := startCRIProxy(t, bed)
 	if _, _, err := bed.RunPod(testbed.PodSpec{Name: "surface",
 		Container: testbed.ContainerSpec{Name: "c", Command: shell("exec sleep 3600")}}); err != nil {
 		t.Fatal(err)

@@ -25,10 +25,12 @@ const (
 	daemonStopTimeout  = 15 * time.Second
 )
 
-// daemon is one probelet process running against a bed, as users run it.
+// daemon is one probelet process running against a bed, as users run it:
+// the prober, or the CRI proxy (`probelet cri-proxy`).
 type daemon struct {
 	t       *testing.T
 	bed     *testbed.Bed
+	name    string // its log files' prefix
 	args    []string
 	socket  string // unix:///path
 	logPath string
@@ -45,7 +47,7 @@ type daemon struct {
 // stopped when the test ends; a failed test shows its log.
 func startProbelet(t *testing.T, bed *testbed.Bed, extra ...string) *daemon {
 	t.Helper()
-	d := &daemon{t: t, bed: bed, socket: "unix://" + filepath.Join(bed.Dir(), "pl.sock")}
+	d := &daemon{t: t, bed: bed, name: "probelet", socket: "unix://" + filepath.Join(bed.Dir(), "pl.sock")}
 	d.args = append([]string{
 		"--nri-socket", bed.NRISocket(),
 		"--runtime-endpoint", bed.CRIEndpoint(),
@@ -75,7 +77,7 @@ func (d *daemon) start() {
 func (d *daemon) launch() {
 	d.t.Helper()
 	d.runs++
-	d.logPath = filepath.Join(d.bed.Dir(), fmt.Sprintf("probelet-%d.log", d.runs))
+	d.logPath = filepath.Join(d.bed.Dir(), fmt.Sprintf("%s-%d.log", d.name, d.runs))
 	logFile, err := os.Create(d.logPath)
 	if err != nil {
 		d.t.Fatal(err)
@@ -99,9 +101,9 @@ func (d *daemon) launch() {
 func (d *daemon) waitReady() {
 	d.t.Helper()
 	d.metrics = ""
-	eventually(d.t, daemonStartTimeout, "probelet to serve /healthz with NRI connected", func() (bool, string) {
+	eventually(d.t, daemonStartTimeout, d.name+" to serve /healthz (the prober: with NRI connected)", func() (bool, string) {
 		if d.exited() {
-			return false, fmt.Sprintf("probelet exited: %v\n%s", d.err, d.logTail(20))
+			return false, fmt.Sprintf("%s exited: %v\n%s", d.name, d.err, d.logTail(20))
 		}
 		if d.metrics == "" {
 			d.metrics = d.logField("Serving /metrics and /healthz", "address")
@@ -141,7 +143,7 @@ func (d *daemon) stop() {
 		d.t.Fatal(err)
 	}
 	if d.err != nil {
-		d.t.Fatalf("probelet exited with %v after SIGTERM:\n%s", d.err, d.logTail(20))
+		d.t.Fatalf("%s exited with %v after SIGTERM:\n%s", d.name, d.err, d.logTail(20))
 	}
 }
 
@@ -197,7 +199,7 @@ func (d *daemon) cleanup() {
 		d.t.Error(err)
 	}
 	if d.t.Failed() {
-		d.t.Logf("last lines of probelet's log %s:\n%s", d.logPath, d.logTail(60))
+		d.t.Logf("last lines of %s's log %s:\n%s", d.name, d.logPath, d.logTail(60))
 	}
 }
 

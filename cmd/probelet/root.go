@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/probelet/probelet/cmd/probelet/agent"
+	"github.com/probelet/probelet/cmd/probelet/criproxy"
 	"github.com/probelet/probelet/plugin"
 )
 
@@ -17,12 +18,12 @@ import (
 type daemonFunc func(ctx context.Context, cfg agent.Config, stderr io.Writer) error
 
 // newRootCommand builds `probelet` (the daemon) with its `version`,
-// `validate` and `convert` subcommands, writing to the given streams.
+// `validate`, `convert` and `cri-proxy` subcommands, writing to the given streams.
 func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
-	return newRootCommandWith(runDaemon, runValidate, stdin, stdout, stderr)
+	return newRootCommandWith(runDaemon, runValidate, criproxy.Run, stdin, stdout, stderr)
 }
 
-func newRootCommandWith(daemon daemonFunc, validate validateFunc, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+func newRootCommandWith(daemon daemonFunc, validate validateFunc, proxy criProxyFunc, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	f := agent.NewFlags()
 	cmd := &cobra.Command{
 		Use:   "probelet",
@@ -50,7 +51,7 @@ func newRootCommandWith(daemon daemonFunc, validate validateFunc, stdin io.Reade
 	f.Bind(cmd.Flags())
 	cmd.CompletionOptions.DisableDefaultCmd = true
 	cmd.AddCommand(newVersionCommand(), newValidateCommand(validate, stdin, stdout, stderr),
-		newConvertCommand(stdin, stdout, stderr))
+		newConvertCommand(stdin, stdout, stderr), newCRIProxyCommand(proxy, stderr))
 	return cmd
 }
 

@@ -13,7 +13,64 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/cmd/probelet/agent"
+	"github.com/probelet/probelet/cmd/probelet/criproxy"
 )
+
+func noProxy(context.Context, criproxy.Config, io.Writer) error { return errors.New("not the proxy") }
+
+// executeProxy runs the command line with a CRI proxy that only records
+// its config.
+func executeProxy(t *testing.T, args ...string) (criproxy.Config, error) {
+	t.Helper()
+	var got criproxy.Config
+	proxy := func(_ context.Context, cfg criproxy.Config, _ io.Writer) error { got = cfg; return nil }
+	daemon := func(context.Context, agent.Config, io.Writer) error { return errors.New("not the daemon") }
+	var out bytes.Buffer
+	cmd := newRootCommandWith(daemon, nil, proxy, strings.NewReader(""), &out, &out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return got, err
+}
+
+// TestCRIProxySubcommandFlags: `probelet cri-proxy` hands its flags, over
+// its defaults, to the proxy, and the daemon's flags are not its.
+func TestCRIProxySubcommandFlags(t *testing.T) {
+	withDefaults := func(mut func(*criproxy.Config)) criproxy.Config {
+		c := criproxy.Default()
+		mut(&c)
+		return c
+	}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		want    criproxy.Config
+		wantErr string
+	}{
+		{"defaults", []string{"cri-proxy", "--listen=unix:///run/probelet/cri.sock"},
+			withDefaults(func(c *criproxy.Config) { c.Listen = "unix:///run/probelet/cri.sock" }), ""},
+		{"every flag", []string{"cri-proxy", "--listen=unix:///p.sock", "--runtime-endpoint=unix:///c.sock", "--verify",
+			"--metrics-bind-address=127.0.0.1:1", "--log-format=json", "--log-level=debug"},
+			criproxy.Config{Listen: "unix:///p.sock", RuntimeEndpoint: "unix:///c.sock", Verify: true,
+				MetricsBindAddress: "127.0.0.1:1", LogFormat: "json", LogLevel: "debug"}, ""},
+		{"a daemon flag", []string{"cri-proxy", "--listen=unix:///p.sock", "--tcp-mode=dial"}, criproxy.Config{}, "unknown flag: --tcp-mode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := executeProxy(t, tc.args...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("config %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
 
 // execute runs the command line with a daemon that only records its config.
 func execute(t *testing.T, args ...string) (agent.Config, string, error) {
@@ -28,7 +85,7 @@ func execute(t *testing.T, args ...string) (agent.Config, string, error) {
 		return 0
 	}
 	var out bytes.Buffer
-	cmd := newRootCommandWith(daemon, validate, strings.NewReader(""), &out, &out)
+	cmd := newRootCommandWith(daemon, validate, noProxy, strings.NewReader(""), &out, &out)
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	return got, out.String(), err

@@ -26,7 +26,7 @@ import (
 func Listen(endpoint string) (l net.Listener, release func(), activated bool, err error) {
 	path, err := endpointpkg.UnixPath(endpoint)
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("--cri-proxy-listen %w", err)
+		return nil, nil, false, fmt.Errorf("listen endpoint %w", err)
 	}
 	switch l, err := activatedListener(path); {
 	case err != nil:

@@ -79,12 +79,11 @@ type Config struct {
 	LogFormat string `json:"logFormat,omitempty"`
 	// LogLevel is debug, info, warn or error (--log-level).
 	LogLevel string `json:"logLevel,omitempty"`
-	// CRIProxyListen, unix:///path, turns on the CRI proxy the kubelet's
-	// --container-runtime-endpoint can point at; empty is off
-	// (--cri-proxy-listen).
+	// CRIProxyListen and CRIProxyVerify are refused with an error that
+	// names `probelet cri-proxy`, which took them over: the CRI proxy runs
+	// in its own process (--cri-proxy-listen, --cri-proxy-verify).
 	CRIProxyListen string `json:"criProxyListen,omitempty"`
-	// CRIProxyVerify is the proxy's shadow mode (--cri-proxy-verify).
-	CRIProxyVerify bool `json:"criProxyVerify,omitempty"`
+	CRIProxyVerify bool   `json:"criProxyVerify,omitempty"`
 	// ExecMode picks who runs exec probes: runtime (CRI ExecSync) or
 	// direct (probelet's helper, falling back to ExecSync for any container
 	// it cannot serve exactly as the runtime) (--exec-mode).
@@ -189,7 +188,8 @@ func (c Config) Validate() error {
 	if bad := validation.IsDNS1123Label(c.LeaseNamespace); len(bad) > 0 {
 		check("lease-namespace", fmt.Errorf("%q is not a namespace name: %s", c.LeaseNamespace, strings.Join(bad, "; ")))
 	}
-	check("cri-proxy-listen", c.validateProxy())
+	check("cri-proxy-listen", c.validateProxyListen())
+	check("cri-proxy-verify", c.validateProxyVerify())
 	_, err := c.ProbeHostCIDRs()
 	check("allow-probe-host", err)
 	if c.ReconcileInterval.Duration < 0 {

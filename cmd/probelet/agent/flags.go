@@ -82,8 +82,11 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&v.LeaseNamespace, "lease-namespace", v.LeaseNamespace, "namespace of the node Lease probelet renews every 10 s while it probes (probelet-controller marks the pods of a node whose Lease went silent)")
 	fs.StringVar(&v.LogFormat, "log-format", v.LogFormat, "console or json")
 	fs.StringVar(&v.LogLevel, "log-level", v.LogLevel, "debug, info, warn or error")
-	fs.StringVar(&v.CRIProxyListen, "cri-proxy-listen", v.CRIProxyListen, "serve a CRI proxy to --runtime-endpoint for the kubelet's --container-runtime-endpoint, unix:///path; off when empty")
-	fs.BoolVar(&v.CRIProxyVerify, "cri-proxy-verify", v.CRIProxyVerify, "CRI proxy shadow mode: compare cached answers with the runtime's and count differences")
+	fs.StringVar(&v.CRIProxyListen, "cri-proxy-listen", v.CRIProxyListen, "removed: the CRI proxy runs as its own process, `probelet cri-proxy --listen`")
+	fs.BoolVar(&v.CRIProxyVerify, "cri-proxy-verify", v.CRIProxyVerify, "removed: the CRI proxy's shadow mode is `probelet cri-proxy --verify`")
+	// Refused with an error that names `probelet cri-proxy`: not in --help.
+	_ = fs.MarkHidden("cri-proxy-listen")
+	_ = fs.MarkHidden("cri-proxy-verify")
 	fs.StringVar(&v.ExecMode, "exec-mode", v.ExecMode, "who runs exec probes: runtime (CRI ExecSync) or direct (probelet's helper, with the container's exact confinement; any container it cannot serve so goes to the runtime)")
 	fs.StringVar(&v.RuntimeStateDir, "runtime-state-dir", v.RuntimeStateDir, "containerd's state directory (its OCI bundles, for --exec-mode direct)")
 	fs.StringVar(&v.ExecHelper, "exec-helper", v.ExecHelper, "the direct exec helper binary (default: probelet-exec next to probelet)")

@@ -26,17 +26,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	// The first failure ends Run; goRun logs any later one rather than
 	// block on this channel, however many tasks send to it.
 	failed := make(chan error, 1)
-	// The CRI proxy first: the kubelet's runtime must not wait for
-	// anything else (a launched plugin learns its flags from the runtime,
-	// so its proxy starts once configured).
-	var cri *proxyTask
-	if !a.launched {
-		var err error
-		if cri, err = a.startProxy(base, failed); err != nil {
-			return err
-		}
-	}
-	defer func() { cri.stop() }()
 	p, nri, err := a.start(ctx, base, failed)
 	if err != nil || p == nil {
 		return err
@@ -46,13 +35,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	// the engine and the cache, which answer before the engine runs.
 	sock := a.goRun(base, a.serveSocket(p), failed)
 	web := a.goRun(base, a.serveMetrics(p), failed)
-	err = p.tcp.wait(ctx, failed)
-	if err == nil && a.launched {
-		// A launched plugin learns its flags from the runtime: its proxy
-		// starts once configured.
-		cri, err = a.startProxy(base, failed)
-	}
-	if err != nil {
+	if err = p.tcp.wait(ctx, failed); err != nil {
 		nri.stop()
 		sock.stop()
 		web.stop()
@@ -66,7 +49,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	if !a.launched {
 		nri = a.goRun(base, p.plugin.Run, failed)
 	}
-	cri.attach(p.cache)
 	a.mu.Lock()
 	a.parts = p
 	a.mu.Unlock()
@@ -99,8 +81,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	hist.stop() // likewise: the last events and restarts reach the file
 	forget.stop()
 	web.stop()
-	// The proxy last: the kubelet's calls are served until the end.
-	cri.stop()
 	a.log.Info("probelet stopped")
 	return err
 }

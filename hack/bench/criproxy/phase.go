@@ -293,7 +293,7 @@ spec:
 `, name, testbed.BusyboxImage)
 }
 
-// probeletProc is probelet running with the proxy on.
+// probeletProc is `probelet cri-proxy`, the proxy's own process.
 type probeletProc struct {
 	cmd   *exec.Cmd
 	done  chan struct{}
@@ -308,9 +308,8 @@ func startProbelet(ctx context.Context, bed *testbed.Bed, bin string) (*probelet
 		return nil, err
 	}
 	defer f.Close()
-	p.cmd = exec.Command(bin, "--nri-socket", bed.NRISocket(), "--runtime-endpoint", bed.CRIEndpoint(),
-		"--listen", "unix://"+filepath.Join(bed.Dir(), "pl.sock"), "--metrics-bind-address", "127.0.0.1:0",
-		"--log-format", "json", "--cri-proxy-listen", p.proxy)
+	p.cmd = exec.Command(bin, "cri-proxy", "--listen", p.proxy, "--runtime-endpoint", bed.CRIEndpoint(),
+		"--metrics-bind-address", "127.0.0.1:0", "--log-format", "json")
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	if err := p.cmd.Start(); err != nil {
 		return nil, err
@@ -320,7 +319,7 @@ func startProbelet(ctx context.Context, bed *testbed.Bed, bin string) (*probelet
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		data, _ := os.ReadFile(p.log)
-		if bytes.Contains(data, []byte("Registered with the runtime over NRI")) && bytes.Contains(data, []byte("Resynchronised with the runtime")) {
+		if bytes.Contains(data, []byte("Resynchronised with the runtime")) {
 			return p, nil
 		}
 		select {

@@ -1,0 +1,143 @@
+// Package criproxy runs `probelet cri-proxy`: the kubelet's CRI endpoint
+// (cri/proxy) as a small process of its own, apart from the prober daemon.
+// Nothing in it reads what a pod author writes (annotations, probe output,
+// HTTP answers): it forwards the kubelet's calls to containerd, answers
+// relists from a memo of containerd's own answers and follows containerd's
+// own event stream. So the prober can crash, be OOM-killed or restarted in
+// a loop while every kubelet call goes through.
+package criproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/probelet/probelet/cmd/probelet/agent"
+	"github.com/probelet/probelet/cri/client"
+	"github.com/probelet/probelet/cri/proxy"
+	"github.com/probelet/probelet/internal/endpoint"
+)
+
+// verifySettle is how long shadow mode gives containerd's event to arrive
+// before a differing cached answer counts as a mismatch: its events follow
+// a change by milliseconds.
+const verifySettle = time.Second
+
+// Config is the proxy's configuration, from its flags.
+type Config struct {
+	// Listen is the kubelet's --container-runtime-endpoint, unix:///path;
+	// a socket systemd passed for that path is used as it is.
+	Listen string
+	// RuntimeEndpoint is containerd's CRI socket.
+	RuntimeEndpoint string
+	// Verify turns on shadow mode.
+	Verify bool
+	// MetricsBindAddress serves /metrics and /healthz; empty: off.
+	MetricsBindAddress string
+	LogFormat, LogLevel string
+}
+
+// Default is the configuration without flags.
+func Default() Config {
+	return Config{RuntimeEndpoint: client.DefaultEndpoint, MetricsBindAddress: "127.0.0.1:9810", LogFormat: "console", LogLevel: "info"}
+}
+
+// Validate names the flag at fault.
+func (c Config) Validate() error {
+	if _, err := endpoint.UnixPath(c.Listen); err != nil {
+		return fmt.Errorf("--listen %w", err)
+	}
+	if _, err := endpoint.UnixPath(c.RuntimeEndpoint); err != nil {
+		return fmt.Errorf("--runtime-endpoint %w", err)
+	}
+	if endpoint.Same(c.Listen, c.RuntimeEndpoint) {
+		return errors.New("--listen is the runtime's own endpoint (--runtime-endpoint)")
+	}
+	if c.MetricsBindAddress != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsBindAddress); err != nil {
+			return fmt.Errorf("--metrics-bind-address %q is not HOST:PORT: %w", c.MetricsBindAddress, err)
+		}
+	}
+	return nil
+}
+
+// Run serves the proxy until ctx ends, then drains the calls in flight.
+func Run(ctx context.Context, cfg Config, stderr io.Writer) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log, err := agent.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	opts := []proxy.Option{proxy.WithLogger(log), proxy.WithRegisterer(reg)}
+	if cfg.Verify {
+		opts = append(opts, proxy.WithVerify(verifySettle))
+	}
+	p, err := proxy.New(cfg.RuntimeEndpoint, opts...)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	l, release, activated, err := proxy.Listen(cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	defer release()
+	log.Info("CRI proxy listening", zap.String("listen", cfg.Listen), zap.String("runtime", cfg.RuntimeEndpoint),
+		zap.Bool("socketActivated", activated), zap.Bool("verify", cfg.Verify))
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	metricsDone := make(chan error, 1)
+	if cfg.MetricsBindAddress != "" {
+		ml, err := net.Listen("tcp", cfg.MetricsBindAddress)
+		if err != nil {
+			return fmt.Errorf("--metrics-bind-address: %w", err)
+		}
+		log.Info("Serving /metrics and /healthz", zap.String("address", ml.Addr().String()))
+		srv := &http.Server{Handler: handler(reg), ReadHeaderTimeout: 5 * time.Second}
+		go func() { metricsDone <- srv.Serve(ml) }()
+		defer func() {
+			shutdown, stop := context.WithTimeout(context.Background(), time.Second)
+			defer stop()
+			_ = srv.Shutdown(shutdown)
+		}()
+	}
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(ctx, l) }()
+	select {
+	case err := <-served:
+		if err != nil {
+			return fmt.Errorf("serving the CRI proxy: %w", err)
+		}
+		return nil
+	case err := <-metricsDone:
+		cancel()
+		<-served
+		return fmt.Errorf("serving metrics: %w", err)
+	}
+}
+
+// handler serves /metrics and /healthz: 200 while the process serves.
+func handler(reg *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
