@@ -222,7 +222,6 @@ func (c *Cache) removePod(at time.Time, id string) *podEntry {
 	c.unindex(pe)
 	c.tombstone(id)
 	c.emit(node.ContainerDeletedEvent, at, pe, gone...)
-	c.emitSandbox(node.PodSandboxRemovedEvent, at, pe)
 	return pe
 }
 

@@ -27,11 +27,6 @@ type Cache struct {
 	m      *metrics
 	events *fanout.Hub[node.Event]
 
-	// runtimeEvents carries container and sandbox events, numbered by
-	// runtimeSeq (see SubscribeRuntimeEvents).
-	runtimeEvents *fanout.Hub[node.Event]
-	runtimeSeq    uint64
-
 	pods  map[string]*podEntry            // by sandbox ID
 	byKey map[string]map[string]*podEntry // pod key (UID) → sandbox ID → entry
 	ctrs  map[string]*ctrEntry            // by container ID
@@ -137,6 +132,5 @@ func New(sink Sink, opts ...Option) (*Cache, error) {
 		}
 	}
 	c.events = fanout.New[node.Event](c.m.dropped.Inc)
-	c.runtimeEvents = fanout.New[node.Event](c.m.dropped.Inc)
 	return c, nil
 }

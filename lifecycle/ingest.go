@@ -20,7 +20,6 @@ func (c *Cache) RunPod(at time.Time, sb Sandbox) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.upsertPod(sb)
-	c.emitSandbox(node.PodSandboxReadyEvent, at, e)
 	c.handoff(at, e.sb.key())
 }
 
@@ -34,7 +33,6 @@ func (c *Cache) StopPod(at time.Time, sb Sandbox) {
 	defer c.mu.Unlock()
 	e := c.upsertPod(sb)
 	e.stopped, e.orphan = true, false
-	c.emitSandbox(node.PodSandboxStoppedEvent, at, e)
 	c.handoff(at, e.sb.key())
 }
 
@@ -132,7 +130,6 @@ func (c *Cache) observe(at time.Time) {
 // emit publishes a lifecycle event per container with one snapshot of
 // their pod.
 func (c *Cache) emit(typ node.EventType, at time.Time, pe *podEntry, containerIDs ...string) {
-	c.emitRuntime(typ, at, pe, containerIDs...)
 	if len(containerIDs) == 0 || !c.events.Active() {
 		return
 	}

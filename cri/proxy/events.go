@@ -13,7 +13,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probelet/probelet/internal/fanout"
-	"github.com/probelet/probelet/node"
 )
 
 // subscriberBuffer is each event stream's buffer: a full node's worth of
@@ -27,10 +26,6 @@ type hint struct {
 	sandboxID string
 	// at is when probelet first heard of the change: the event's time.
 	at time.Time
-	// nri is the node cache's pod snapshot and typ its event, when the
-	// hint came over NRI: the fallback when containerd cannot be asked.
-	nri *node.Pod
-	typ node.EventType
 	// removal is set for containerd's announcement of a removal, which
 	// the announcer confirms (removalStarted); retry is the wait before
 	// it asks again while containerd still shows the ID.
@@ -98,9 +93,6 @@ func (a *announcer) enqueue(id string, h hint) {
 	if old, ok := a.pending[id]; ok {
 		if old.at.Before(h.at) {
 			h.at = old.at
-		}
-		if h.nri == nil {
-			h.nri, h.typ = old.nri, old.typ
 		}
 		h.sandbox = h.sandbox || old.sandbox
 		h.removal = h.removal || old.removal
@@ -189,7 +181,7 @@ func (a *announcer) check(ctx context.Context, id string, h hint) {
 	if !ok {
 		return
 	}
-	a.advance(id, it, cur, started, h.at, h.nri)
+	a.advance(id, it, cur, started, h.at)
 }
 
 const (
@@ -240,7 +232,7 @@ func (a *announcer) ask(ctx context.Context, id string, it *item, h hint) (phase
 		case status.Code(err) == codes.NotFound && (it.sandboxID != "" || a.known[id] != nil):
 			return phaseGone, it.started, true
 		case status.Code(err) != codes.NotFound:
-			return a.fallback(h, it, err)
+			return a.unanswered(err)
 		}
 		// Not a container we know: perhaps a sandbox.
 		it.sandbox = true
@@ -256,24 +248,18 @@ func (a *announcer) ask(ctx context.Context, id string, it *item, h hint) (phase
 		it.sandboxID = id
 		return phaseGone, true, true
 	}
-	return a.fallback(h, it, err)
+	return a.unanswered(err)
 }
 
-func (a *announcer) fallback(h hint, it *item, err error) (phase, bool, bool) {
-	if h.nri == nil {
-		a.p.log.Debug("Cannot ask the runtime about a change; the next resync will", zap.Error(err))
-		return 0, false, false
-	}
-	if it.sandboxID == "" {
-		it.sandboxID = h.sandboxID
-	}
-	ph := nriPhase(h.typ)
-	return ph, it.started || ph == phaseRunning, ph != phaseNone
+// unanswered leaves a change containerd could not be asked about to the
+// resync that follows its return.
+func (a *announcer) unanswered(err error) (phase, bool, bool) {
+	a.p.log.Debug("Cannot ask the runtime about a change; the next resync will", zap.Error(err))
+	return 0, false, false
 }
 
-// advance announces the events from it's phase to cur and records cur;
-// nri, when known, fills what containerd cannot be asked for.
-func (a *announcer) advance(id string, it *item, cur phase, started bool, at time.Time, nri *node.Pod) {
+// advance announces the events from it's phase to cur and records cur.
+func (a *announcer) advance(id string, it *item, cur phase, started bool, at time.Time) {
 	types := transitions(it.phase, cur, it.sandbox, started || it.started)
 	if cur > it.phase {
 		it.phase = cur
@@ -285,7 +271,7 @@ func (a *announcer) advance(id string, it *item, cur phase, started bool, at tim
 		a.known[id] = it
 	}
 	for _, t := range types {
-		a.publish(id, it, t, at, nri)
+		a.publish(id, it, t, at)
 	}
 	if it.phase == phaseGone && it.sandbox {
 		delete(a.lastSB, id)
@@ -293,9 +279,8 @@ func (a *announcer) advance(id string, it *item, cur phase, started bool, at tim
 }
 
 // publish sends one event with the sandbox's status and its containers'
-// statuses, as containerd's own events carry them; when containerd cannot
-// be asked, they come from the node cache's snapshot nri.
-func (a *announcer) publish(id string, it *item, t runtimeapi.ContainerEventType, at time.Time, nri *node.Pod) {
+// statuses, as containerd's own events carry them.
+func (a *announcer) publish(id string, it *item, t runtimeapi.ContainerEventType, at time.Time) {
 	a.p.m.eventsSent.WithLabelValues(t.String()).Inc()
 	if !a.hub.Active() {
 		return
@@ -315,16 +300,6 @@ func (a *announcer) publish(id string, it *item, t runtimeapi.ContainerEventType
 		var r runtimeapi.ContainerStatusResponse
 		if err := a.p.typedRead(ctx, mContainerStatus, &runtimeapi.ContainerStatusRequest{ContainerId: cid}, &r); err == nil {
 			ev.ContainersStatuses = append(ev.ContainersStatuses, r.GetStatus())
-		}
-	}
-	if nri != nil && nri.SandboxID == it.sandboxID {
-		if ev.PodSandboxStatus == nil {
-			ev.PodSandboxStatus = nodeSandboxStatus(nri)
-		}
-		if len(ev.ContainersStatuses) == 0 {
-			for i := range nri.Containers {
-				ev.ContainersStatuses = append(ev.ContainersStatuses, nodeContainerStatus(&nri.Containers[i]))
-			}
 		}
 	}
 	a.hub.Publish(ev)

@@ -8,30 +8,8 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/probelet/probelet/cri/proxy"
-	"github.com/probelet/probelet/internal/fanout"
 	itu "github.com/probelet/probelet/internal/testutil"
-	"github.com/probelet/probelet/node"
 )
-
-// fakeLifecycle stands in for the node cache's runtime events.
-type fakeLifecycle struct {
-	hub *fanout.Hub[node.Event]
-	seq uint64
-}
-
-func newFakeLifecycle() *fakeLifecycle { return &fakeLifecycle{hub: fanout.New[node.Event](nil)} }
-
-func (f *fakeLifecycle) SubscribeRuntimeEvents(buffer int) (<-chan node.Event, func()) {
-	return f.hub.Subscribe(buffer)
-}
-
-func (f *fakeLifecycle) publish(ev node.Event) {
-	f.seq++
-	ev.Seq = f.seq
-	ev.Time = time.Now()
-	f.hub.Publish(ev)
-}
 
 type eventStream interface {
 	Recv() (*runtimeapi.ContainerEventResponse, error)
@@ -104,23 +82,16 @@ const (
 	evDeleted = runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT
 )
 
-// TestEventsWaitForTheRuntimeToRecordTheChange: containerd sends NRI's
-// StopContainer before it records the exit. The stopped event reaches
-// the kubelet only once containerd answers EXITED, so the relist it
-// triggers sees the exit.
-func TestEventsWaitForTheRuntimeToRecordTheChange(t *testing.T) {
+// TestEventsCarryWhatTheRuntimeRecorded: the stopped event reaches the
+// kubelet with containerd's own status of the container (EXITED), and the
+// relist it triggers reads the exit from the memo.
+func TestEventsCarryWhatTheRuntimeRecorded(t *testing.T) {
 	rt := startFakeRuntime(t)
 	rt.addPod("sb1", "c1", running)
-	lc := newFakeLifecycle()
-	h := startProxy(t, rt, proxy.WithLifecycle(lc))
+	h := startProxy(t, rt)
 	h.waitLive(t)
 	stream := subscribe(t, h)
 
-	// NRI first: containerd still says RUNNING.
-	checks := rt.count("ContainerStatus")
-	lc.publish(node.Event{Type: node.ContainerStoppedEvent, SandboxID: "sb1", ContainerID: "c1", Pod: node.Pod{SandboxID: "sb1", UID: "uid-sb1"}})
-	itu.WaitFor(t, "the announcer to ask containerd", func() bool { return rt.count("ContainerStatus") > checks })
-	// Then containerd records the exit and sends its own event.
 	rt.setState("c1", runtimeapi.ContainerState_CONTAINER_EXITED)
 	rt.emit(&runtimeapi.ContainerEventResponse{ContainerId: "c1", ContainerEventType: evStopped, PodSandboxStatus: &runtimeapi.PodSandboxStatus{Id: "sb1"}})
 	evs := recvEvents(t, stream, 1)
@@ -164,28 +135,6 @@ func TestEventsSurviveARuntimeRestart(t *testing.T) {
 		seenEvent{"c3", evCreated}, seenEvent{"c3", evStarted})
 	if n := h.gauge("probelet_cri_proxy_event_streams"); n != 1 {
 		t.Errorf("%v streams open, want the same one", n)
-	}
-}
-
-// TestEventsFromNRIWhileTheRuntimeCannotBeAsked: a change NRI reports
-// while containerd does not answer is announced from the node cache's
-// snapshot, with a sandbox status the kubelet accepts.
-func TestEventsFromNRIWhileTheRuntimeCannotBeAsked(t *testing.T) {
-	rt := startFakeRuntime(t)
-	rt.addPod("sb1", "c1", running)
-	lc := newFakeLifecycle()
-	h := startProxy(t, rt, proxy.WithLifecycle(lc))
-	h.waitLive(t)
-	stream := subscribe(t, h)
-	rt.stop()
-	itu.WaitFor(t, "the proxy to see the runtime gone", func() bool { return h.gauge("probelet_cri_proxy_runtime_events_connected") == 0 })
-	lc.publish(node.Event{Type: node.ContainerStoppedEvent, SandboxID: "sb1", ContainerID: "c1", Pod: node.Pod{
-		SandboxID: "sb1", UID: "uid-sb1", Name: "pod-sb1", Namespace: "default",
-		Containers: []node.Container{{ID: "c1", Name: "c", State: node.StateExited, ExitCode: 3}}}})
-	evs := recvEvents(t, stream, 1)
-	checkEvents(t, evs, seenEvent{"c1", evStopped})
-	if cs := evs[0].GetContainersStatuses(); len(cs) != 1 || cs[0].GetExitCode() != 3 {
-		t.Errorf("container statuses from the snapshot = %v", cs)
 	}
 }
 

@@ -16,12 +16,10 @@ const (
 
 // Values of the source label of invalidations.
 const (
-	sourceNRI     = "nri"            // an NRI event through the node cache
 	sourceRuntime = "runtime_event"  // containerd's own container event
 	sourceCall    = "call"           // a mutating call through the proxy
 	sourceError   = "error"          // a read that failed
 	sourceStream  = "runtime_stream" // containerd's event stream ended
-	sourceLost    = "lost_events"    // a gap in the node cache's events
 )
 
 // Values of the result label of verifications.

@@ -2,8 +2,6 @@ package proxy
 
 import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/probelet/probelet/node"
 )
 
 // phase is where a container or sandbox is in its life, in order; the
@@ -38,22 +36,6 @@ func sandboxPhase(s runtimeapi.PodSandboxState) phase {
 		return phaseRunning
 	}
 	return phaseExited
-}
-
-// nriPhase is the phase an NRI event reports, used only when containerd
-// cannot be asked.
-func nriPhase(t node.EventType) phase {
-	switch t {
-	case node.ContainerCreatedEvent:
-		return phaseCreated
-	case node.ContainerStartedEvent, node.PodSandboxReadyEvent:
-		return phaseRunning
-	case node.ContainerStoppedEvent, node.PodSandboxStoppedEvent:
-		return phaseExited
-	case node.ContainerDeletedEvent, node.PodSandboxRemovedEvent:
-		return phaseGone
-	}
-	return phaseNone
 }
 
 // transitions are the CRI events from phase old to cur, in order, as

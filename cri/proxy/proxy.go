@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/clock"
 
 	endpointpkg "github.com/probelet/probelet/internal/endpoint"
-	"github.com/probelet/probelet/node"
 )
 
 // maxMsgSize is above containerd's and the kubelet's own 16 MiB limits, so
@@ -32,20 +31,12 @@ type Proxy struct {
 	memo     *memo
 	maxAge   time.Duration
 
-	lifecycle chan LifecycleSource
 	verify    bool
 	settle    time.Duration
 	forwardEv bool
 
 	events *announcer
 	verif  *verifier
-}
-
-// LifecycleSource is the node cache's feed of NRI-learned changes
-// (*lifecycle.Cache): every event invalidates the memo entries it touches
-// and asks the event announcer to look at what changed.
-type LifecycleSource interface {
-	SubscribeRuntimeEvents(buffer int) (events <-chan node.Event, cancel func())
 }
 
 // Option configures a Proxy.
@@ -93,28 +84,6 @@ func WithMaxAge(d time.Duration) Option {
 	}
 }
 
-// WithLifecycle feeds the proxy NRI-learned changes from the node cache
-// from the start (see AttachLifecycle).
-func WithLifecycle(src LifecycleSource) Option {
-	return func(p *Proxy) error {
-		if src == nil {
-			return errors.New("proxy: nil lifecycle source")
-		}
-		p.AttachLifecycle(src)
-		return nil
-	}
-}
-
-// AttachLifecycle feeds the proxy NRI-learned changes from the node cache
-// once that exists: the proxy serves before it (the kubelet must reach its
-// runtime while probelet is still starting). Only the first call counts.
-func (p *Proxy) AttachLifecycle(src LifecycleSource) {
-	select {
-	case p.lifecycle <- src:
-	default:
-	}
-}
-
 // WithVerify turns on shadow mode: cached answers are compared with the
 // runtime's fresh answer to the same request, and a difference that the
 // memo still holds settle later is counted and logged as a mismatch.
@@ -143,8 +112,7 @@ func New(endpoint string, opts ...Option) (*Proxy, error) {
 	if _, err := endpointpkg.UnixPath(endpoint); err != nil {
 		return nil, fmt.Errorf("proxy: runtime endpoint %w", err)
 	}
-	p := &Proxy{endpoint: endpoint, clock: clock.RealClock{}, log: zap.NewNop(), maxAge: DefaultMaxAge,
-		lifecycle: make(chan LifecycleSource, 1)}
+	p := &Proxy{endpoint: endpoint, clock: clock.RealClock{}, log: zap.NewNop(), maxAge: DefaultMaxAge}
 	for _, o := range opts {
 		if err := o(p); err != nil {
 			return nil, err

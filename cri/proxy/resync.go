@@ -79,7 +79,7 @@ func (a *announcer) resyncNow(ctx context.Context) bool {
 				continue
 			}
 			changed++
-			a.advance(id, it, cur, cur >= phaseRunning, now, nil)
+			a.advance(id, it, cur, cur >= phaseRunning, now)
 		}
 	}
 	p := a.p

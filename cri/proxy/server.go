@@ -68,7 +68,7 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	)
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	for _, run := range []func(context.Context){p.watchRuntime, p.watchLifecycle, p.events.run} {
+	for _, run := range []func(context.Context){p.watchRuntime, p.events.run} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

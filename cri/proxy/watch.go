@@ -10,7 +10,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probelet/probelet/internal/retry"
-	"github.com/probelet/probelet/node"
 )
 
 const (
@@ -19,10 +18,6 @@ const (
 	// second or so, and the memo serves nothing until the stream is.
 	watchMinBackoff = 50 * time.Millisecond
 	watchMaxBackoff = time.Second
-	// lifecycleBuffer is the node cache subscription's buffer: a burst of
-	// NRI events (a Synchronize of a full node) fits; a loss is seen as a
-	// gap in Seq and handled.
-	lifecycleBuffer = 4096
 )
 
 // watchRuntime follows containerd's own container event stream until ctx
@@ -91,50 +86,4 @@ func (p *Proxy) follow(stream runtimeapi.RuntimeService_GetContainerEventsClient
 		p.m.invalidations.WithLabelValues(sourceRuntime).Inc()
 		p.events.enqueue(id, h)
 	}
-}
-
-// watchLifecycle invalidates on every change the node cache learns over
-// NRI and has the announcer look at it. A gap in the events' numbers means
-// some were lost: the memo is dropped and the announcer lists again.
-func (p *Proxy) watchLifecycle(ctx context.Context) {
-	var src LifecycleSource
-	select {
-	case <-ctx.Done():
-		return
-	case src = <-p.lifecycle:
-	}
-	events, cancel := src.SubscribeRuntimeEvents(lifecycleBuffer)
-	defer cancel()
-	var last uint64
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-events:
-			if !ok {
-				return
-			}
-			if last != 0 && ev.Seq != last+1 {
-				p.log.Warn("Lost node cache events; dropping the CRI memo", zap.Uint64("from", last+1), zap.Uint64("to", ev.Seq-1))
-				p.memo.flush()
-				p.m.invalidations.WithLabelValues(sourceLost).Inc()
-				p.events.resync()
-			}
-			last = ev.Seq
-			p.onLifecycle(ev)
-		}
-	}
-}
-
-func (p *Proxy) onLifecycle(ev node.Event) {
-	pod := ev.Pod
-	if ev.Type.Sandbox() {
-		p.memo.invalidate(ev.SandboxID)
-		p.m.invalidations.WithLabelValues(sourceNRI).Inc()
-		p.events.enqueue(ev.SandboxID, hint{sandbox: true, sandboxID: ev.SandboxID, at: ev.Time, nri: &pod, typ: ev.Type})
-		return
-	}
-	p.memo.invalidate(ev.ContainerID, ev.SandboxID)
-	p.m.invalidations.WithLabelValues(sourceNRI).Inc()
-	p.events.enqueue(ev.ContainerID, hint{sandboxID: ev.SandboxID, at: ev.Time, nri: &pod, typ: ev.Type})
 }
