@@ -17,7 +17,7 @@ import (
 
 const (
 	// DefaultEndpoint is containerd's CRI socket.
-	DefaultEndpoint = "unix:///run/containerd/containerd.sock"
+	DefaultEndpoint = endpoint.Containerd
 	// DefaultTimeout bounds a CRI call, like the kubelet's
 	// --runtime-request-timeout. ExecSync and StopContainer get it on top
 	// of their own timeout so the runtime can clean up and answer first.

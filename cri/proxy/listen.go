@@ -9,8 +9,8 @@ import (
 
 	"github.com/coreos/go-systemd/v22/activation"
 
-	"github.com/probelet/probelet/cri/server"
 	endpointpkg "github.com/probelet/probelet/internal/endpoint"
+	"github.com/probelet/probelet/internal/unixsocket"
 )
 
 // Listen returns the listener for endpoint (unix:///path). When systemd
@@ -18,7 +18,7 @@ import (
 // this process, LISTEN_FDS counts the descriptors from 3), it is used and
 // release leaves it alone: systemd holds it across probelet restarts, so
 // the kubelet's connections wait in its backlog instead of being refused.
-// Otherwise the socket is created (see cri/server.ListenUnixSocket) and
+// Otherwise the socket is created (internal/unixsocket, root:root) and
 // release removes it. activated says which.
 //
 // The protocol (sd_listen_fds(3)) is read by go-systemd's activation
@@ -34,12 +34,10 @@ func Listen(endpoint string) (l net.Listener, release func(), activated bool, er
 	case l != nil:
 		return l, func() { _ = l.Close() }, true, nil
 	}
-	ul, release, err := server.ListenUnixSocket(path)
+	ul, release, _, err := unixsocket.Listen(path, 0)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	// release removes the file only if it is still ours.
-	ul.SetUnlinkOnClose(false)
 	return ul, release, false, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	apiv1 "github.com/probelet/probelet/api/v1alpha1"
+	"github.com/probelet/probelet/internal/unixsocket"
 	"github.com/probelet/probelet/internal/version"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/prober"
@@ -45,7 +45,7 @@ type Server struct {
 	mu       sync.Mutex
 	listener net.Listener
 	path     string
-	created  os.FileInfo
+	release  func() // closes the listener, removes the socket if still ours
 	// done is closed by stop (with stopped set under mu); streams end and
 	// background work returns.
 	done     chan struct{}
@@ -130,19 +130,14 @@ func (s *Server) Listen(endpoint string) error {
 	if s.listener != nil {
 		return fmt.Errorf("server: already listening on %s", s.path)
 	}
-	l, stale, err := listenUnix(path, s.socketGID)
+	l, release, stale, err := unixsocket.Listen(path, s.socketGID)
 	if err != nil {
 		return err
 	}
 	if stale {
 		s.log.Info("replaced a stale socket", zap.String("path", path))
 	}
-	created, err := os.Lstat(path)
-	if err != nil {
-		_ = l.Close()
-		return fmt.Errorf("stat new socket: %w", err)
-	}
-	s.listener, s.path, s.created = l, path, created
+	s.listener, s.path, s.release = l, path, release
 	s.log.Info("listening", zap.String("socket", path))
 	return nil
 }
@@ -226,11 +221,8 @@ func (s *Server) stopGRPC() {
 func (s *Server) removeSocket() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.listener != nil {
-		_ = s.listener.Close()
-	}
-	if s.created != nil {
-		removeIfSame(s.path, s.created)
+	if s.release != nil {
+		s.release()
 	}
 }
 

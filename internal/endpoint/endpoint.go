@@ -1,6 +1,6 @@
 // Package endpoint is the one reading of the unix socket endpoints probelet
-// is given (--runtime-endpoint, --listen, --cri-proxy-listen, probectl's
-// --socket) and the one gRPC connection set-up for a CRI runtime.
+// is given (--runtime-endpoint, --listen, `probelet cri-proxy --listen`,
+// probectl's --socket) and the one gRPC connection set-up for a CRI runtime.
 package endpoint
 
 import (
@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 )
+
+// Containerd is containerd's CRI socket, the default runtime endpoint.
+const Containerd = "unix:///run/containerd/containerd.sock"
 
 // UnixPath returns the socket path of endpoint. The rule, the same for
 // every flag: "unix:///absolute/path", or a bare absolute path (the

@@ -17,6 +17,7 @@ import (
 	"github.com/probelet/probelet/cri/server"
 	"github.com/probelet/probelet/directexec"
 	"github.com/probelet/probelet/history"
+	"github.com/probelet/probelet/internal/logging"
 	"github.com/probelet/probelet/killer"
 	"github.com/probelet/probelet/killguard"
 	"github.com/probelet/probelet/lifecycle"
@@ -172,7 +173,7 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 		if a.logOut == nil {
 			a.logOut = os.Stderr
 		}
-		l, err := NewLogger(a.logOut, cfg.LogFormat, cfg.LogLevel)
+		l, err := logging.New(a.logOut, cfg.LogFormat, cfg.LogLevel)
 		if err != nil {
 			return nil, err
 		}

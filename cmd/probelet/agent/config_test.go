@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -103,24 +102,6 @@ func TestLoadFile(t *testing.T) {
 	}
 }
 
-func TestNewLogger(t *testing.T) {
-	var buf strings.Builder
-	l, err := agent.NewLogger(&buf, "json", "warn")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Info("hidden")
-	l.Warn("shown")
-	if out := buf.String(); strings.Contains(out, "hidden") || !strings.Contains(out, `"msg":"shown"`) {
-		t.Errorf("json logger wrote %q", out)
-	}
-	if _, err := agent.NewLogger(os.Stderr, "xml", "info"); err == nil {
-		t.Error("bad format accepted")
-	}
-	if _, err := agent.NewLogger(os.Stderr, "console", "loud"); err == nil {
-		t.Error("bad level accepted")
-	}
-}
 
 func TestConfigFromText(t *testing.T) {
 	base := agent.Default()

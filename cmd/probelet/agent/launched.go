@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/probelet/probelet/internal/logging"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/plugin"
 )
@@ -74,7 +75,7 @@ func (a *Agent) configure(text string) error {
 	}
 	a.cfg = cfg
 	if a.ownLog {
-		l, err := NewLogger(a.logOut, cfg.LogFormat, cfg.LogLevel)
+		l, err := logging.New(a.logOut, cfg.LogFormat, cfg.LogLevel)
 		if err != nil {
 			return err
 		}

@@ -21,10 +21,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
-	"github.com/probelet/probelet/cmd/probelet/agent"
-	"github.com/probelet/probelet/cri/client"
 	"github.com/probelet/probelet/cri/proxy"
 	"github.com/probelet/probelet/internal/endpoint"
+	"github.com/probelet/probelet/internal/logging"
 )
 
 // verifySettle is how long shadow mode gives containerd's event to arrive
@@ -42,13 +41,13 @@ type Config struct {
 	// Verify turns on shadow mode.
 	Verify bool
 	// MetricsBindAddress serves /metrics and /healthz; empty: off.
-	MetricsBindAddress string
+	MetricsBindAddress  string
 	LogFormat, LogLevel string
 }
 
 // Default is the configuration without flags.
 func Default() Config {
-	return Config{RuntimeEndpoint: client.DefaultEndpoint, MetricsBindAddress: "127.0.0.1:9810", LogFormat: "console", LogLevel: "info"}
+	return Config{RuntimeEndpoint: endpoint.Containerd, MetricsBindAddress: "127.0.0.1:9810", LogFormat: "console", LogLevel: "info"}
 }
 
 // Validate names the flag at fault.
@@ -75,7 +74,7 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	log, err := agent.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel)
+	log, err := logging.New(stderr, cfg.LogFormat, cfg.LogLevel)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,5 @@
-package agent
+// Package logging builds the zap loggers probelet's processes write with.
+package logging
 
 import (
 	"fmt"
@@ -8,9 +9,9 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// NewLogger returns a zap logger writing to w in format (console or json)
+// New returns a zap logger writing to w in format (console or json)
 // at level (debug, info, warn, error).
-func NewLogger(w io.Writer, format, level string) (*zap.Logger, error) {
+func New(w io.Writer, format, level string) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("log level: %w", err)
