@@ -102,7 +102,6 @@ func TestLoadFile(t *testing.T) {
 	}
 }
 
-
 func TestConfigFromText(t *testing.T) {
 	base := agent.Default()
 	base.LogLevel = "debug"
