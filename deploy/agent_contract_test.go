@@ -38,7 +38,6 @@ var agentMounts = map[string]hostMount{
 	"/run/containerd":   {pathType: corev1.HostPathDirectory, readOnly: true, propagation: corev1.MountPropagationHostToContainer},
 	"/run/probelet":     {pathType: corev1.HostPathDirectoryOrCreate},
 	"/var/lib/probelet": {pathType: corev1.HostPathDirectoryOrCreate},
-	"/sys/fs/bpf":       {pathType: corev1.HostPathDirectory, ebpfOnly: true},
 	"/sys/kernel/btf":   {pathType: corev1.HostPathDirectory, readOnly: true, ebpfOnly: true},
 }
 

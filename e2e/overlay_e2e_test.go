@@ -187,7 +187,7 @@ func TestBedOverlay(t *testing.T) {
 		}
 	}
 	for name, path := range map[string]string{"nri": bedDir, "probelet-run": bedDir + "/probelet-run",
-		"probelet-state": bedDir + "/probelet-state", "bpffs": "/sys/fs/bpf", "btf": "/sys/kernel/btf"} {
+		"probelet-state": bedDir + "/probelet-state", "btf": "/sys/kernel/btf"} {
 		if mounts[name] != path || hostPaths[name] != path {
 			t.Errorf("volume %s: host path %q mounted at %q, want %s at the same path", name, hostPaths[name], mounts[name], path)
 		}
