@@ -646,14 +646,23 @@ static int capget2(struct capdata d[2])
 
 // drop_bounding drops every capability outside the bounding set, when the
 // process may (moby/sys/capability Apply(BOUNDS): only with CAP_SETPCAP
-// effective, EINVAL ignored).
+// effective, EINVAL ignored); without CAP_SETPCAP it fails closed.
 static void drop_bounding(const struct request *r, uint64_t last)
 {
 	struct capdata d[2];
 	if (capget2(d) < 0)
 		fail('S', "capget: %s", strerror(errno));
-	if (!(d[0].effective & (1u << 8 /* CAP_SETPCAP */)))
+	if (!(d[0].effective & (1u << 8 /* CAP_SETPCAP */))) {
+		// runc skips the drop here and the command keeps a wider bounding
+		// set than the container's. Fail closed instead: a capability
+		// that should go and cannot sends the probe to the runtime.
+		for (uint64_t c = 0; c <= last; c++)
+			if (!(r->bounding & (1ull << c)) && prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1)
+				fail('S', "the bounding set holds capability %llu, which the container's does not, and "
+					  "cannot drop it without CAP_SETPCAP",
+				     (unsigned long long)c);
 		return;
+	}
 	for (uint64_t c = 0; c <= last; c++) {
 		if (r->bounding & (1ull << c))
 			continue;
@@ -842,25 +851,21 @@ static void load_seccomp(const struct request *r)
 		fail('S', "loading the seccomp filter: %s", strerror(errno));
 }
 
-// child is the command's process: it runs what runc's nsexec stage 2 and
-// `runc init` (setns) do, in their order, and execs the command. It is
-// already in the container's pid and time namespaces (the parent joined
-// them for its children).
-static void __attribute__((noreturn))
-child(struct request *r, struct ns *ns, int nns, int *cgroupfds, int devnull)
-{
-	// Nothing of the helper's reaches the command: signals back to their
-	// defaults, no fds but stdio and the error pipe (close-on-exec).
-	sigset_t none;
-	sigemptyset(&none);
-	for (int s = 1; s < NSIG; s++)
-		signal(s, SIG_DFL);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (dup2(devnull, 0) < 0)
-		fail('S', "stdin: %s", strerror(errno));
-	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-		fail('S', "close_range: %s", strerror(errno));
+// intermediate is runc's nsexec stage 1: born in the host's namespaces
+// (nothing in the container can see it), it joins the container's cgroups,
+// sets what must be set before a user namespace, joins every namespace of
+// the container, and only then forks the command's process, which so is
+// born inside all of them: no process of the container's pid namespace is
+// ever in the host's mount namespace (a container process with
+// CAP_SYS_PTRACE could otherwise open /proc/N/root of it). It hands the
+// command's pid (in the host's numbering) to the helper on pidout and
+// exits; the helper, a child subreaper as the runtime's shim is, inherits
+// the command. The whole helper is non-dumpable from its start.
+static void __attribute__((noreturn)) child(struct request *r, int devnull);
 
+static void __attribute__((noreturn))
+intermediate(struct request *r, struct ns *ns, int nns, int *cgroupfds, int devnull, int pidout)
+{
 	// runc's parent moves the process into the container's cgroups, then
 	// resets its CPU affinity (tryResetCPUAffinity).
 	for (int i = 0; i < r->ncgroups; i++) {
@@ -881,15 +886,47 @@ child(struct request *r, struct ns *ns, int nns, int *cgroupfds, int devnull)
 			fail('S', "setting oom_score_adj %d: %s", r->oom, strerror(errno));
 		close(fd);
 	}
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		fail('S', "PR_SET_DUMPABLE: %s", strerror(errno));
 	// runc sets the rlimits from its parent before the process could enter
 	// a user namespace (no raising them there).
 	for (int i = 0; i < r->nrlimits; i++)
 		if (setrlimit(r->rlimits[i].resource, &r->rlimits[i].lim) < 0)
 			fail('S', "setting rlimit %d: %s", r->rlimits[i].resource, strerror(errno));
 
+	// The pid and time namespaces apply to the children of the caller:
+	// joined first, while the host's privileges still hold, then the rest.
+	for (int i = 0; i < nns; i++)
+		if ((ns[i].type & (CLONE_NEWPID | CLONE_NEWTIME)) && setns(ns[i].fd, ns[i].type) < 0)
+			fail('S', "setns into the %s namespace: %s", ns[i].name, strerror(errno));
 	setns_all(ns, nns, ~(CLONE_NEWPID | CLONE_NEWTIME));
+
+	pid_t pid = fork();
+	if (pid < 0)
+		fail('S', "fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(pidout);
+		child(r, devnull);
+	}
+	write_full(pidout, &pid, sizeof(pid));
+	_exit(0);
+}
+
+// child is the command's process, runc's nsexec stage 2 and `runc init`
+// (setns) in their order; it is born in every namespace of the container
+// (intermediate joined them) and execs the command.
+static void __attribute__((noreturn)) child(struct request *r, int devnull)
+{
+	// Nothing of the helper's reaches the command: signals back to their
+	// defaults, no fds but stdio and the error pipe (close-on-exec).
+	sigset_t none;
+	sigemptyset(&none);
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (dup2(devnull, 0) < 0)
+		fail('S', "stdin: %s", strerror(errno));
+	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		fail('S', "close_range: %s", strerror(errno));
+
 	if (setsid() < 0)
 		fail('S', "setsid: %s", strerror(errno));
 	if (setuid(0) < 0 || setgid(0) < 0)
@@ -1017,20 +1054,33 @@ static int init_exiting(int initfd, pid_t pid)
 	return exited(initfd) || read_stat(pid, &state, &flags, &start) < 0 || (flags & 0x4 /* PF_EXITING */);
 }
 
+static int pidfd_signal(int pidfd, int sig)
+{
+	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
 // kill_tree stops the command and every descendant it has (so none can
 // fork while they are collected), then kills them all and the command's
-// session.
-static void kill_tree(pid_t root)
+// session. Every process is signalled through a pidfd opened while its
+// parent is stopped (a stopped parent cannot reap it, so the pid read from
+// its children list is still that process): a pid that was reused meanwhile
+// is never signalled. The command's own pid is this helper's child, not
+// yet waited for, so its session id is still its own.
+static void kill_tree(pid_t root, int rootfd)
 {
-	static pid_t tree[MAX_TREE];
+	static struct {
+		pid_t pid;
+		int fd;
+	} tree[MAX_TREE];
 	int n = 0, done = 0;
-	tree[n++] = root;
-	kill(root, SIGSTOP);
+	tree[n].pid = root;
+	tree[n++].fd = rootfd;
+	pidfd_signal(rootfd, SIGSTOP);
 	for (int round = 0; round < 3 && n > done; round++) {
 		int end = n;
 		for (int i = done; i < end; i++) {
 			char path[64];
-			snprintf(path, sizeof(path), "/proc/%d/task", tree[i]);
+			snprintf(path, sizeof(path), "/proc/%d/task", tree[i].pid);
 			DIR *d = opendir(path);
 			if (!d)
 				continue;
@@ -1039,7 +1089,7 @@ static void kill_tree(pid_t root)
 				if (e->d_name[0] == '.')
 					continue;
 				char cpath[320], b[4096];
-				snprintf(cpath, sizeof(cpath), "/proc/%d/task/%s/children", tree[i], e->d_name);
+				snprintf(cpath, sizeof(cpath), "/proc/%d/task/%s/children", tree[i].pid, e->d_name);
 				int fd = open(cpath, O_RDONLY | O_CLOEXEC);
 				if (fd < 0)
 					continue;
@@ -1050,8 +1100,12 @@ static void kill_tree(pid_t root)
 				b[len] = 0;
 				for (char *tok = strtok(b, " \n"); tok && n < MAX_TREE; tok = strtok(NULL, " \n")) {
 					pid_t c = (pid_t)atoi(tok);
-					kill(c, SIGSTOP);
-					tree[n++] = c;
+					int cfd = pidfd_open(c);
+					if (cfd < 0)
+						continue;
+					pidfd_signal(cfd, SIGSTOP);
+					tree[n].pid = c;
+					tree[n++].fd = cfd;
 				}
 			}
 			closedir(d);
@@ -1059,8 +1113,11 @@ static void kill_tree(pid_t root)
 		done = end;
 	}
 	kill(-root, SIGKILL);
-	for (int i = 0; i < n; i++)
-		kill(tree[i], SIGKILL);
+	for (int i = 0; i < n; i++) {
+		pidfd_signal(tree[i].fd, SIGKILL);
+		if (i > 0)
+			close(tree[i].fd);
+	}
 }
 
 static int64_t now_ms(void)
@@ -1075,6 +1132,15 @@ static int run(void)
 	struct request r = {0};
 	signal(SIGPIPE, SIG_IGN);
 	read_request(ctl, &r);
+	// Non-dumpable from the start, so that every process forked for the
+	// probe is too until the command's execve (runc's nsexec does the
+	// same before it joins anything); a child subreaper, so that the
+	// command becomes this helper's child once the intermediate exits
+	// (the runtime's shim is one for the same reason).
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+		status("setup-error prctl: %s", strerror(errno));
+		return 0;
+	}
 
 	// The container's init: a pidfd holds on to it, its start time proves
 	// it is the process probelet read the container's settings for.
@@ -1147,46 +1213,58 @@ static int run(void)
 		}
 	}
 	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC); // as the shim gives it
-	int pipefd[2];
-	if (devnull < 0 || pipe2(pipefd, O_CLOEXEC) < 0) {
+	int pipefd[2], pidpipe[2];
+	if (devnull < 0 || pipe2(pipefd, O_CLOEXEC) < 0 || pipe2(pidpipe, O_CLOEXEC) < 0) {
 		status("setup-error %s", strerror(errno));
 		return 0;
 	}
 
-	// The pid and time namespaces apply to the children of the caller.
-	for (int i = 0; i < nns; i++) {
-		if (!(ns[i].type & (CLONE_NEWPID | CLONE_NEWTIME)))
-			continue;
-		if (setns(ns[i].fd, ns[i].type) < 0) {
-			status("setup-error setns into the %s namespace: %s", ns[i].name, strerror(errno));
-			return 0;
-		}
-		close(ns[i].fd);
-		ns[i].fd = -1;
-	}
-
 	lastcap = last_cap();
 	int64_t deadline = now_ms() + (int64_t)r.timeout_ms;
-	pid_t pid = fork();
-	if (pid < 0) {
-		if (exited(initfd))
-			status("gone the container's init process %d exited", r.pid);
-		else
-			status("setup-error fork: %s", strerror(errno));
+	pid_t mid = fork();
+	if (mid < 0) {
+		status("setup-error fork: %s", strerror(errno));
 		return 0;
 	}
-	if (pid == 0) {
+	if (mid == 0) {
 		errpipe = pipefd[1];
 		close(pipefd[0]);
-		child(&r, ns, nns, cgroupfds, devnull);
+		close(pidpipe[0]);
+		intermediate(&r, ns, nns, cgroupfds, devnull, pidpipe[1]);
 	}
 	close(pipefd[1]);
+	close(pidpipe[1]);
 	close(devnull);
 	for (int i = 0; i < r.ncgroups; i++)
 		close(cgroupfds[i]);
 	for (int i = 0; i < nns; i++)
-		if (ns[i].fd >= 0)
-			close(ns[i].fd);
+		close(ns[i].fd);
+	// The command's pid, or nothing when the intermediate failed (its
+	// reason is on the error pipe). Once the intermediate is reaped, the
+	// command is this helper's child: its pid cannot be reused before
+	// this helper waits for it.
+	pid_t pid = -1;
+	ssize_t got;
+	while ((got = read(pidpipe[0], &pid, sizeof(pid))) < 0 && errno == EINTR)
+		;
+	close(pidpipe[0]);
+	int mws;
+	while (waitpid(mid, &mws, 0) < 0 && errno == EINTR)
+		;
+	if (got != (ssize_t)sizeof(pid)) {
+		char msg[1025] = {0};
+		size_t msglen = 0;
+		ssize_t k;
+		while (msglen < sizeof(msg) - 1 && (k = read(pipefd[0], msg + msglen, sizeof(msg) - 1 - msglen)) > 0)
+			msglen += (size_t)k;
+		if (init_exiting(initfd, r.pid))
+			status("gone the container's init process %d exited", r.pid);
+		else if (msglen > 0)
+			status("setup-error %s", msg + 1);
+		else
+			status("setup-error the helper's intermediate process ended (status %d)", mws);
+		return 0;
+	}
 	int childfd = pidfd_open(pid);
 	if (childfd < 0) {
 		kill(pid, SIGKILL);
@@ -1226,7 +1304,7 @@ static int run(void)
 		}
 	}
 	if (ended)
-		kill_tree(pid);
+		kill_tree(pid, childfd);
 	int ws;
 	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
 		;
