@@ -107,3 +107,39 @@ func TestExecHelperSurvivesAPtraceRace(t *testing.T) {
 		t.Fatal("no exec probe ran through the direct helper: the race tested ExecSync")
 	}
 }
+
+// TestExecHelperWithoutSetpcapFailsClosed: probelet runs with CAP_SETPCAP
+// out of its bounding set, so the helper cannot narrow the command's
+// bounding set to the container's. A direct exec probe must not run with
+// the wider set: its CapBnd equals ExecSync's, because the helper refused
+// (a fallback counted under reason "setup") and the runtime ran it.
+func TestExecHelperWithoutSetpcapFailsClosed(t *testing.T) {
+	bed := testbed.Start(t)
+	d := startProbeletUnder(t, bed, []string{"setpriv", "--bounding-set", "-setpcap", "--"},
+		"--exec-mode", "direct", "--runtime-state-dir", filepath.Join(bed.Dir(), "state"))
+	a := runApp(t, bed, appSpec{name: "capbnd", cmd: sleeper, probes: spec.ContainerProbes{
+		Readiness: execProbe(1, 1, "sh", "-c", "grep CapBnd /proc/self/status; exit 1")}})
+	out, code, err := bed.Exec(a.ctr, "grep", "CapBnd", "/proc/self/status")
+	if err != nil || code != 0 {
+		t.Fatalf("ExecSync: exit %d, %v", code, err)
+	}
+	want := strings.TrimSpace(string(out))
+	eventually(t, 30*time.Second, "the probe's CapBnd", func() (bool, string) {
+		c, _ := d.ctr(a.ctr)
+		got := strings.TrimSpace(c.Probes["readiness"].LastOutput)
+		return got != "", got
+	})
+	c, _ := d.ctr(a.ctr)
+	if got := strings.TrimSpace(c.Probes["readiness"].LastOutput); got != want {
+		t.Errorf("the probe ran with %q, ExecSync with %q", got, want)
+	}
+	for _, e := range d.logsMatching("Exec probes of this container go through the runtime") {
+		t.Logf("fallback: %s: %s", e.str("reason"), e.str("detail"))
+	}
+	if n, _ := d.sample("probelet_exec_direct_fallbacks_total", map[string]string{"reason": "setup"}); n == 0 {
+		t.Errorf("no fallback counted under reason setup: the helper did not refuse")
+	}
+	if len(d.logsMatching("cannot drop it without CAP_SETPCAP")) == 0 {
+		t.Error("the fallback was not the helper's refusal to keep a wider bounding set")
+	}
+}

@@ -31,6 +31,7 @@ type daemon struct {
 	t       *testing.T
 	bed     *testbed.Bed
 	name    string // its log files' prefix
+	wrap    []string // a command probelet runs under (setpriv ...), if any
 	args    []string
 	socket  string // unix:///path
 	logPath string
@@ -47,7 +48,14 @@ type daemon struct {
 // stopped when the test ends; a failed test shows its log.
 func startProbelet(t *testing.T, bed *testbed.Bed, extra ...string) *daemon {
 	t.Helper()
-	d := &daemon{t: t, bed: bed, name: "probelet", socket: "unix://" + filepath.Join(bed.Dir(), "pl.sock")}
+	return startProbeletUnder(t, bed, nil, extra...)
+}
+
+// startProbeletUnder is startProbelet with probelet run under the command
+// wrap (e.g. setpriv with a narrower bounding set).
+func startProbeletUnder(t *testing.T, bed *testbed.Bed, wrap []string, extra ...string) *daemon {
+	t.Helper()
+	d := &daemon{t: t, bed: bed, name: "probelet", wrap: wrap, socket: "unix://" + filepath.Join(bed.Dir(), "pl.sock")}
 	d.args = append([]string{
 		"--nri-socket", bed.NRISocket(),
 		"--runtime-endpoint", bed.CRIEndpoint(),
@@ -83,7 +91,8 @@ func (d *daemon) launch() {
 		d.t.Fatal(err)
 	}
 	defer logFile.Close()
-	d.cmd = exec.Command(bins.probelet, d.args...)
+	argv := append(append(append([]string{}, d.wrap...), bins.probelet), d.args...)
+	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := d.cmd.Start(); err != nil {
