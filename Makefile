@@ -73,7 +73,9 @@ vm:
 
 ## fuzz: a short run of every fuzz target at probelet's boundaries: the
 ## probes annotation, NRI input through the plugin, requests to the socket,
-## the config file and plugin configuration (FUZZTIME each)
+## the config file and plugin configuration, the history file, port
+## resolution, the exec helper's request decoder, the CRI proxy's frames
+## (FUZZTIME each; seeds under each package's testdata/fuzz)
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./prober/spec
 	$(GO) test -run='^$$' -fuzz=FuzzNRIEvents -fuzztime=$(FUZZTIME) ./plugin
@@ -81,6 +83,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzConfig -fuzztime=$(FUZZTIME) ./cmd/probelet/agent
 	$(GO) test -run='^$$' -fuzz=FuzzOpen -fuzztime=$(FUZZTIME) ./history
 	$(GO) test -run='^$$' -fuzz=FuzzResolvePort -fuzztime=$(FUZZTIME) ./prober/spec
+	$(GO) test -run='^$$' -fuzz=FuzzHelperRequest -fuzztime=$(FUZZTIME) ./directexec
+	$(GO) test -run='^$$' -fuzz=FuzzProxyFrames -fuzztime=$(FUZZTIME) ./cri/proxy
 
 ## e2e: the suite on a real containerd built by hack/testbed (root only;
 ## in CI it fails loudly when it cannot run)

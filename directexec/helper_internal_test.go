@@ -27,7 +27,7 @@ var helperBuild struct {
 // testHelper builds probelet-exec once per test run, as make does; tests
 // that need it skip where it cannot be built (no compiler, not root to
 // install one), and fail in CI.
-func testHelper(t *testing.T) string {
+func testHelper(t testing.TB) string {
 	t.Helper()
 	helperBuild.once.Do(func() {
 		dir, err := os.MkdirTemp("", "probelet-exec-test")

@@ -22,7 +22,7 @@ import (
 // the test, per-method call counts, and hooks to block or fail a call.
 type fakeRuntime struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
-	t      *testing.T
+	t      testing.TB
 	socket string
 	srv    *grpc.Server
 
@@ -44,7 +44,7 @@ type fakeRuntime struct {
 	streamOpened chan struct{}
 }
 
-func startFakeRuntime(t *testing.T) *fakeRuntime {
+func startFakeRuntime(t testing.TB) *fakeRuntime {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "pxy")
 	if err != nil {
@@ -263,7 +263,15 @@ func (f *fakeRuntime) StopContainer(ctx context.Context, req *runtimeapi.StopCon
 	if err := f.enter(ctx, "StopContainer"); err != nil {
 		return nil, err
 	}
-	f.setState(req.GetContainerId(), runtimeapi.ContainerState_CONTAINER_EXITED)
+	f.mu.Lock()
+	c, ok := f.ctrs[req.GetContainerId()]
+	if ok {
+		c.State = runtimeapi.ContainerState_CONTAINER_EXITED
+	}
+	f.mu.Unlock()
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "container %q not found", req.GetContainerId())
+	}
 	return &runtimeapi.StopContainerResponse{}, nil
 }
 

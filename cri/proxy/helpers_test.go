@@ -35,7 +35,7 @@ type harness struct {
 	stop func()
 }
 
-func startProxy(t *testing.T, rt *fakeRuntime, opts ...proxy.Option) *harness {
+func startProxy(t testing.TB, rt *fakeRuntime, opts ...proxy.Option) *harness {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	p, err := proxy.New(rt.endpoint(), append([]proxy.Option{proxy.WithRegisterer(reg)}, opts...)...)
@@ -79,7 +79,7 @@ func startProxy(t *testing.T, rt *fakeRuntime, opts ...proxy.Option) *harness {
 
 // waitLive waits until the proxy follows the runtime's event stream (the
 // memo keeps answers only then) and has taken its baseline listing.
-func (h *harness) waitLive(t *testing.T) {
+func (h *harness) waitLive(t testing.TB) {
 	t.Helper()
 	itu.WaitFor(t, "the proxy to follow the runtime's events", func() bool {
 		return h.gauge("probelet_cri_proxy_runtime_events_connected") == 1 && h.counter("probelet_cri_proxy_resyncs_total") >= 1

@@ -1418,6 +1418,22 @@ static int serve(void)
 	return 0;
 }
 
+// check decodes a request on stdin as run does and prints what it
+// decoded on one line, touching no process: probelet's fuzz test of the
+// decoder (FuzzHelperRequest). A request run would refuse, check refuses
+// the same way (exit 2 and a message).
+static int check(void)
+{
+	struct request r = {0};
+	read_request(0, &r);
+	printf("ok pid=%d start=%llu args=%d env=%d cgroups=%d rlimits=%d groups=%d caps=%d seccomp=%d filter=%u "
+	       "timeout=%llu\n",
+	       (int)r.pid, (unsigned long long)r.start_time, r.nargs, r.nenv, r.ncgroups, r.nrlimits, r.ngroups,
+	       r.has_caps, r.has_seccomp, r.has_seccomp ? (unsigned)r.filter.len : 0u,
+	       (unsigned long long)r.timeout_ms);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "version") == 0) {
@@ -1430,6 +1446,8 @@ int main(int argc, char **argv)
 		return run();
 	if (argc == 2 && strcmp(argv[1], "serve") == 0)
 		return serve();
-	fprintf(stderr, "usage: probelet-exec version|compile|run|serve (started by probelet)\n");
+	if (argc == 2 && strcmp(argv[1], "check") == 0)
+		return check();
+	fprintf(stderr, "usage: probelet-exec version|compile|run|serve|check (started by probelet)\n");
 	return 2;
 }
