@@ -4,11 +4,13 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -108,10 +110,10 @@ func kubeletUnharmed(t *testing.T, k *cluster.Kubelet, before map[string]string,
 
 // TestCRIProxyIgnoresProberCrashes: the prober and the CRI proxy are two
 // processes. A kubelet runs 10 pods through the proxy while the prober is
-// SIGKILLed 20 times (a crash loop; the kernel's OOM killer sends the same
-// signal): the kubelet's runtime operation errors do not move, no pod
-// restarts, no CRI call through the proxy fails, and the kubelet never
-// reports its runtime down.
+// SIGKILLed 20 times (a crash loop) and once started under a memory limit
+// it cannot start within (the kernel's OOM killer ends it): the kubelet's
+// runtime operation errors do not move, no pod restarts, no CRI call
+// through the proxy fails, and the kubelet never reports its runtime down.
 func TestCRIProxyIgnoresProberCrashes(t *testing.T) {
 	const pods, crashes = 10, 20
 	bed := testbed.Start(t)
@@ -141,10 +143,14 @@ func TestCRIProxyIgnoresProberCrashes(t *testing.T) {
 		prober.kill()
 		prober.start()
 	}
+	prober.kill()
+	oomKilled(t, prober, 16<<20)
+	prober.wrap = nil
+	prober.start()
 	stop()
 	wg.Wait()
 
-	t.Logf("%d CRI calls while the prober crashed %d times: %d failed, longest %v", watch.calls, crashes, len(watch.errs), watch.longest)
+	t.Logf("%d CRI calls while the prober crashed %d times and was OOM-killed once: %d failed, longest %v", watch.calls, crashes, len(watch.errs), watch.longest)
 	if len(watch.errs) > 0 {
 		t.Errorf("calls through the proxy failed while the prober crashed: %v", watch.errs)
 	}
@@ -306,5 +312,37 @@ func (a *activated) stop() {
 		_ = a.cmd.Process.Kill()
 		<-a.done
 		a.t.Errorf("the proxy did not stop within %v of SIGTERM", daemonStopTimeout)
+	}
+}
+
+// oomKilled runs d once more in a memory cgroup of its own (cgroup v1)
+// limited to limit bytes, less than it needs to start, and waits until the
+// kernel's OOM killer has ended it.
+func oomKilled(t *testing.T, d *daemon, limit int64) {
+	t.Helper()
+	cg := filepath.Join("/sys/fs/cgroup/memory", fmt.Sprintf("probelet-e2e-oom-%d", os.Getpid()))
+	if err := os.Mkdir(cg, 0o755); err != nil {
+		t.Fatalf("a memory cgroup for the prober: %v", err)
+	}
+	t.Cleanup(func() { _ = os.Remove(cg) })
+	for file, v := range map[string]string{"memory.limit_in_bytes": strconv.FormatInt(limit, 10), "memory.memsw.limit_in_bytes": strconv.FormatInt(limit, 10)} {
+		if err := os.WriteFile(filepath.Join(cg, file), []byte(v), 0o644); err != nil && file == "memory.limit_in_bytes" {
+			t.Fatalf("%s: %v", file, err)
+		}
+	}
+	d.wrap = []string{"/bin/sh", "-c", `echo $$ > "$1/cgroup.procs" && shift && exec "$@"`, "sh", cg}
+	d.launch()
+	select {
+	case <-d.done:
+	case <-time.After(daemonStartTimeout):
+		t.Fatalf("the prober still runs under a %d MiB limit:\n%s", limit>>20, d.logTail(20))
+	}
+	var exit *exec.ExitError
+	if !errors.As(d.err, &exit) || exit.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the prober under a %d MiB limit ended with %v, want the OOM killer's SIGKILL:\n%s", limit>>20, d.err, d.logTail(20))
+	}
+	data, _ := os.ReadFile(filepath.Join(cg, "memory.oom_control"))
+	if !strings.Contains(string(data), "oom_kill 1") {
+		t.Fatalf("the prober was killed, but not by the OOM killer: %s", data)
 	}
 }
