@@ -30,7 +30,7 @@ const (
 type daemon struct {
 	t       *testing.T
 	bed     *testbed.Bed
-	name    string // its log files' prefix
+	name    string   // its log files' prefix
 	wrap    []string // a command probelet runs under (setpriv ...), if any
 	args    []string
 	socket  string // unix:///path
