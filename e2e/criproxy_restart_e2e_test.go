@@ -316,8 +316,8 @@ func (a *activated) stop() {
 }
 
 // oomKilled runs d once more in a memory cgroup of its own (cgroup v1)
-// limited to limit bytes, less than it needs to start, and waits until the
-// kernel's OOM killer has ended it.
+// limited to limit bytes, with its garbage collector off, and waits until
+// the kernel's OOM killer has ended it.
 func oomKilled(t *testing.T, d *daemon, limit int64) {
 	t.Helper()
 	cg := filepath.Join("/sys/fs/cgroup/memory", fmt.Sprintf("probelet-e2e-oom-%d", os.Getpid()))
@@ -330,7 +330,9 @@ func oomKilled(t *testing.T, d *daemon, limit int64) {
 			t.Fatalf("%s: %v", file, err)
 		}
 	}
-	d.wrap = []string{"/bin/sh", "-c", `echo $$ > "$1/cgroup.procs" && shift && exec "$@"`, "sh", cg}
+	// GOGC=off: nothing it allocates is freed, so it surely outgrows the
+	// limit while it starts (loading the eBPF objects alone takes more).
+	d.wrap = []string{"/bin/sh", "-c", `echo $$ > "$1/cgroup.procs" && shift && GOGC=off exec "$@"`, "sh", cg}
 	d.launch()
 	select {
 	case <-d.done:
