@@ -77,14 +77,14 @@ vm:
 ## resolution, the exec helper's request decoder, the CRI proxy's frames
 ## (FUZZTIME each; seeds under each package's testdata/fuzz)
 fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./prober/spec
-	$(GO) test -run='^$$' -fuzz=FuzzNRIEvents -fuzztime=$(FUZZTIME) ./plugin
-	$(GO) test -run='^$$' -fuzz=FuzzSocketRequests -fuzztime=$(FUZZTIME) ./cri/server
-	$(GO) test -run='^$$' -fuzz=FuzzConfig -fuzztime=$(FUZZTIME) ./cmd/probelet/agent
-	$(GO) test -run='^$$' -fuzz=FuzzOpen -fuzztime=$(FUZZTIME) ./history
-	$(GO) test -run='^$$' -fuzz=FuzzResolvePort -fuzztime=$(FUZZTIME) ./prober/spec
-	$(GO) test -run='^$$' -fuzz=FuzzHelperRequest -fuzztime=$(FUZZTIME) ./directexec
-	$(GO) test -run='^$$' -fuzz=FuzzProxyFrames -fuzztime=$(FUZZTIME) ./cri/proxy
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzParse ./prober/spec
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzNRIEvents ./plugin
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzSocketRequests ./cri/server
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzConfig ./cmd/probelet/agent
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzOpen ./history
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzResolvePort ./prober/spec
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzHelperRequest ./directexec
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzProxyFrames ./cri/proxy
 
 ## e2e: the suite on a real containerd built by hack/testbed (root only;
 ## in CI it fails loudly when it cannot run)
