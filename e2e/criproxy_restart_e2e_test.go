@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -58,22 +57,14 @@ func TestCRIProxySurvivesItsOwnRestarts(t *testing.T) {
 	// logs from here on counts.
 	logFrom := fileSize(t, k.LogPath())
 
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var watch stallWatch
-	go func() {
-		defer wg.Done()
-		watch.run(ctx, criClient(t, "unix://"+sock))
-	}()
+	stop := watchStalls(t, "unix://"+sock)
 	for i := range restartTimes {
 		began := time.Now()
 		pl.stop()
 		pl.start()
 		t.Logf("restart %d: the proxy serving again after %v", i+1, time.Since(began).Round(time.Millisecond))
 	}
-	stop()
-	wg.Wait()
+	watch := stop()
 
 	t.Logf("%d CRI calls during the restarts: %d failed, longest %v", watch.calls, len(watch.errs), watch.longest)
 	if len(watch.errs) > 0 {
@@ -131,14 +122,7 @@ func TestCRIProxyIgnoresProberCrashes(t *testing.T) {
 	logFrom := fileSize(t, k.LogPath())
 	errors0 := kubeletCounterSum(t, k, "kubelet_runtime_operations_errors_total")
 
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var watch stallWatch
-	go func() {
-		defer wg.Done()
-		watch.run(ctx, criClient(t, proxy))
-	}()
+	stop := watchStalls(t, proxy)
 	for range crashes {
 		prober.kill()
 		prober.start()
@@ -147,8 +131,7 @@ func TestCRIProxyIgnoresProberCrashes(t *testing.T) {
 	oomKilled(t, prober, 16<<20)
 	prober.wrap = nil
 	prober.start()
-	stop()
-	wg.Wait()
+	watch := stop()
 
 	t.Logf("%d CRI calls while the prober crashed %d times and was OOM-killed once: %d failed, longest %v", watch.calls, crashes, len(watch.errs), watch.longest)
 	if len(watch.errs) > 0 {
@@ -198,6 +181,24 @@ func waitAllRunning(t *testing.T, k *cluster.Kubelet, n int) map[string]string {
 		return ready == n && len(pods) == n, fmt.Sprintf("%d of %d ready", ready, len(pods))
 	})
 	return ids
+}
+
+// watchStalls runs a stallWatch on endpoint until the returned stop, which
+// waits for it and returns what it saw.
+func watchStalls(t *testing.T, endpoint string) (stop func() *stallWatch) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	watch := &stallWatch{}
+	cli := criClient(t, endpoint)
+	go func() {
+		defer close(done)
+		watch.run(ctx, cli)
+	}()
+	return func() *stallWatch {
+		cancel()
+		<-done
+		return watch
+	}
 }
 
 // stallWatch calls Version through the proxy back to back and records the
