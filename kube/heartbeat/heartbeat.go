@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -97,6 +98,8 @@ type Heartbeat struct {
 	// holding is why the last beat did not renew ("" when it did, or
 	// before the first beat), so the log says so once per change.
 	holding string
+	// held is holding for other goroutines (Holding).
+	held atomic.Pointer[string]
 }
 
 // New returns a Heartbeat. It starts nothing: Run does.
@@ -153,7 +156,7 @@ func (h *Heartbeat) beat(ctx context.Context, retry *time.Duration) time.Duratio
 		default:
 			h.log.Warn("Not renewing the node Lease: probelet is not probing", zap.String("reason", why))
 		}
-		h.holding = why
+		h.hold(why)
 		return RenewInterval
 	}
 	if err := h.renew(ctx); err != nil {
@@ -168,8 +171,26 @@ func (h *Heartbeat) beat(ctx context.Context, retry *time.Duration) time.Duratio
 	if h.holding != "" {
 		h.log.Info("Renewing the node Lease again: probelet is probing")
 	}
-	h.holding, *retry = "", retryMin
+	h.hold("")
+	*retry = retryMin
 	return RenewInterval
+}
+
+func (h *Heartbeat) hold(why string) {
+	h.holding = why
+	h.held.Store(&why)
+}
+
+// Holding says why the last beat did not renew the Lease, "" when it
+// renewed or has not decided yet. While it holds, probelet-controller may
+// mark this node's pods (after its grace period) and the readiness writer
+// leaves those marks alone: two writers taking turns on one condition
+// would flap it. Safe from any goroutine.
+func (h *Heartbeat) Holding() string {
+	if why := h.held.Load(); why != nil {
+		return *why
+	}
+	return ""
 }
 
 // notProbing says why probelet is not really probing, "" when it is.

@@ -48,6 +48,7 @@ type env struct {
 	cs     *fake.Clientset
 	clk    *clocktesting.FakeClock
 	engine *engine
+	h      *heartbeat.Heartbeat
 	stop   func()
 }
 
@@ -64,6 +65,7 @@ func (e *env) run() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.h = h
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
@@ -180,9 +182,15 @@ func TestStopsRenewingWhileNotProbingAndResumes(t *testing.T) {
 			if n := e.writes(); n != 1 {
 				t.Fatalf("%d Lease writes while not probing, want only the first", n)
 			}
+			if e.h.Holding() == "" {
+				t.Fatal("Holding() is empty while the Lease is not renewed")
+			}
 			tc.resume(e.engine)
 			e.step(10 * time.Second)
 			e.wantRenewed(70 * time.Second)
+			if why := e.h.Holding(); why != "" {
+				t.Fatalf("Holding() = %q after a renewal", why)
+			}
 		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	"github.com/probelet/probelet/controller/marking"
 	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
@@ -62,6 +63,9 @@ type Writer struct {
 	// started is when this agent started: containers running from before
 	// keep their condition until this agent has probed them.
 	started time.Time
+	hold    func() string
+	// held is the hold last logged; only the worker touches it.
+	held string
 
 	mu sync.Mutex
 	// written is what this writer last wrote per pod UID, and what the
@@ -100,6 +104,10 @@ type Options struct {
 	Clock    clock.WithTicker // default real
 	Log      *zap.Logger
 	Metrics  *Metrics // default: unregistered
+	// Hold says why this node's probelet is not renewing its Lease now
+	// (heartbeat.Holding), "" when it is; nil: never. While it holds, a
+	// condition probelet-controller wrote stays as it is.
+	Hold func() string
 }
 
 // New returns a Writer. It starts nothing: Run does.
@@ -109,7 +117,7 @@ func New(o Options) (*Writer, error) {
 	}
 	w := &Writer{
 		client: o.Client, informer: o.Informer, lister: o.Lister, status: o.Status,
-		clock: o.Clock, log: o.Log, m: o.Metrics,
+		clock: o.Clock, log: o.Log, m: o.Metrics, hold: o.Hold,
 		written: map[types.UID]writeMark{}, changed: map[types.NamespacedName]time.Time{},
 	}
 	if w.clock == nil {
@@ -276,6 +284,9 @@ func (w *Writer) sync(ctx context.Context, key types.NamespacedName) error {
 		w.settled(pod, v)
 		return nil
 	}
+	if has && w.heldBack(key, cur) {
+		return nil
+	}
 	if wait, ok := w.inFlight(pod, v, cur, has); ok {
 		w.queue.AddAfter(key, wait) // checked again should the echo never come
 		return nil                  // our write has not reached the cache yet
@@ -292,6 +303,24 @@ func (w *Writer) sync(ctx context.Context, key types.NamespacedName) error {
 	}
 	w.wrote(pod, v, cur, v.condition(lastTransition), key)
 	return nil
+}
+
+// heldBack reports whether cur is probelet-controller's mark and this
+// probelet is not renewing its Lease: the controller judged this node's
+// probes unchecked, and writing over its mark now would only start the two
+// taking turns (the controller marks again once it sees the write). The
+// next resync after the Lease is renewed writes the engine's verdict.
+func (w *Writer) heldBack(key types.NamespacedName, cur corev1.PodCondition) bool {
+	if w.hold == nil || (cur.Reason != marking.ReasonUnavailable && cur.Reason != marking.ReasonNotRunning) {
+		return false
+	}
+	why := w.hold()
+	if why != w.held && why != "" {
+		w.log.Info("Leaving probelet-controller's marks alone while the node Lease is not renewed",
+			zap.String("pod", key.String()), zap.String("reason", why))
+	}
+	w.held = why
+	return why != ""
 }
 
 // patch writes the condition with a strategic merge patch on pods/status:

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/probelet/probelet/controller/marking"
 	"github.com/probelet/probelet/cri/server/servertest"
 	"github.com/probelet/probelet/kube/kubetest"
 	"github.com/probelet/probelet/node"
@@ -177,4 +178,56 @@ func readyWeb() prober.ContainerStatus {
 	return prober.ContainerStatus{PodUID: "u1", PodName: "web", PodNamespace: "default", ContainerName: "web", ContainerID: "c1",
 		State: node.StateRunning, Started: true, Ready: true, StartedAt: time.Unix(2e9, 0),
 		Probes: map[probe.Type]prober.ProbeStatus{probe.Readiness: {Type: probe.Readiness, Result: results.Success, LastProbeTime: time.Unix(2e9, 0)}}}
+}
+
+// TestControllersMarkStandsWhileTheLeaseIsNotRenewed: while this node's
+// heartbeat holds its Lease back, probelet-controller's mark is left as
+// it is (writing over it would start the two writers taking turns), and
+// every other condition is still kept; once the Lease is renewed the
+// engine's verdict replaces the mark.
+func TestControllersMarkStandsWhileTheLeaseIsNotRenewed(t *testing.T) {
+	key := types.NamespacedName{Namespace: "default", Name: "web"}
+	mark := func(reason string) *corev1.PodCondition {
+		return &corev1.PodCondition{Type: ConditionType, Status: corev1.ConditionFalse, Reason: reason,
+			Message: "probelet on node n1 stopped renewing its Lease", LastTransitionTime: metav1.NewTime(time.Unix(1e9, 0))}
+	}
+	probeFailed := &corev1.PodCondition{Type: ConditionType, Status: corev1.ConditionFalse, Reason: ReasonNotReady,
+		Message: "container web: not ready", LastTransitionTime: metav1.NewTime(time.Unix(1e9, 0))}
+	const stalled = "the probe scheduler is 2m0s behind"
+	tests := []struct {
+		name      string
+		cond      *corev1.PodCondition
+		hold      string
+		wantWrite bool
+	}{
+		{name: "unavailable mark, Lease held back", cond: mark(marking.ReasonUnavailable), hold: stalled},
+		{name: "not-running mark, Lease held back", cond: mark(marking.ReasonNotRunning), hold: "NRI is not connected"},
+		{name: "unavailable mark, Lease renewed", cond: mark(marking.ReasonUnavailable), wantWrite: true},
+		{name: "probelet's own condition, Lease held back", cond: probeFailed, hold: stalled, wantWrite: true},
+		{name: "no condition, Lease held back", hold: stalled, wantWrite: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newSyncHarness(t, gated("rv-1", tt.cond))
+			h.status.Set(readyWeb())
+			hold := tt.hold
+			h.w.hold = func() string { return hold }
+			if err := h.w.sync(context.Background(), key); err != nil {
+				t.Fatal(err)
+			}
+			if got := h.patches == 1; got != tt.wantWrite {
+				t.Fatalf("wrote: %v, want %v", got, tt.wantWrite)
+			}
+			if tt.wantWrite {
+				return
+			}
+			hold = "" // the next beat renews: the resync writes the verdict
+			if err := h.w.sync(context.Background(), key); err != nil {
+				t.Fatal(err)
+			}
+			if h.patches != 1 || h.written[0].Status != corev1.ConditionTrue {
+				t.Fatalf("after the renewal: %d writes %+v, want True written once", h.patches, h.written)
+			}
+		})
+	}
 }

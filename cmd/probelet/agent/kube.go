@@ -67,15 +67,16 @@ func (a *Agent) buildKube(p *parts, cfg *rest.Config, err error) (*kubeParts, er
 	if err := m.Register(a.reg); err != nil {
 		return nil, err
 	}
+	if k.heartbeat, err = heartbeat.New(heartbeat.Options{Client: client, NodeName: a.cfg.NodeName,
+		Namespace: a.cfg.LeaseNamespace, Runtime: nriConnection{p}, Scheduler: p.engine, Log: log.Named("heartbeat")}); err != nil {
+		return nil, err
+	}
 	if k.readiness, err = readiness.New(readiness.Options{Client: client, Informer: k.pods.Informer(),
-		Lister: k.pods.Lister(), Status: p.engine, Log: log.Named("readiness"), Metrics: m}); err != nil {
+		Lister: k.pods.Lister(), Status: p.engine, Log: log.Named("readiness"), Metrics: m,
+		Hold: k.heartbeat.Holding}); err != nil {
 		return nil, err
 	}
 	if k.events, err = events.New(client, a.cfg.NodeName, p.engine, log.Named("events")); err != nil {
-		return nil, err
-	}
-	if k.heartbeat, err = heartbeat.New(heartbeat.Options{Client: client, NodeName: a.cfg.NodeName,
-		Namespace: a.cfg.LeaseNamespace, Runtime: nriConnection{p}, Scheduler: p.engine, Log: log.Named("heartbeat")}); err != nil {
 		return nil, err
 	}
 	if p.guard != nil {
