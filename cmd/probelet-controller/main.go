@@ -3,9 +3,6 @@
 // Leases and marks the readiness-gated pods of a node whose probelet went
 // silent not Ready, with the node lifecycle controller's zone rules
 // (controller/monitor, controller/zones).
-//
-// TODO(issue 28): the admission webhook (--webhook-listen), the Deployment
-// and PodDisruptionBudget in deploy/, and the two-node e2e.
 package main
 
 import (
@@ -24,6 +21,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -109,8 +107,13 @@ func run(args []string) error {
 	zoneState := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "probelet_controller_zone_state",
 		Help: "Each zone's state by the zone rules: 1 for the state it is in (Normal, PartialDisruption, FullDisruption)."},
 		[]string{"zone", "state"})
-	if err := reg.Register(zoneState); err != nil {
-		return err
+	marked := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "probelet_controller_pods_marked_total",
+		Help: "Pods this replica marked probelet.io/ready=False, by reason (ProbeletUnavailable, ProbeletNotRunning)."},
+		[]string{"reason"})
+	for _, c := range []prometheus.Collector{zoneState, marked} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
 	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
@@ -125,7 +128,8 @@ func run(args []string) error {
 				}
 				zoneState.WithLabelValues(zone, st.String()).Set(v)
 			}
-		}})
+		},
+		OnMarked: func(reason string) { marked.WithLabelValues(reason).Inc() }})
 	if err != nil {
 		return err
 	}
@@ -144,10 +148,13 @@ func run(args []string) error {
 // as kube-controller-manager does: a fresh start is the simplest way to
 // drop every judgement and queue of the old term.
 func lead(ctx context.Context, client kubernetes.Interface, namespace string, log *zap.Logger, f func(context.Context) error) error {
-	id, err := os.Hostname()
+	host, err := os.Hostname()
 	if err != nil {
 		return err
 	}
+	// As kube-controller-manager: the host name alone would let two
+	// replicas sharing one (host networking, one test machine) both lead.
+	id := host + "_" + string(uuid.NewUUID())
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, namespace, component, nil, client.CoordinationV1(),
 		resourcelock.ResourceLockConfig{Identity: id})
 	if err != nil {

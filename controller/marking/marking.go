@@ -24,6 +24,9 @@ const (
 	ReasonUnavailable = "ProbeletUnavailable"
 	// ReasonNotRunning: the node never had a probelet Lease.
 	ReasonNotRunning = "ProbeletNotRunning"
+	// ReasonHeldBack is the Event on a node whose silent probelet's pods
+	// the zone rules keep from being marked.
+	ReasonHeldBack = "ProbeletMarkingHeldBack"
 )
 
 // Gated reports whether the pod lists probelet's readiness gate.

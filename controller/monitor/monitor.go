@@ -11,6 +11,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -55,8 +58,11 @@ type Options struct {
 	Recorder  record.EventRecorder // Warning Events on marked pods; nil: none
 	Clock     clock.WithTicker     // default real
 	Log       *zap.Logger
-	// OnState is told each zone's state after every pass (metrics).
+	// OnState is told each zone's state after every pass (metrics), the
+	// zone as region/zone ("" for unlabelled nodes).
 	OnState func(zone string, s zones.State)
+	// OnMarked is told each pod marked, by reason (metrics).
+	OnMarked func(reason string)
 }
 
 // Monitor marks the pods of silent probelets. Run it once per leadership.
@@ -73,9 +79,9 @@ type Monitor struct {
 	// marked are the pods marked whose informer copy does not show it
 	// yet: nothing is marked twice.
 	marked map[types.UID]markedAt
-	// held is the reason the last pass held every zone back ("" when it
-	// did not), so the log says it once per change.
-	held string
+	// held says, per silent node, why the last pass did not mark its
+	// pods, so the log and the node's Event say it once per change.
+	held map[string]string
 }
 
 type markedAt struct {
@@ -174,7 +180,7 @@ func (m *Monitor) pass() {
 	p := m.mon.Pass(nodes)
 	for zone, s := range p.States {
 		if m.o.OnState != nil {
-			m.o.OnState(zone, s)
+			m.o.OnState(zoneLabel(zone), s)
 		}
 	}
 	m.report(p)
@@ -192,19 +198,63 @@ func (m *Monitor) pass() {
 	}
 }
 
-// report logs why marking is held back, once per change.
+// report says, once per change, why the pods of silent probelets are not
+// marked: in the log, and as a Warning Event on each such node (kubectl
+// describe node shows it), so the holding back is never silent itself.
 func (m *Monitor) report(p zones.Pass) {
-	held := ""
-	switch {
-	case p.AllDisrupted:
-		held = fmt.Sprintf("every zone is fully disrupted (%d probelets silent, none renewing): a bad rollout or the control plane, not the apps; marking nothing", len(p.Unavailable))
-	case p.Recovered:
+	if p.Recovered {
 		m.o.Log.Info("Some probelets renew again: leaving the disruption of every zone; every node gets the grace period again")
 	}
-	if held != m.held && held != "" {
-		m.o.Log.Warn("Holding back", zap.String("why", held))
+	held := map[string]string{} // node → why its pods are not marked
+	for _, n := range slices.Concat(p.Unavailable, p.NotRunning) {
+		if why := holdReason(p, n.Zone); why != "" {
+			held[n.Name] = why
+		}
+	}
+	for name, why := range held {
+		if m.held[name] == why {
+			continue
+		}
+		m.o.Log.Warn("Holding back", zap.String("node", name), zap.String("why", why))
+		if m.o.Recorder != nil {
+			// The kubelet's node reference: kubectl describe node finds
+			// Events whose UID is the node's name.
+			ref := &corev1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}
+			m.o.Recorder.Event(ref, corev1.EventTypeWarning, marking.ReasonHeldBack, "pods not marked: "+why)
+		}
 	}
 	m.held = held
+}
+
+// holdReason says why the zone's silent probelets' pods are not marked
+// now, "" when they are.
+func holdReason(p zones.Pass, zone string) string {
+	c := p.Counts[zone]
+	switch {
+	case p.AllDisrupted:
+		return fmt.Sprintf("every zone is fully disrupted (%d probelets silent, none renewing): a bad rollout or the control plane, not the apps; marking nothing until some probelet renews",
+			len(p.Unavailable))
+	case p.Rates[zone] > 0:
+		return ""
+	case p.States[zone] == zones.PartialDisruption:
+		return fmt.Sprintf("zone %s is partially disrupted (%d of %d probelets silent) and has no more than --large-cluster-size-threshold nodes: marking nothing in it",
+			zoneName(zone), c.Unhealthy, c.Size())
+	}
+	return fmt.Sprintf("the marking rate of zone %s is 0", zoneName(zone))
+}
+
+// zoneName spells a zone key for people.
+func zoneName(zone string) string {
+	if zone == "" {
+		return "(unlabelled)"
+	}
+	return strconv.Quote(zoneLabel(zone))
+}
+
+// zoneLabel is a zone key as region/zone, "" for unlabelled nodes: the
+// metric's label.
+func zoneLabel(zone string) string {
+	return strings.Trim(strings.ReplaceAll(zone, ":\x00:", "/"), "/")
 }
 
 // enqueue queues the gated pods of node n that need marking.
@@ -277,6 +327,9 @@ func (m *Monitor) mark(ctx context.Context, q queued) {
 		return
 	}
 	m.marked[pod.UID] = markedAt{reason: q.reason, at: m.o.Clock.Now()}
+	if m.o.OnMarked != nil {
+		m.o.OnMarked(q.reason)
+	}
 	m.o.Log.Info("Marked a pod not Ready", zap.String("pod", q.key.String()), zap.String("node", q.node), zap.String("reason", q.reason))
 	if m.o.Recorder != nil {
 		m.o.Recorder.Event(pod, corev1.EventTypeWarning, q.reason, msg)

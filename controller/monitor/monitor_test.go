@@ -145,6 +145,61 @@ func TestEveryZoneDisruptedMarksNothing(t *testing.T) {
 	if got := e.patched(); len(got) != 0 {
 		t.Fatalf("patched %v with every probelet silent, want nothing", got)
 	}
+	// Each silent node says why once, however many passes held it back.
+	want := []string{"Warning " + marking.ReasonHeldBack, "Warning " + marking.ReasonHeldBack}
+	if got := e.events(); len(got) != 2 || !strings.HasPrefix(got[0], want[0]) || !strings.HasPrefix(got[1], want[1]) ||
+		!strings.Contains(got[0], "every zone is fully disrupted") {
+		t.Fatalf("events %q, want one %s on each node naming the full disruption", got, marking.ReasonHeldBack)
+	}
+}
+
+// TestASmallPartiallyDisruptedZoneMarksNothingAndSaysSo: 3 of 5 probelets
+// silent in a zone of no more than --large-cluster-size-threshold nodes is
+// PartialDisruption at rate 0, as the node lifecycle controller's
+// ReducedQPSFunc; another zone stays Normal, so this is no full
+// disruption, and its silent node's pod is marked.
+func TestASmallPartiallyDisruptedZoneMarksNothingAndSaysSo(t *testing.T) {
+	objs := []runtime.Object{}
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		objs = append(objs, zoned(node(n), "z1"), lease(n, t0), pod(n+"1", n, true))
+	}
+	objs = append(objs, zoned(node("f"), "z2"), zoned(node("g"), "z2"), lease("f", t0), lease("g", t0), pod("f1", "f", true))
+	e := start(t, objs...)
+	e.run("f1 marked", func() bool { return len(e.patched()) >= 1 }, "d", "e", "g")
+	deadline := e.clk.Now().Add(10 * time.Second)
+	e.run("10 s more", func() bool { return !e.clk.Now().Before(deadline) }, "d", "e", "g")
+	if got := e.patched(); len(got) != 1 || got[0] != "f1" {
+		t.Fatalf("patched %v, want only f1 (z2 is Normal; z1 partially disrupted and small)", got)
+	}
+	held := 0
+	for _, ev := range e.events() {
+		if strings.HasPrefix(ev, "Warning "+marking.ReasonHeldBack) {
+			held++
+			if !strings.Contains(ev, `zone "z1" is partially disrupted (3 of 5 probelets silent)`) {
+				t.Errorf("event %q, want it to name z1's partial disruption", ev)
+			}
+		}
+	}
+	if held != 3 {
+		t.Fatalf("%d %s events, want one on each of a, b, c", held, marking.ReasonHeldBack)
+	}
+}
+
+func zoned(n *corev1.Node, zone string) *corev1.Node {
+	n.Labels = map[string]string{corev1.LabelTopologyZone: zone}
+	return n
+}
+
+// events drains the Events recorded so far.
+func (e *env) events() (out []string) {
+	for {
+		select {
+		case ev := <-e.rec.Events:
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
 }
 
 func TestANodeWithoutProbeletGetsNotRunning(t *testing.T) {
