@@ -52,6 +52,11 @@ const (
 	// RenewInterval, so an API server that is away is asked at most every
 	// renew interval, and one that is back is renewed within seconds.
 	retryMin = 500 * time.Millisecond
+	// recheckInterval is how often a heartbeat that is not renewing looks
+	// again: it reads two numbers, and probelet that probes again (NRI
+	// back, or just started) renews within a second rather than a renew
+	// interval, so its pods' conditions are its own again promptly.
+	recheckInterval = time.Second
 )
 
 // Runtime is the NRI connection as the heartbeat sees it.
@@ -80,6 +85,10 @@ type Options struct {
 	StallAfter time.Duration
 	Clock      clock.WithTicker // default real
 	Log        *zap.Logger
+	// OnResumed is called after a renewal that ends a hold (Holding was
+	// not ""): the readiness writer rewrites the conditions it left to
+	// probelet-controller meanwhile.
+	OnResumed func()
 }
 
 // Heartbeat renews the node's Lease. Run it once.
@@ -91,6 +100,7 @@ type Heartbeat struct {
 	stallAfter time.Duration
 	clock      clock.WithTicker
 	log        *zap.Logger
+	onResumed  func()
 
 	// latest is the Lease as last written: the next renewal updates it
 	// without reading it first. Only Run's goroutine touches it.
@@ -108,7 +118,7 @@ func New(o Options) (*Heartbeat, error) {
 		return nil, errors.New("heartbeat: a client, the node name, the NRI plugin and the probe engine are required")
 	}
 	h := &Heartbeat{client: o.Client, node: o.NodeName, ns: o.Namespace, runtime: o.Runtime,
-		scheduler: o.Scheduler, stallAfter: o.StallAfter, clock: o.Clock, log: o.Log}
+		scheduler: o.Scheduler, stallAfter: o.StallAfter, clock: o.Clock, log: o.Log, onResumed: o.OnResumed}
 	if h.ns == "" {
 		h.ns = DefaultNamespace
 	}
@@ -157,7 +167,7 @@ func (h *Heartbeat) beat(ctx context.Context, retry *time.Duration) time.Duratio
 			h.log.Warn("Not renewing the node Lease: probelet is not probing", zap.String("reason", why))
 		}
 		h.hold(why)
-		return RenewInterval
+		return recheckInterval
 	}
 	if err := h.renew(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -168,10 +178,14 @@ func (h *Heartbeat) beat(ctx context.Context, retry *time.Duration) time.Duratio
 		h.log.Warn("Renewing the node Lease failed; retrying", zap.Error(err), zap.Duration("in", wait))
 		return wait
 	}
-	if h.holding != "" {
+	resumed := h.holding != ""
+	if resumed {
 		h.log.Info("Renewing the node Lease again: probelet is probing")
 	}
 	h.hold("")
+	if resumed && h.onResumed != nil {
+		h.onResumed()
+	}
 	*retry = retryMin
 	return RenewInterval
 }

@@ -44,12 +44,13 @@ func (e *engine) SchedulerLag() (time.Duration, bool) {
 }
 
 type env struct {
-	t      *testing.T
-	cs     *fake.Clientset
-	clk    *clocktesting.FakeClock
-	engine *engine
-	h      *heartbeat.Heartbeat
-	stop   func()
+	t       *testing.T
+	cs      *fake.Clientset
+	clk     *clocktesting.FakeClock
+	engine  *engine
+	h       *heartbeat.Heartbeat
+	resumed atomic.Int32 // OnResumed calls
+	stop    func()
 }
 
 func newEnv(t *testing.T, objs ...runtime.Object) *env {
@@ -61,7 +62,7 @@ func newEnv(t *testing.T, objs ...runtime.Object) *env {
 // run starts the heartbeat and waits for its first wait.
 func (e *env) run() {
 	h, err := heartbeat.New(heartbeat.Options{Client: kubetest.Client(e.cs), NodeName: nodeName,
-		Runtime: e.engine, Scheduler: e.engine, Clock: e.clk})
+		Runtime: e.engine, Scheduler: e.engine, Clock: e.clk, OnResumed: func() { e.resumed.Add(1) }})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -282,4 +283,27 @@ func ptrVal[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// TestRenewsWithinASecondOfProbingAgain: a heartbeat that holds looks
+// again every second, so a probelet whose NRI connection is back (or that
+// just started) renews within a second, and tells the readiness writer
+// once.
+func TestRenewsWithinASecondOfProbingAgain(t *testing.T) {
+	e := newEnv(t)
+	e.engine.disconnected.Store(true)
+	e.run()
+	for range 45 { // past the Lease's 40 s
+		e.step(time.Second)
+	}
+	if n := e.writes(); n != 0 {
+		t.Fatalf("%d Lease writes before probing, want none", n)
+	}
+	e.engine.disconnected.Store(false)
+	e.step(time.Second)
+	e.wantRenewed(46 * time.Second)
+	e.step(heartbeat.RenewInterval)
+	if n := e.resumed.Load(); n != 1 {
+		t.Fatalf("OnResumed called %d times, want once", n)
+	}
 }

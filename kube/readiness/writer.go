@@ -66,6 +66,8 @@ type Writer struct {
 	hold    func() string
 	// held is the hold last logged; only the worker touches it.
 	held string
+	// recheck asks the loop for a resync pass (Recheck).
+	recheck chan struct{}
 
 	mu sync.Mutex
 	// written is what this writer last wrote per pod UID, and what the
@@ -119,6 +121,7 @@ func New(o Options) (*Writer, error) {
 		client: o.Client, informer: o.Informer, lister: o.Lister, status: o.Status,
 		clock: o.Clock, log: o.Log, m: o.Metrics, hold: o.Hold,
 		written: map[types.UID]writeMark{}, changed: map[types.NamespacedName]time.Time{},
+		recheck: make(chan struct{}, 1),
 	}
 	if w.clock == nil {
 		w.clock = clock.RealClock{}
@@ -193,7 +196,20 @@ func (w *Writer) loop(ctx context.Context, changes <-chan prober.ResultChange, t
 			}
 		case <-tick.C():
 			w.resync()
+		case <-w.recheck:
+			w.resync()
 		}
+	}
+}
+
+// Recheck asks for every gated pod to be checked soon, as the periodic
+// pass does: the node Lease is renewed again, and the marks left to
+// probelet-controller meanwhile are rewritten. It never blocks; any
+// goroutine may call it, before or during Run.
+func (w *Writer) Recheck() {
+	select {
+	case w.recheck <- struct{}{}:
+	default: // one is pending already
 	}
 }
 

@@ -67,6 +67,8 @@ type env struct {
 	patches atomic.Int32
 	fail    atomic.Int32 // patches still to fail
 	reg     *prometheus.Registry
+	hold    atomic.Pointer[string] // what the node's heartbeat says (nil: renewing)
+	w       *readiness.Writer
 	stop    func() // ends Run and waits for it
 }
 
@@ -112,10 +114,16 @@ func (e *env) run(t *testing.T, client kube.Client, clk clock.WithTicker) {
 		t.Fatal(err)
 	}
 	w, err := readiness.New(readiness.Options{Client: client, Informer: pods.Informer(), Lister: pods.Lister(), Status: e.status,
-		Clock: clk, Metrics: m})
+		Clock: clk, Metrics: m, Hold: func() string {
+			if why := e.hold.Load(); why != nil {
+				return *why
+			}
+			return ""
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.w = w
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	factory.Start(ctx.Done())
@@ -412,4 +420,55 @@ func condition(p *corev1.Pod) (corev1.PodCondition, bool) {
 		}
 	}
 	return corev1.PodCondition{}, false
+}
+
+// TestARenewedLeaseRewritesTheControllersMarksAtOnce: probelet-controller
+// marked the pod while this probelet's Lease was held back; once the
+// heartbeat renews again it calls Recheck, and the engine's verdict
+// replaces the mark without waiting for the periodic pass (the fake clock
+// never moves).
+func TestARenewedLeaseRewritesTheControllersMarksAtOnce(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC))
+	e := newEnv(t, gatedPod())
+	why := "the probe scheduler is 12s behind"
+	e.hold.Store(&why)
+	e.run(t, kubetest.Client(e.client), clk)
+	e.publish(true)
+	e.waitCondition(t, corev1.ConditionTrue)
+	// The controller's mark, as probelet-controller writes it.
+	pod, err := e.client.CoreV1().Pods("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range pod.Status.Conditions {
+		if c.Type == readiness.ConditionType {
+			pod.Status.Conditions[i] = corev1.PodCondition{Type: c.Type, Status: corev1.ConditionFalse,
+				Reason: "ProbeletUnavailable", Message: "probelet on node n1 stopped renewing its Lease"}
+		}
+	}
+	if _, err := e.client.CoreV1().Pods("default").UpdateStatus(context.Background(), pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	writes := e.patches.Load()
+	e.publish(true) // a result while held: the mark stays
+	testutil.WaitFor(t, "the writer to see the mark", func() bool {
+		p, _ := e.lister.Pods("default").Get("web")
+		return p != nil && !podReady(p)
+	})
+	e.w.Recheck() // and a pass while held
+	if c, _ := e.condition(t); c.Reason != "ProbeletUnavailable" || e.patches.Load() != writes {
+		t.Fatalf("while held: %+v after %d writes, want the mark kept", c, e.patches.Load()-writes)
+	}
+	e.hold.Store(nil)
+	e.w.Recheck()
+	e.waitCondition(t, corev1.ConditionTrue)
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == readiness.ConditionType {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

@@ -68,7 +68,9 @@ func (a *Agent) buildKube(p *parts, cfg *rest.Config, err error) (*kubeParts, er
 		return nil, err
 	}
 	if k.heartbeat, err = heartbeat.New(heartbeat.Options{Client: client, NodeName: a.cfg.NodeName,
-		Namespace: a.cfg.LeaseNamespace, Runtime: nriConnection{p}, Scheduler: p.engine, Log: log.Named("heartbeat")}); err != nil {
+		Namespace: a.cfg.LeaseNamespace, Runtime: nriConnection{p}, Scheduler: p.engine, Log: log.Named("heartbeat"),
+		// Read when called: the writer is made next.
+		OnResumed: func() { k.readiness.Recheck() }}); err != nil {
 		return nil, err
 	}
 	if k.readiness, err = readiness.New(readiness.Options{Client: client, Informer: k.pods.Informer(),
