@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,6 +77,14 @@ var controllerBreakages = []breakage{
 		ops: `- {op: add, path: /rules/0/verbs/-, value: update}`},
 	{name: "deletes pods", of: "controller", target: "ClusterRole/" + controllerName, want: "ClusterRole probelet-controller grants",
 		ops: `- {op: add, path: /rules/1/verbs/-, value: delete}`},
+	{name: "may mark pods Ready", of: "controller", target: "ValidatingAdmissionPolicy/" + controllerPolicy, want: "variables.marks[0].status == 'False'",
+		ops: `- {op: replace, path: /spec/validations/0/expression, value: "size(variables.marks) == 1"}`},
+	{name: "may change other conditions", of: "controller", target: "ValidatingAdmissionPolicy/" + controllerPolicy, want: "leave every other condition",
+		ops: `- {op: remove, path: /spec/validations/1}`},
+	{name: "policy not bound", of: "controller", target: "ValidatingAdmissionPolicyBinding/" + controllerPolicy, want: "must Deny",
+		ops: `- {op: replace, path: /spec/validationActions, value: [Audit]}`},
+	{name: "policy matches another account", of: "controller", target: "ValidatingAdmissionPolicy/" + controllerPolicy, want: "must match the service account",
+		ops: `- {op: replace, path: /spec/matchConditions/0/expression, value: "request.userInfo.username == 'system:serviceaccount:probelet-system:probelet'"}`},
 	{name: "runs as root", of: "controller", target: "Deployment/" + controllerName, want: "runAsNonRoot",
 		ops: `- {op: replace, path: /spec/template/spec/securityContext/runAsNonRoot, value: false}`},
 }
@@ -219,5 +228,33 @@ func checkControllerRights(objs *objects) error {
 	if rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != controllerName || len(rb.Subjects) != 1 || rb.Subjects[0] != want {
 		errs = append(errs, fmt.Errorf("RoleBinding %s must bind the Role to %s/%s only", key, namespace, controllerName))
 	}
-	return errors.Join(errs...)
+	p, err := accountPolicy(objs, controllerPolicy, controllerName)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	return errors.Join(append(errs, checkGuards(p, controllerPolicyGuards(), controllerPolicyVariables())...)...)
+}
+
+// controllerPolicy keeps the controller's status writes to marking pods
+// not Ready (TestClusterProbeletDownSafetyNet tries the others).
+const controllerPolicy = "probelet-controller-pod-status"
+
+// controllerPolicyGuards are probelet's status guards but the node's (the
+// controller marks every node's pods), and the mark's own.
+func controllerPolicyGuards() []struct{ what, cel string } {
+	var guards []struct{ what, cel string }
+	for _, g := range policyGuards {
+		if !strings.Contains(g.cel, "variables.nodeNames") {
+			guards = append(guards, g)
+		}
+	}
+	return append(guards,
+		struct{ what, cel string }{"leave one probelet.io/ready condition, False", "size(variables.marks) == 1 && 'status' in variables.marks[0] && variables.marks[0].status == 'False'"},
+		struct{ what, cel string }{"with one of the controller's reasons", "variables.marks[0].reason in ['ProbeletUnavailable', 'ProbeletNotRunning']"})
+}
+
+func controllerPolicyVariables() map[string]string {
+	vars := maps.Clone(policyVariables)
+	vars["marks"] = "'conditions' in variables.status ? variables.status.conditions.filter(c, c.type == 'probelet.io/ready') : []"
+	return vars
 }

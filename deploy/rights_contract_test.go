@@ -88,23 +88,29 @@ var policyVariables = map[string]string{
 // checkPolicyGuards checks that the status policy lets probelet change
 // the probelet.io/ready condition of its node's pods and nothing else.
 func checkPolicyGuards(p *admissionregistrationv1.ValidatingAdmissionPolicy) []error {
+	return checkGuards(p, policyGuards, policyVariables)
+}
+
+// checkGuards checks that every guard's CEL is in the policy's
+// validations, its variables are vars exactly, and it fails closed.
+func checkGuards(p *admissionregistrationv1.ValidatingAdmissionPolicy, guards []struct{ what, cel string }, vars map[string]string) []error {
 	var errs []error
 	var exprs []string
 	for _, v := range p.Spec.Validations {
 		exprs = append(exprs, strings.Join(strings.Fields(v.Expression), " "))
 	}
 	all := strings.Join(exprs, " && ")
-	for _, g := range policyGuards {
+	for _, g := range guards {
 		if !strings.Contains(all, g.cel) {
 			errs = append(errs, fmt.Errorf("policy %s must %s: no validation checks %s", p.Name, g.what, g.cel))
 		}
 	}
-	vars := map[string]string{}
+	got := map[string]string{}
 	for _, v := range p.Spec.Variables {
-		vars[v.Name] = v.Expression
+		got[v.Name] = v.Expression
 	}
-	for name, want := range policyVariables {
-		if got := vars[name]; got != want {
+	for name, want := range vars {
+		if got := got[name]; got != want {
 			errs = append(errs, fmt.Errorf("policy %s: variable %s is %q, want %q", p.Name, name, got, want))
 		}
 	}
@@ -169,13 +175,18 @@ func checkLeaseRights(objs *objects) error {
 // agentPolicy is the ValidatingAdmissionPolicy name, checked to exist with
 // its binding, to match probelet's service account and to Deny.
 func agentPolicy(objs *objects, name string) (*admissionregistrationv1.ValidatingAdmissionPolicy, error) {
+	return accountPolicy(objs, name, agentName)
+}
+
+// accountPolicy is agentPolicy for the service account named account.
+func accountPolicy(objs *objects, name, account string) (*admissionregistrationv1.ValidatingAdmissionPolicy, error) {
 	p, pb := objs.policies[name], objs.policyBindings[name]
 	switch {
 	case p == nil || pb == nil:
 		return nil, fmt.Errorf("ValidatingAdmissionPolicy %s and its binding must exist", name)
 	case len(p.Spec.MatchConditions) != 1 ||
-		!strings.Contains(p.Spec.MatchConditions[0].Expression, "system:serviceaccount:"+namespace+":"+agentName):
-		return nil, fmt.Errorf("policy %s must match probelet's service account %s/%s", name, namespace, agentName)
+		!strings.Contains(p.Spec.MatchConditions[0].Expression, "'system:serviceaccount:"+namespace+":"+account+"'"):
+		return nil, fmt.Errorf("policy %s must match the service account %s/%s", name, namespace, account)
 	case !slices.Contains(pb.Spec.ValidationActions, "Deny"):
 		return nil, fmt.Errorf("policy binding %s must Deny", name)
 	}
