@@ -35,7 +35,7 @@ import (
 const (
 	// DefaultPeriod is how often nodes are judged, the node lifecycle
 	// controller's --node-monitor-period.
-	DefaultPeriod = 5 * time.Second
+	DefaultPeriod = zones.MonitorPeriod
 	// echoWait bounds how long a marking the informer does not show yet
 	// keeps its pod from being marked again.
 	echoWait = 30 * time.Second

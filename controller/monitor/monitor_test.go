@@ -19,6 +19,7 @@ import (
 	"github.com/probelet/probelet/controller/monitor"
 	"github.com/probelet/probelet/controller/zones"
 	"github.com/probelet/probelet/internal/testutil"
+	"github.com/probelet/probelet/kube/heartbeat"
 )
 
 const ns = "probelet-system"
@@ -211,5 +212,30 @@ func TestANodeWithoutProbeletGetsNotRunning(t *testing.T) {
 	}
 	if c := p.Status.Conditions[0]; c.Reason != marking.ReasonNotRunning || c.Status != corev1.ConditionFalse {
 		t.Fatalf("b1: %+v, want False, %s", c, marking.ReasonNotRunning)
+	}
+}
+
+// TestProbeletsStoppedTogetherMarkNothing: two probelets of one zone stop
+// at the same moment, their last renewals 9 s apart (renewals are 10 s
+// apart). When the first reaches the grace period the other is already
+// suspect, so the zone is FullDisruption and nothing is marked; a zone
+// judged by the grace period alone would look Normal for those 9 s and
+// mark the first node's pods.
+func TestProbeletsStoppedTogetherMarkNothing(t *testing.T) {
+	e := start(t, node("a"), node("b"), lease("a", t0), lease("b", t0), pod("a1", "a", true), pod("b1", "b", true))
+	until := t0.Add(9 * time.Second)
+	e.run("b's last renewal", func() bool { return !e.clk.Now().Before(until) }, "b")
+	deadline := t0.Add(2 * monitor.DefaultGracePeriod)
+	e.run("two grace periods", func() bool { return !e.clk.Now().Before(deadline) })
+	if got := e.patched(); len(got) != 0 {
+		t.Fatalf("patched %v with both probelets stopped together, want nothing", got)
+	}
+}
+
+// TestTheRenewIntervalIsProbelets: the controller's copy of the heartbeat's
+// period, behind SuspectAfter.
+func TestTheRenewIntervalIsProbelets(t *testing.T) {
+	if zones.RenewInterval != heartbeat.RenewInterval {
+		t.Fatalf("zones.RenewInterval %v, heartbeat.RenewInterval %v", zones.RenewInterval, heartbeat.RenewInterval)
 	}
 }

@@ -23,10 +23,37 @@ const (
 	Pending
 	// NotRunning: no Lease seen for the grace period: no probelet.
 	NotRunning
+	// Suspect: its Lease has not changed for SuspectAfter, but not yet
+	// for the grace period. It counts as silent in its zone's census; its
+	// pods are not marked before the grace period.
+	Suspect
 )
 
 func (h Health) String() string {
-	return [...]string{"Unknown", "Healthy", "Unavailable", "Pending", "NotRunning"}[h]
+	return [...]string{"Unknown", "Healthy", "Unavailable", "Pending", "NotRunning", "Suspect"}[h]
+}
+
+// RenewInterval is probelet's Lease renewal period (heartbeat.RenewInterval;
+// a copy, a test holds them equal) and MonitorPeriod how often the
+// controller looks at the Leases (its passes): a healthy probelet's Lease
+// is seen changed at least every RenewInterval + MonitorPeriod.
+const (
+	RenewInterval = 10 * time.Second
+	MonitorPeriod = 5 * time.Second
+)
+
+// SuspectAfter is how long a Lease may go unchanged before its probelet
+// counts as silent in its zone's census: the grace period less a renew
+// interval and a monitor pass, the most by which the silences of
+// probelets stopped at the same moment are observed apart, but never
+// below two renew intervals (a healthy Lease is not suspected) nor above
+// the grace period. Without it the first of many probelets stopped
+// together (a bad rollout) reaches the grace period while the others are
+// still counted healthy, and its zone looks Normal long enough to mark
+// its pods: the node lifecycle controller has that race; probelet's
+// controller does not copy it (README "When probelet is down").
+func SuspectAfter(grace time.Duration) time.Duration {
+	return min(grace, max(grace-RenewInterval-MonitorPeriod, 2*RenewInterval))
 }
 
 // Tracker judges silence as the node lifecycle controller does: by when
@@ -38,9 +65,10 @@ func (h Health) String() string {
 // disruption), gets the whole grace period. Not safe for concurrent use:
 // the controller's single monitor goroutine owns it.
 type Tracker struct {
-	clock clock.PassiveClock
-	grace time.Duration
-	nodes map[string]*observed
+	clock   clock.PassiveClock
+	grace   time.Duration
+	suspect time.Duration
+	nodes   map[string]*observed
 }
 
 // observed is a node's nodeHealthData, reduced to the Lease.
@@ -52,7 +80,7 @@ type observed struct {
 
 // NewTracker returns a Tracker whose nodes are silent after grace.
 func NewTracker(c clock.PassiveClock, grace time.Duration) *Tracker {
-	return &Tracker{clock: c, grace: grace, nodes: map[string]*observed{}}
+	return &Tracker{clock: c, grace: grace, suspect: SuspectAfter(grace), nodes: map[string]*observed{}}
 }
 
 func (t *Tracker) node(name string) *observed {
@@ -108,10 +136,13 @@ func (t *Tracker) Health(name string) (Health, time.Time) {
 	if o == nil {
 		return Unknown, time.Time{}
 	}
-	silent := t.clock.Now().After(o.probe.Add(t.grace))
+	now := t.clock.Now()
+	silent := now.After(o.probe.Add(t.grace))
 	switch {
 	case o.leased && silent:
 		return Unavailable, o.renew
+	case o.leased && now.After(o.probe.Add(t.suspect)):
+		return Suspect, o.renew
 	case o.leased:
 		return Healthy, o.renew
 	case silent:

@@ -38,9 +38,14 @@ func TestSilenceIsJudgedByObservedTime(t *testing.T) {
 	}
 	wantHealth(t, tr, "ahead", zones.Unavailable)
 
-	// Exactly at the grace period it is not silent yet; just after, it is.
-	clk.Step(grace)
+	// Up to SuspectAfter it is healthy, then suspect; exactly at the grace
+	// period it is not silent yet; just after, it is.
+	clk.Step(zones.SuspectAfter(grace))
 	wantHealth(t, tr, "behind", zones.Healthy)
+	clk.Step(time.Nanosecond)
+	wantHealth(t, tr, "behind", zones.Suspect)
+	clk.Step(grace - zones.SuspectAfter(grace) - time.Nanosecond)
+	wantHealth(t, tr, "behind", zones.Suspect)
 	clk.Step(time.Nanosecond)
 	wantHealth(t, tr, "behind", zones.Unavailable)
 	if _, renew := tr.Health("behind"); !renew.Equal(behind.Add(100 * time.Second)) {
@@ -83,4 +88,20 @@ func TestANewControllerGivesEveryNodeTheGracePeriod(t *testing.T) {
 	wantHealth(t, tr, "n1", zones.Unknown)
 	tr.Retain(func(name string) bool { return name != "n2" })
 	wantHealth(t, tr, "n2", zones.Unknown)
+}
+
+// TestSuspectAfter: the grace period less a renew interval and a monitor
+// pass, at least two renew intervals, at most the grace period.
+func TestSuspectAfter(t *testing.T) {
+	for _, tc := range []struct{ grace, want time.Duration }{
+		{40 * time.Second, 25 * time.Second},
+		{60 * time.Second, 45 * time.Second},
+		{30 * time.Second, 20 * time.Second},
+		{20 * time.Second, 20 * time.Second},
+		{10 * time.Second, 10 * time.Second},
+	} {
+		if got := zones.SuspectAfter(tc.grace); got != tc.want {
+			t.Errorf("SuspectAfter(%v) = %v, want %v", tc.grace, got, tc.want)
+		}
+	}
 }

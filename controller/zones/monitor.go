@@ -43,7 +43,8 @@ func NewMonitor(cfg Config, t *Tracker, l *Limiters) *Monitor {
 }
 
 // Pass judges every node now and sets the zones' rates. A Ready node
-// counts in its zone as healthy or not once it has had a probelet Lease;
+// counts in its zone as healthy or not once it has had a probelet Lease
+// (not from SuspectAfter on, though its pods wait for the grace period);
 // a node that never had one is neither (probelet may run on some nodes
 // only) but is reported NotRunning after the grace period.
 func (m *Monitor) Pass(nodes []Node) Pass {
@@ -58,6 +59,8 @@ func (m *Monitor) Pass(nodes []Node) Pass {
 		switch h {
 		case Healthy:
 			c.Healthy++
+		case Suspect:
+			c.Unhealthy++
 		case Unavailable:
 			c.Unhealthy++
 			p.Unavailable = append(p.Unavailable, n)
