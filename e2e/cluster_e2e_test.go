@@ -44,14 +44,28 @@ type clusterNode struct {
 
 func startClusterNode(t *testing.T, extra ...string) *clusterNode {
 	t.Helper()
-	n := &clusterNode{t: t, c: cluster.Start(t)}
-	n.bed = testbed.Start(t)
-	n.k = n.c.StartKubelet(t, n.bed)
-	n.admin = n.c.Client()
+	n := joinNode(t, cluster.Start(t))
 	n.applyDeployRights()
-	n.kubeconfig = n.tokenFor(n.k.NodeName())
-	n.d = startProbelet(t, n.bed, append([]string{"--kubeconfig", n.kubeconfig, "--node-name", n.k.NodeName()}, extra...)...)
+	n.startProbelet(extra...)
 	return n
+}
+
+// joinNode adds a node to the cluster c: a containerd test bed and a
+// kubelet registered to c, without probelet.
+func joinNode(t *testing.T, c *cluster.Cluster) *clusterNode {
+	t.Helper()
+	n := &clusterNode{t: t, c: c, admin: c.Client()}
+	n.bed = testbed.Start(t)
+	n.k = c.StartKubelet(t, n.bed)
+	return n
+}
+
+// startProbelet runs probelet on the node as the DaemonSet does, with its
+// service account's token bound to the node (deploy/'s rights applied).
+func (n *clusterNode) startProbelet(extra ...string) {
+	n.t.Helper()
+	n.kubeconfig = n.tokenFor(n.k.NodeName())
+	n.d = startProbelet(n.t, n.bed, append([]string{"--kubeconfig", n.kubeconfig, "--node-name", n.k.NodeName()}, extra...)...)
 }
 
 // applyDeployRights applies deploy/base's namespace, service account, RBAC

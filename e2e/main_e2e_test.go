@@ -15,7 +15,7 @@ import (
 // bins are the binaries under test, built once by TestMain. The direct
 // exec helper sits next to probelet, where probelet looks for it.
 var bins struct {
-	probelet, probectl, execHelper string
+	probelet, probectl, controller, execHelper string
 	// dir holds them, and whatever else is built once per test binary.
 	dir string
 }
@@ -34,7 +34,9 @@ func run(m *testing.M) int {
 	bins.dir = dir
 	bins.probelet = filepath.Join(dir, "probelet")
 	bins.probectl = filepath.Join(dir, "probectl")
-	for out, pkg := range map[string]string{bins.probelet: "./cmd/probelet", bins.probectl: "./cmd/probectl"} {
+	bins.controller = filepath.Join(dir, "probelet-controller")
+	for out, pkg := range map[string]string{bins.probelet: "./cmd/probelet", bins.probectl: "./cmd/probectl",
+		bins.controller: "./cmd/probelet-controller"} {
 		if err := goBuild(out, pkg); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e:", err)
 			return 1

@@ -31,6 +31,7 @@ type daemon struct {
 	t       *testing.T
 	bed     *testbed.Bed
 	name    string   // its log files' prefix
+	bin     string   // the binary; "" is probelet
 	wrap    []string // a command probelet runs under (setpriv ...), if any
 	args    []string
 	socket  string // unix:///path
@@ -91,7 +92,11 @@ func (d *daemon) launch() {
 		d.t.Fatal(err)
 	}
 	defer logFile.Close()
-	argv := append(append(append([]string{}, d.wrap...), bins.probelet), d.args...)
+	bin := d.bin
+	if bin == "" {
+		bin = bins.probelet
+	}
+	argv := append(append(append([]string{}, d.wrap...), bin), d.args...)
 	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

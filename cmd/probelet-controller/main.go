@@ -196,5 +196,6 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, lo
 		}
 	}()
 	context.AfterFunc(ctx, func() { _ = srv.Close() })
+	log.Info("Serving /metrics and /healthz", zap.String("address", lis.Addr().String()))
 	return nil
 }
