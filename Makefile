@@ -13,7 +13,7 @@ IMAGE_OUT       ?= $(BIN)/image/probelet.oci.tar
 IMAGE_NAME      ?= localhost/probelet/probelet:$(VERSION)
 IMAGE_PLATFORMS ?= amd64,arm64
 # DEMO_DIR is where `make demo` keeps its containerd test bed,
-# DEMO_CLUSTER_DIR where `make demo-cluster` keeps its control plane, bed and kubelet.
+# DEMO_CLUSTER_DIR where `make demo-cluster` keeps its control plane, beds and kubelets.
 DEMO_DIR    ?= /tmp/probelet-demo
 DEMO_CLUSTER_DIR ?= /tmp/pdc
 
@@ -132,8 +132,8 @@ demo: build
 demo-down:
 	hack/demo.sh down $(DEMO_DIR)
 
-## demo-cluster: a one-node cluster (control plane, kubelet, containerd)
-## with probelet writing the readiness gate and Events of a Deployment
+## demo-cluster: a two-node cluster (control plane, kubelets, containerd)
+## with probelet writing the readiness gate and Events, and probelet-controller marking a silent node's pods
 demo-cluster: build
 	hack/demo-cluster.sh up $(DEMO_CLUSTER_DIR)
 

@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
-# demo-cluster.sh up DIR | down DIR: probelet in a real (one-node) cluster.
+# demo-cluster.sh up DIR | down DIR: probelet in a real two-node cluster.
 #
-#   up    starts a control plane (hack/cluster), a containerd test bed and a
-#         kubelet registered to the API server, gives probelet deploy/'s
-#         rights (RBAC, admission policy) and a token bound to the node, runs
-#         bin/probelet against the node, and applies a Deployment whose
-#         readiness and liveness come from probelet (the probelet.io/ready
-#         readiness gate). It shows `kubectl get pods -w` while the pods turn
-#         Ready, breaks one replica's app, and shows the probelet Events and
-#         the restart in `kubectl describe`.
-#   down  stops probelet by its PID and tears everything down. Idempotent.
+#   up    starts a control plane (hack/cluster) and two nodes, each a
+#         containerd test bed with a kubelet registered to the API server and
+#         probelet running against it (deploy/'s rights: RBAC, admission
+#         policies, a token bound to the node), and probelet-controller. It
+#         applies a Deployment on each node whose readiness and liveness come
+#         from probelet (the probelet.io/ready readiness gate), shows the pods
+#         turning Ready, breaks one replica's app and shows the probelet Events
+#         and the restart in `kubectl describe`. Then the safety net: probelet
+#         killed on node a, a's pods marked not Ready by probelet-controller
+#         after the grace period (b's left alone), and Ready again once
+#         probelet is back.
+#   down  stops probelet and probelet-controller by their PIDs and tears
+#         everything down. Idempotent.
 #
 # `make demo-cluster` / `make demo-cluster-down` run it with
-# DIR=/tmp/probelet-demo-cluster after `make build`. Needs root.
+# DIR=/tmp/pdc after `make build`. Needs root.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PROBELET=$ROOT/bin/probelet
 PROBECTL=$ROOT/bin/probectl
-NODE=probelet-demo
+CONTROLLER=$ROOT/bin/probelet-controller
+NODES="a b"
 
 say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 note() { printf '    %s\n' "$*"; }
@@ -30,27 +35,39 @@ die() {
 paths() {
 	DIR=$(realpath -m "$1")
 	CDIR=$DIR/cluster
-	BDIR=$DIR/bed
-	KDIR=$DIR/kubelet
-	PIDFILE=$DIR/probelet.pid
-	LOG=$DIR/probelet.log
-	SOCK=$DIR/probelet.sock
-	PKUBECONFIG=$DIR/probelet.kubeconfig
+	CTL_PIDFILE=$DIR/controller.pid
+	CTL_LOG=$DIR/controller.log
+	CTL_KUBECONFIG=$DIR/controller.kubeconfig
 }
 
-probelet_pid() {
+# node N: the paths of node N (a or b) in NODE, BDIR, KDIR, PIDFILE, LOG,
+# SOCK and PKUBECONFIG.
+node() {
+	NODE=probelet-demo-$1
+	BDIR=$DIR/bed-$1
+	KDIR=$DIR/kubelet-$1
+	PIDFILE=$DIR/probelet-$1.pid
+	LOG=$DIR/probelet-$1.log
+	SOCK=$DIR/probelet-$1.sock
+	PKUBECONFIG=$DIR/probelet-$1.kubeconfig
+}
+
+# pid_of PIDFILE MARK: the PID in PIDFILE if that process still runs with
+# MARK in its command line (not a recycled PID).
+pid_of() {
 	local pid
-	pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
+	pid=$(cat "$1" 2>/dev/null) || return 1
 	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$SOCK" || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$2" || return 1
 	printf '%s\n' "$pid"
 }
 
-stop_probelet() {
+# stop_pid PIDFILE MARK SIGNAL WHAT
+stop_pid() {
 	local pid
-	pid=$(probelet_pid) || return 0
-	note "stopping probelet (pid $pid)"
-	kill -TERM "$pid" 2>/dev/null || true
+	pid=$(pid_of "$1" "$2") || return 0
+	note "stopping $4 (pid $pid, SIG$3)"
+	kill "-$3" "$pid" 2>/dev/null || true
 	for _ in $(seq 1 100); do
 		[ -d "/proc/$pid" ] || return 0
 		sleep 0.1
@@ -58,34 +75,43 @@ stop_probelet() {
 	kill -KILL "$pid" 2>/dev/null || true
 }
 
+stop_probelet() { stop_pid "$PIDFILE" "$SOCK" "${1:-TERM}" "probelet on $NODE"; }
+
 kc() { "$PROBELET_KUBECTL_BIN" "$@"; }
 
-# probelet_kubeconfig writes probelet's kubeconfig: its service account
-# with a token bound to the node, as the DaemonSet pod's token is.
+# write_kubeconfig FILE USER TOKEN: a kubeconfig for the demo's API server.
+write_kubeconfig() {
+	local server
+	server=$(kc config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+	KUBECONFIG=$1 kc config set-cluster demo --server "$server" --certificate-authority "$CDIR/pki/ca.crt" >/dev/null
+	KUBECONFIG=$1 kc config set-credentials "$2" --token "$3" >/dev/null
+	KUBECONFIG=$1 kc config set-context demo --cluster demo --user "$2" >/dev/null
+	KUBECONFIG=$1 kc config use-context demo >/dev/null
+	chmod 600 "$1"
+}
+
+# probelet_kubeconfig writes probelet's kubeconfig for the current node:
+# its service account with a token bound to the node, as the DaemonSet
+# pod's token is.
 probelet_kubeconfig() {
-	local uid token server
+	local uid token
 	uid=$(kc get node "$NODE" -o jsonpath='{.metadata.uid}')
 	token=$(kc create token probelet -n probelet-system --duration 24h \
 		--bound-object-kind Node --bound-object-name "$NODE" --bound-object-uid "$uid")
-	server=$(kc config view --minify -o jsonpath='{.clusters[0].cluster.server}')
-	KUBECONFIG=$PKUBECONFIG kc config set-cluster demo --server "$server" --certificate-authority "$CDIR/pki/ca.crt" >/dev/null
-	KUBECONFIG=$PKUBECONFIG kc config set-credentials probelet --token "$token" >/dev/null
-	KUBECONFIG=$PKUBECONFIG kc config set-context demo --cluster demo --user probelet >/dev/null
-	KUBECONFIG=$PKUBECONFIG kc config use-context demo >/dev/null
-	chmod 600 "$PKUBECONFIG"
+	write_kubeconfig "$PKUBECONFIG" probelet "$token"
 }
 
 deployment() {
 	cat <<EOF
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: web, namespace: default}
+metadata: {name: web-$1, namespace: default}
 spec:
   replicas: 2
-  selector: {matchLabels: {app: web}}
+  selector: {matchLabels: {app: web-$1}}
   template:
     metadata:
-      labels: {app: web}
+      labels: {app: web-$1}
       annotations:
         probelet.io/probes: |
           {"web": {"livenessProbe":  {"tcpSocket": {"port": 8080}, "periodSeconds": 2},
@@ -104,62 +130,118 @@ spec:
 EOF
 }
 
-up() {
-	[ -x "$PROBELET" ] && [ -x "$PROBECTL" ] || make -C "$ROOT" --no-print-directory build
-	mkdir -p "$DIR"
-	say "Starting a control plane, a containerd test bed and a kubelet (first run builds them: ~15 min)"
-	[ -d "$CDIR" ] || mkdir -p "$CDIR"
-	"$ROOT/hack/cluster/up.sh" "$CDIR" >/dev/null
-	"$ROOT/hack/testbed/up.sh" "$BDIR" >/dev/null
-	"$ROOT/hack/cluster/kubelet.sh" up --bed "$BDIR" --cluster "$CDIR" --node "$NODE" "$KDIR" >/dev/null
-	eval "$("$ROOT/hack/cluster/env.sh" "$CDIR")"
-	eval "$("$ROOT/hack/testbed/env.sh" "$BDIR")"
-	export KUBECONFIG PROBELET_KUBECTL_BIN
-	kc get nodes
-
-	say "Giving probelet deploy/'s rights: RBAC and the own-node admission policy"
-	for f in namespace serviceaccount rbac admission-policy; do
-		kc apply -f "$ROOT/deploy/base/$f.yaml"
-	done
-	probelet_kubeconfig
-
-	say "Starting probelet on the node (log: $LOG)"
-	if ! probelet_pid >/dev/null; then
+# start_probelet: probelet on the current node, until its socket answers.
+start_probelet() {
+	if ! pid_of "$PIDFILE" "$SOCK" >/dev/null; then
+		eval "$("$ROOT/hack/testbed/env.sh" "$BDIR")"
 		setsid "$PROBELET" --nri-socket "$PROBELET_NRI_SOCKET" --runtime-endpoint "$PROBELET_CRI_ENDPOINT" \
-			--listen "unix://$SOCK" --metrics-bind-address "" --state-dir "$DIR/state" --kubeconfig "$PKUBECONFIG" --node-name "$NODE" \
-			>"$LOG" 2>&1 &
+			--listen "unix://$SOCK" --metrics-bind-address "" --state-dir "$BDIR/state" --kubeconfig "$PKUBECONFIG" --node-name "$NODE" \
+			>>"$LOG" 2>&1 &
 		echo $! >"$PIDFILE"
 	fi
 	for _ in $(seq 1 100); do
 		"$PROBECTL" --socket "unix://$SOCK" version >/dev/null 2>&1 && break
 		sleep 0.1
 	done
+}
 
-	say "A Deployment whose readiness and liveness come from probelet"
-	deployment | kc apply -f -
+# gates prints each pod's node, Ready and probelet.io/ready with its reason.
+gates() {
+	kc get pods -o custom-columns='POD:.metadata.name,NODE:.spec.nodeName,READY:.status.conditions[?(@.type=="Ready")].status,PROBELET.IO/READY:.status.conditions[?(@.type=="probelet.io/ready")].status,REASON:.status.conditions[?(@.type=="probelet.io/ready")].reason'
+}
+
+# watch_gates SECONDS: gates every 5 s.
+watch_gates() {
+	local end=$((SECONDS + $1))
+	while [ "$SECONDS" -lt "$end" ]; do
+		printf '    --- %s\n' "$(date +%T)"
+		gates | sed 's/^/    /'
+		sleep 5
+	done
+}
+
+up() {
+	[ -x "$PROBELET" ] && [ -x "$PROBECTL" ] && [ -x "$CONTROLLER" ] || make -C "$ROOT" --no-print-directory build
+	mkdir -p "$DIR"
+	say "Starting a control plane and two nodes, each a containerd test bed and a kubelet (first run builds them: ~15 min)"
+	[ -d "$CDIR" ] || mkdir -p "$CDIR"
+	"$ROOT/hack/cluster/up.sh" "$CDIR" >/dev/null
+	for n in $NODES; do
+		node "$n"
+		"$ROOT/hack/testbed/up.sh" "$BDIR" >/dev/null
+		"$ROOT/hack/cluster/kubelet.sh" up --bed "$BDIR" --cluster "$CDIR" --node "$NODE" "$KDIR" >/dev/null
+	done
+	eval "$("$ROOT/hack/cluster/env.sh" "$CDIR")"
+	export KUBECONFIG PROBELET_KUBECTL_BIN
+	kc get nodes
+
+	say "Giving probelet and probelet-controller deploy/'s rights: RBAC and the admission policies"
+	for f in namespace serviceaccount rbac admission-policy lease-rbac lease-admission-policy; do
+		kc apply -f "$ROOT/deploy/base/$f.yaml"
+	done
+	for f in serviceaccount rbac admission-policy; do
+		kc apply -n probelet-system -f "$ROOT/deploy/controller/$f.yaml"
+	done
+
+	for n in $NODES; do
+		node "$n"
+		say "Starting probelet on $NODE (log: $LOG)"
+		probelet_kubeconfig
+		start_probelet
+	done
+	say "Starting probelet-controller (log: $CTL_LOG)"
+	write_kubeconfig "$CTL_KUBECONFIG" probelet-controller "$(kc create token probelet-controller -n probelet-system --duration 24h)"
+	if ! pid_of "$CTL_PIDFILE" "$CTL_KUBECONFIG" >/dev/null; then
+		setsid "$CONTROLLER" --kubeconfig "$CTL_KUBECONFIG" --metrics-bind-address "" >>"$CTL_LOG" 2>&1 &
+		echo $! >"$CTL_PIDFILE"
+	fi
+
+	say "A Deployment on each node whose readiness and liveness come from probelet"
+	for n in $NODES; do
+		node "$n"
+		deployment "$n" | kc apply -f -
+	done
 	note "kubectl get pods -w (20 s): READINESS GATES 0/1 until probelet's readiness succeeds"
 	timeout 20 "$PROBELET_KUBECTL_BIN" get pods -w -o wide || true
 
+	node a
 	local pod ctr
-	pod=$(kc get pods -l app=web -o jsonpath='{.items[0].metadata.name}')
+	pod=$(kc get pods -l app=web-a -o jsonpath='{.items[0].metadata.name}')
 	ctr=$(kc get pod "$pod" -o jsonpath='{.status.containerStatuses[0].containerID}')
 	ctr=${ctr#*://}
-	say "probectl on the node"
+	say "probectl on $NODE"
 	"$PROBECTL" --socket "unix://$SOCK" ps
 
 	say "Breaking $pod's app (killing httpd): readiness, then liveness fail"
+	eval "$("$ROOT/hack/testbed/env.sh" "$BDIR")"
 	$CRICTL exec -s "$ctr" killall httpd || true
 	timeout 20 "$PROBELET_KUBECTL_BIN" get pods -w || true
 	say "kubectl describe pod $pod (Events from probelet)"
 	kc describe pod "$pod" | sed -n '/Conditions:/,/Volumes:/p;/Events:/,$p'
+
+	say "The safety net: probelet killed on $NODE and kept down"
+	note "Its node Lease is no longer renewed: after the 40 s grace period probelet-controller marks"
+	note "$NODE's gated pods not Ready (ProbeletUnavailable); probelet-demo-b's pods are left alone."
+	stop_probelet KILL
+	watch_gates 55
+	say "kubectl describe pod $pod (the controller's mark and Event)"
+	kc describe pod "$pod" | sed -n '/Conditions:/,/Volumes:/p;/Events:/,$p'
+
+	say "probelet back on $NODE: the conditions are its own again from its first probes"
+	start_probelet
+	watch_gates 10
 	say "Done. Explore: export KUBECONFIG=$KUBECONFIG; $PROBELET_KUBECTL_BIN get pods; $PROBECTL --socket unix://$SOCK why ..."
-	note "Stop with: make demo-cluster-down"
+	note "probelet-controller's log: $CTL_LOG. Stop with: make demo-cluster-down"
 }
 
 down() {
-	stop_probelet
-	[ -d "$KDIR" ] && "$ROOT/hack/cluster/kubelet.sh" down "$KDIR" >/dev/null || true
-	[ -d "$BDIR" ] && "$ROOT/hack/testbed/down.sh" "$BDIR" >/dev/null || true
+	stop_pid "$CTL_PIDFILE" "$CTL_KUBECONFIG" TERM probelet-controller
+	for n in $NODES; do
+		node "$n"
+		stop_probelet
+		[ -d "$KDIR" ] && "$ROOT/hack/cluster/kubelet.sh" down "$KDIR" >/dev/null || true
+		[ -d "$BDIR" ] && "$ROOT/hack/testbed/down.sh" "$BDIR" >/dev/null || true
+	done
 	[ -d "$CDIR" ] && "$ROOT/hack/cluster/down.sh" "$CDIR" >/dev/null || true
 	rm -rf "$DIR"
 	note "demo cluster removed"
