@@ -138,6 +138,7 @@ start_probelet() {
 			--listen "unix://$SOCK" --metrics-bind-address "" --state-dir "$BDIR/state" --kubeconfig "$PKUBECONFIG" --node-name "$NODE" \
 			>>"$LOG" 2>&1 &
 		echo $! >"$PIDFILE"
+		disown # its SIGKILL below is the demo's, not news
 	fi
 	for _ in $(seq 1 100); do
 		"$PROBECTL" --socket "unix://$SOCK" version >/dev/null 2>&1 && break
@@ -194,6 +195,7 @@ up() {
 	if ! pid_of "$CTL_PIDFILE" "$CTL_KUBECONFIG" >/dev/null; then
 		setsid "$CONTROLLER" --kubeconfig "$CTL_KUBECONFIG" --metrics-bind-address "" >>"$CTL_LOG" 2>&1 &
 		echo $! >"$CTL_PIDFILE"
+		disown
 	fi
 
 	say "A Deployment on each node whose readiness and liveness come from probelet"
