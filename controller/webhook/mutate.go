@@ -1,0 +1,160 @@
+// Package webhook is probelet-controller's mutating admission webhook: at
+// pod CREATE in a managed namespace it moves the kubelet probes of the
+// pod's containers and sidecars into the probelet.io/probes annotation and
+// adds the probelet.io/ready readiness gate, through prober/spec/convert —
+// the code `probelet convert` runs, so a manifest converted by hand and a
+// pod converted at admission are the same. A pod the conversion refuses
+// (a foreign host, an invalid probe) is left as it is: the kubelet keeps
+// its probes, and the admission warning says why.
+package webhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/prober/spec/convert"
+)
+
+// Decision is what the webhook does with one pod.
+type Decision struct {
+	// Patch is an RFC 6902 JSON patch of the pod; nil leaves it as it is.
+	Patch []byte
+	// Warnings are admission warnings: why a pod with probes was left as
+	// it is.
+	Warnings []string
+	// Moved lists the moved probes as "container: livenessProbe".
+	Moved []string
+}
+
+// op is one JSON patch operation.
+type op struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value,omitempty"`
+}
+
+// Mutate decides for raw, a Pod as the API server sends it (JSON). A pod
+// without kubelet probes, or one already converted, gets no patch.
+func Mutate(raw []byte) (Decision, error) {
+	var pod corev1.Pod
+	if err := json.Unmarshal(raw, &pod); err != nil {
+		return Decision{}, fmt.Errorf("cannot read the pod: %w", err)
+	}
+	if !hasProbes(&pod) {
+		return Decision{}, nil
+	}
+	// convert reads Kubernetes objects: the API server's object may come
+	// without its type.
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return Decision{}, fmt.Errorf("cannot read the pod: %w", err)
+	}
+	obj["apiVersion"], obj["kind"] = "v1", "Pod"
+	in, err := json.Marshal(obj)
+	if err != nil {
+		return Decision{}, err
+	}
+	res, errs := convert.Convert(in)
+	if len(errs) > 0 {
+		return Decision{Warnings: []string{refusal(errs)}}, nil
+	}
+	if !res.Changed() {
+		return Decision{}, nil
+	}
+	var out corev1.Pod
+	if err := json.Unmarshal(res.Output, &out); err != nil {
+		return Decision{}, fmt.Errorf("cannot read the converted pod: %w", err)
+	}
+	patch, err := json.Marshal(diff(&pod, &out))
+	if err != nil {
+		return Decision{}, err
+	}
+	d := Decision{Patch: patch}
+	for _, c := range res.Changes {
+		d.Moved = append(d.Moved, c.Moved...)
+	}
+	return d, nil
+}
+
+// refusal is the warning of a pod the conversion refused.
+func refusal(errs convert.ErrorList) string {
+	var why []string
+	for _, e := range errs {
+		detail := e.Detail
+		if e.Field != "" {
+			detail = e.Field + ": " + detail
+		}
+		why = append(why, detail)
+	}
+	return "probelet: this pod keeps its kubelet probes (probelet would refuse them): " + strings.Join(why, "; ")
+}
+
+// hasProbes reports whether any container or init container has a kubelet
+// probe.
+func hasProbes(pod *corev1.Pod) bool {
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			for _, t := range probe.Types {
+				if probeOf(&list[i], t) != nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func probeOf(c *corev1.Container, t probe.Type) *corev1.Probe {
+	switch t {
+	case probe.Liveness:
+		return c.LivenessProbe
+	case probe.Readiness:
+		return c.ReadinessProbe
+	case probe.Startup:
+		return c.StartupProbe
+	}
+	return nil
+}
+
+// diff is the JSON patch from pod to out, its conversion: the probes
+// removed, the annotation set, the gate added. Only those can differ.
+func diff(pod, out *corev1.Pod) []op {
+	var ops []op
+	for _, l := range []struct {
+		field    string
+		was, now []corev1.Container
+	}{{"initContainers", pod.Spec.InitContainers, out.Spec.InitContainers}, {"containers", pod.Spec.Containers, out.Spec.Containers}} {
+		for i := range l.was {
+			for _, t := range probe.Types {
+				if probeOf(&l.was[i], t) != nil && i < len(l.now) && probeOf(&l.now[i], t) == nil {
+					ops = append(ops, op{Op: "remove", Path: fmt.Sprintf("/spec/%s/%d/%s", l.field, i, spec.FieldName(t))})
+				}
+			}
+		}
+	}
+	value := out.Annotations[spec.AnnotationProbes]
+	switch {
+	case pod.Annotations == nil:
+		ops = append(ops, op{Op: "add", Path: "/metadata/annotations", Value: map[string]string{spec.AnnotationProbes: value}})
+	case pod.Annotations[spec.AnnotationProbes] != value:
+		ops = append(ops, op{Op: "add", Path: "/metadata/annotations/" + escape(spec.AnnotationProbes), Value: value})
+	}
+	if len(out.Spec.ReadinessGates) > len(pod.Spec.ReadinessGates) {
+		if pod.Spec.ReadinessGates == nil {
+			ops = append(ops, op{Op: "add", Path: "/spec/readinessGates", Value: out.Spec.ReadinessGates})
+		} else {
+			ops = append(ops, op{Op: "add", Path: "/spec/readinessGates/-", Value: out.Spec.ReadinessGates[len(out.Spec.ReadinessGates)-1]})
+		}
+	}
+	return ops
+}
+
+// escape is a JSON pointer token (RFC 6901).
+func escape(s string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}

@@ -1,0 +1,121 @@
+package webhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Path is where the webhook is served.
+const Path = "/mutate-pods"
+
+// maxReview bounds an AdmissionReview's body: the API server's own limit
+// on a request (3 MiB) and room for the review around the object.
+const maxReview = 4 << 20
+
+// The results the admissions metric counts.
+const (
+	ResultMutated   = "mutated"   // the probes moved
+	ResultUnchanged = "unchanged" // no kubelet probes, or already converted
+	ResultRefused   = "refused"   // left as it is: probelet would refuse its probes
+	ResultSkipped   = "skipped"   // not a pod CREATE, or an excluded namespace
+	ResultError     = "error"     // a review or pod that cannot be read; admitted as it is
+)
+
+// Handler answers the API server's AdmissionReviews for pods. It never
+// denies: a pod it cannot convert is admitted as it is, with the kubelet's
+// probes, which is safe.
+type Handler struct {
+	// Exclude are namespaces never mutated (kube-system, probelet's own),
+	// whatever the webhook configuration's selectors say.
+	Exclude    []string
+	Log        *zap.Logger
+	Admissions *prometheus.CounterVec // by result; nil: not counted
+}
+
+// NewAdmissions is the admissions counter a Handler takes.
+func NewAdmissions() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "probelet_webhook_admissions_total",
+		Help: "Pod admissions answered by probelet's webhook, by result (mutated, unchanged, refused, skipped, error)."},
+		[]string{"result"})
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReview))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+		return
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
+		h.count(ResultError)
+		http.Error(w, fmt.Sprintf("not an AdmissionReview: %v", err), http.StatusBadRequest)
+		return
+	}
+	resp, result := h.review(review.Request)
+	h.count(result)
+	review.Request, review.Response = nil, resp
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(&review); err != nil {
+		h.log().Warn("Cannot answer an admission review", zap.Error(err))
+	}
+}
+
+// review decides one request.
+func (h *Handler) review(req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
+	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+	pods := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
+	if req.Resource != pods || req.SubResource != "" || req.Operation != admissionv1.Create || slices.Contains(h.Exclude, req.Namespace) {
+		return resp, ResultSkipped
+	}
+	pod := req.Namespace + "/" + req.Name
+	if req.Name == "" {
+		pod = req.Namespace + "/(generated name)"
+	}
+	d, err := Mutate(req.Object.Raw)
+	switch {
+	case err != nil:
+		h.log().Warn("Cannot convert a pod's probes; admitting it as it is", zap.String("pod", pod), zap.Error(err))
+		resp.Warnings = []string{"probelet: this pod keeps its kubelet probes: " + err.Error()}
+		return resp, ResultError
+	case len(d.Warnings) > 0:
+		h.log().Info("Leaving a pod's kubelet probes", zap.String("pod", pod), zap.Strings("why", d.Warnings))
+		resp.Warnings = d.Warnings
+		return resp, ResultRefused
+	case d.Patch == nil:
+		return resp, ResultUnchanged
+	}
+	jsonPatch := admissionv1.PatchTypeJSONPatch
+	resp.Patch, resp.PatchType = d.Patch, &jsonPatch
+	h.log().Debug("Moved a pod's probes to probelet", zap.String("pod", pod), zap.Strings("probes", d.Moved))
+	return resp, ResultMutated
+}
+
+func (h *Handler) count(result string) {
+	if h.Admissions != nil {
+		h.Admissions.WithLabelValues(result).Inc()
+	}
+}
+
+func (h *Handler) log() *zap.Logger {
+	if h.Log == nil {
+		return zap.NewNop()
+	}
+	return h.Log
+}
