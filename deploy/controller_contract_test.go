@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +34,21 @@ var controllerFlags = map[string]func(string) error{
 	"--marking-rate":                 anyValue,
 	"--secondary-marking-rate":       anyValue,
 	"--metrics-bind-address":         hostPort,
+	"--webhook-listen":               hostPort,
+	"--webhook-cert-secret":          oneOf(webhookSecret),
+	"--webhook-manage-cert":          oneOf("true", "false"),
+	"--webhook-config":               oneOf(webhookConfig),
+	"--webhook-cert-hosts":           oneOf(webhookService + "." + namespace + ".svc"),
+	"--webhook-cert-validity":        anyValue,
 }
+
+// The webhook's objects, as the controller's defaults name them.
+const (
+	webhookConfig  = "probelet"
+	webhookService = "probelet-webhook"
+	webhookSecret  = "probelet-webhook-tls"
+	webhookPath    = "/mutate-pods"
+)
 
 func anyValue(string) error { return nil }
 
@@ -46,12 +61,16 @@ var (
 		"/nodes:get,list,watch",
 		"/pods:get,list,watch",
 		"/pods/status:patch",
+		"/namespaces:get,list,watch",
 		"/events:create,patch",
 		"events.k8s.io/events:create,patch",
+		"admissionregistration.k8s.io/mutatingwebhookconfigurations[probelet]:get,update",
 	}
 	wantControllerLeaseRules = []string{
 		"coordination.k8s.io/leases:get,list,watch,create",
 		"coordination.k8s.io/leases[probelet-controller]:update",
+		"/secrets:create",
+		"/secrets[probelet-webhook-tls]:get,update",
 	}
 )
 
@@ -85,6 +104,14 @@ var controllerBreakages = []breakage{
 		ops: `- {op: replace, path: /spec/validationActions, value: [Audit]}`},
 	{name: "policy matches another account", of: "controller", target: "ValidatingAdmissionPolicy/" + controllerPolicy, want: "must match the service account",
 		ops: `- {op: replace, path: /spec/matchConditions/0/expression, value: "request.userInfo.username == 'system:serviceaccount:probelet-system:probelet'"}`},
+	{name: "webhook fails closed", of: "controller", target: "MutatingWebhookConfiguration/" + webhookConfig, want: "failurePolicy must be Ignore",
+		ops: `- {op: replace, path: /webhooks/0/failurePolicy, value: Fail}`},
+	{name: "webhook in kube-system", of: "controller", target: "MutatingWebhookConfiguration/" + webhookConfig, want: "must never match kube-system",
+		ops: `- {op: remove, path: /webhooks/1/namespaceSelector/matchExpressions/1}`},
+	{name: "webhook on updates", of: "controller", target: "MutatingWebhookConfiguration/" + webhookConfig, want: "pods at CREATE only",
+		ops: `- {op: add, path: /webhooks/0/rules/0/operations/-, value: UPDATE}`},
+	{name: "reads every secret", of: "controller", target: "Role/" + controllerName, want: "Role probelet-system/probelet-controller grants",
+		ops: `- {op: remove, path: /rules/3/resourceNames}`},
 	{name: "runs as root", of: "controller", target: "Deployment/" + controllerName, want: "runAsNonRoot",
 		ops: `- {op: replace, path: /spec/template/spec/securityContext/runAsNonRoot, value: false}`},
 }
@@ -160,12 +187,20 @@ func checkController(objs *objects) error {
 			flags[name] = value
 		}
 	}
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
 	if _, port, err := splitPort(flags["--metrics-bind-address"]); err != nil ||
 		c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" ||
-		len(c.Ports) != 1 || c.Ports[0].ContainerPort != port {
-		fail("the liveness probe must get /healthz on the --metrics-bind-address port")
+		c.LivenessProbe.HTTPGet.Port.String() != "metrics" || ports["metrics"] != port {
+		fail("the liveness probe must get /healthz on the --metrics-bind-address port, named metrics")
 	}
-	errs = append(errs, checkControllerBudget(objs, d.Spec.Template.Labels), checkControllerRights(objs))
+	if _, port, err := splitPort(flags["--webhook-listen"]); err != nil || ports["webhook"] != port {
+		fail("--webhook-listen must be the container's port named webhook")
+	}
+	errs = append(errs, checkControllerBudget(objs, d.Spec.Template.Labels), checkControllerRights(objs),
+		checkWebhook(objs, d.Spec.Template.Labels))
 	return errors.Join(errs...)
 }
 
@@ -198,8 +233,7 @@ func checkControllerRights(objs *objects) error {
 	if role == nil {
 		return errors.New("ClusterRole probelet-controller missing")
 	}
-	got, err := grants("ClusterRole probelet-controller", role.Rules)
-	errs = append(errs, err)
+	got := named(role.Rules)
 	if !slices.Equal(got, wantControllerRules) {
 		errs = append(errs, fmt.Errorf("ClusterRole probelet-controller grants %q, want exactly %q", got, wantControllerRules))
 	}
@@ -212,18 +246,8 @@ func checkControllerRights(objs *objects) error {
 	if r == nil || rb == nil {
 		return errors.Join(append(errs, fmt.Errorf("Role and RoleBinding %s must exist (the Leases)", key))...)
 	}
-	var lease []string
-	for _, rule := range r.Rules {
-		for _, res := range rule.Resources {
-			name := ""
-			if len(rule.ResourceNames) > 0 {
-				name = "[" + strings.Join(rule.ResourceNames, ",") + "]"
-			}
-			lease = append(lease, strings.Join(rule.APIGroups, ",")+"/"+res+name+":"+strings.Join(rule.Verbs, ","))
-		}
-	}
-	if !slices.Equal(lease, wantControllerLeaseRules) {
-		errs = append(errs, fmt.Errorf("Role %s grants %q, want exactly %q", key, lease, wantControllerLeaseRules))
+	if lease := named(r.Rules); !slices.Equal(lease, wantControllerLeaseRules) {
+		errs = append(errs, fmt.Errorf("Role %s grants %q, want exactly %q", key, named(r.Rules), wantControllerLeaseRules))
 	}
 	if rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != controllerName || len(rb.Subjects) != 1 || rb.Subjects[0] != want {
 		errs = append(errs, fmt.Errorf("RoleBinding %s must bind the Role to %s/%s only", key, namespace, controllerName))
@@ -257,4 +281,71 @@ func controllerPolicyVariables() map[string]string {
 	vars := maps.Clone(policyVariables)
 	vars["marks"] = "'conditions' in variables.status ? variables.status.conditions.filter(c, c.type == 'probelet.io/ready') : []"
 	return vars
+}
+
+// named flattens rules to "group/resource[names]:verbs".
+func named(rules []rbacv1.PolicyRule) []string {
+	var out []string
+	for _, rule := range rules {
+		for _, res := range rule.Resources {
+			name := ""
+			if len(rule.ResourceNames) > 0 {
+				name = "[" + strings.Join(rule.ResourceNames, ",") + "]"
+			}
+			out = append(out, strings.Join(rule.APIGroups, ",")+"/"+res+name+":"+strings.Join(rule.Verbs, ","))
+		}
+	}
+	return out
+}
+
+// checkWebhook checks the webhook configuration: fail-safe (Ignore, a
+// short timeout), pods at CREATE only, never kube-system or probelet's
+// namespace, through the Service in front of the controller's pods.
+func checkWebhook(objs *objects, podLabels map[string]string) error {
+	cfg := objs.webhooks[webhookConfig]
+	if cfg == nil || len(cfg.Webhooks) != 2 {
+		return fmt.Errorf("MutatingWebhookConfiguration %s must exist with its two webhooks (managed namespaces, managed pods)", webhookConfig)
+	}
+	var errs []error
+	fail := func(w string, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("webhook %s: "+format, append([]any{w}, a...)...))
+	}
+	for _, w := range cfg.Webhooks {
+		if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Ignore {
+			fail(w.Name, "failurePolicy must be Ignore: a pod created while the webhook is away keeps the kubelet's probes")
+		}
+		if w.TimeoutSeconds == nil || *w.TimeoutSeconds > 5 {
+			fail(w.Name, "timeoutSeconds must be short (at most 5)")
+		}
+		if w.SideEffects == nil || *w.SideEffects != admissionregistrationv1.SideEffectClassNone {
+			fail(w.Name, "sideEffects must be None")
+		}
+		if len(w.Rules) != 1 || !slices.Equal(w.Rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) ||
+			!slices.Equal(w.Rules[0].Resources, []string{"pods"}) {
+			fail(w.Name, "must match pods at CREATE only")
+		}
+		s := w.ClientConfig.Service
+		if s == nil || s.Name != webhookService || s.Namespace != namespace || s.Path == nil || *s.Path != webhookPath ||
+			s.Port == nil || *s.Port != 443 {
+			fail(w.Name, "must call the Service %s/%s on port 443 at %s", namespace, webhookService, webhookPath)
+		}
+		excluded := false
+		if sel := w.NamespaceSelector; sel != nil {
+			for _, e := range sel.MatchExpressions {
+				if e.Key == corev1.LabelMetadataName && e.Operator == metav1.LabelSelectorOpNotIn &&
+					slices.Contains(e.Values, "kube-system") && slices.Contains(e.Values, namespace) {
+					excluded = true
+				}
+			}
+		}
+		if !excluded {
+			fail(w.Name, "must never match kube-system or %s (namespaceSelector)", namespace)
+		}
+	}
+	svc := objs.services[webhookService]
+	if svc == nil || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 443 || svc.Spec.Ports[0].TargetPort.String() != "webhook" ||
+		!labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(podLabels)) {
+		errs = append(errs, fmt.Errorf("Service %s must send port 443 to the controller pods' webhook port", webhookService))
+	}
+	return errors.Join(errs...)
 }

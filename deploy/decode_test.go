@@ -40,6 +40,8 @@ type objects struct {
 	nsRoleBindings  map[string]*rbacv1.RoleBinding // by namespace/name
 	policies        map[string]*admissionregistrationv1.ValidatingAdmissionPolicy
 	policyBindings  map[string]*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	services        map[string]*corev1.Service
+	webhooks        map[string]*admissionregistrationv1.MutatingWebhookConfiguration
 }
 
 // load builds dir, checks every object against the schemas and decodes it
@@ -66,6 +68,8 @@ func load(fsys filesys.FileSystem, dir string) (*objects, error) {
 		nsRoleBindings:  map[string]*rbacv1.RoleBinding{},
 		policies:        map[string]*admissionregistrationv1.ValidatingAdmissionPolicy{},
 		policyBindings:  map[string]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{},
+		services:        map[string]*corev1.Service{},
+		webhooks:        map[string]*admissionregistrationv1.MutatingWebhookConfiguration{},
 	}
 	var errs []error
 	for _, o := range objs {
@@ -110,6 +114,10 @@ func (s *objects) add(o rendered) error {
 		s.policies[v.Name] = v
 	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
 		s.policyBindings[v.Name] = v
+	case *corev1.Service:
+		s.services[v.Name] = v
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		s.webhooks[v.Name] = v
 	default:
 		return fmt.Errorf("unexpected kind %T", obj)
 	}

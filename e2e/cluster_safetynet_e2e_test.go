@@ -73,9 +73,10 @@ func TestClusterProbeletDownSafetyNet(t *testing.T) {
 	ctx := context.Background()
 
 	started := time.Now()
-	s.ctls = append(s.ctls, s.startController("ctl-1"))
+	// The webhook has its own test (TestClusterWebhook).
+	s.ctls = append(s.ctls, s.startController("ctl-1", "--webhook-listen="))
 	leader := s.waitLeader(s.ctls[0], 30*time.Second)
-	s.ctls = append(s.ctls, s.startController("ctl-2"))
+	s.ctls = append(s.ctls, s.startController("ctl-2", "--webhook-listen="))
 
 	readiness := execProbeSpec(s.period, 1, "true")
 	for _, p := range []struct {
@@ -185,14 +186,14 @@ func startSafetyNet(t *testing.T) *safetyNet {
 
 // startController runs a probelet-controller replica with its own service
 // account's rights (deploy/controller) and the default timings.
-func (s *safetyNet) startController(name string) *daemon {
+func (s *safetyNet) startController(name string, extra ...string) *daemon {
 	s.t.Helper()
 	kubeconfig, err := s.c.ServiceAccountKubeconfig(context.Background(), "probelet-system", "probelet-controller", time.Hour)
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	d := &daemon{t: s.t, bed: s.a.bed, name: name, bin: bins.controller,
-		args: []string{"--kubeconfig", kubeconfig, "--metrics-bind-address", "127.0.0.1:0"}}
+		args: append([]string{"--kubeconfig", kubeconfig, "--metrics-bind-address", "127.0.0.1:0"}, extra...)}
 	s.t.Cleanup(d.cleanup)
 	d.start()
 	return d

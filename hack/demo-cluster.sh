@@ -193,7 +193,7 @@ up() {
 	say "Starting probelet-controller (log: $CTL_LOG)"
 	write_kubeconfig "$CTL_KUBECONFIG" probelet-controller "$(kc create token probelet-controller -n probelet-system --duration 24h)"
 	if ! pid_of "$CTL_PIDFILE" "$CTL_KUBECONFIG" >/dev/null; then
-		setsid "$CONTROLLER" --kubeconfig "$CTL_KUBECONFIG" --metrics-bind-address "" >>"$CTL_LOG" 2>&1 &
+		setsid "$CONTROLLER" --kubeconfig "$CTL_KUBECONFIG" --metrics-bind-address "" --webhook-listen "" >>"$CTL_LOG" 2>&1 &
 		echo $! >"$CTL_PIDFILE"
 		disown
 	fi

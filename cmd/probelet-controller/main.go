@@ -51,6 +51,7 @@ type options struct {
 	grace                                   time.Duration
 	leaderElect                             bool
 	zones                                   zones.Config
+	webhook                                 webhookOptions
 }
 
 func parse(args []string) (options, error) {
@@ -65,6 +66,7 @@ func parse(args []string) (options, error) {
 	fs.Float32Var(&o.zones.MarkingRate, "marking-rate", o.zones.MarkingRate, "pods marked per second in a Normal zone")
 	fs.Float32Var(&o.zones.SecondaryMarkingRate, "secondary-marking-rate", o.zones.SecondaryMarkingRate, "pods marked per second in a large partially disrupted zone")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9810", "HOST:PORT serving /metrics and /healthz; empty turns it off")
+	o.webhook.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -74,7 +76,7 @@ func parse(args []string) (options, error) {
 	if o.grace <= 0 {
 		return o, fmt.Errorf("--grace-period: %s must be positive", o.grace)
 	}
-	return o, o.zones.Validate()
+	return o, errors.Join(o.zones.Validate(), o.webhook.validate())
 }
 
 func run(args []string) error {
@@ -118,8 +120,9 @@ func run(args []string) error {
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
 	m, err := monitor.New(monitor.Options{Client: client, Namespace: o.leaseNamespace, Grace: o.grace, Zones: o.zones,
-		Recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component}), Log: log.Named("monitor"),
+		Recorder: recorder, Log: log.Named("monitor"),
 		OnState: func(zone string, s zones.State) {
 			for _, st := range []zones.State{zones.Normal, zones.PartialDisruption, zones.FullDisruption} {
 				v := 0.0
@@ -138,10 +141,38 @@ func run(args []string) error {
 			return err
 		}
 	}
-	if !o.leaderElect {
-		return m.Run(ctx)
+	leading := m.Run
+	if o.webhook.listen != "" {
+		if err := serveWebhook(ctx, o.webhook, o.leaseNamespace, client, reg, log.Named("webhook")); err != nil {
+			return err
+		}
+		hooks, err := webhookLeader(o.webhook, o.leaseNamespace, client, reg, recorder, log.Named("webhook"))
+		if err != nil {
+			return err
+		}
+		leading = both(m.Run, hooks)
 	}
-	return lead(ctx, client, o.leaseNamespace, log, m.Run)
+	if !o.leaderElect {
+		return leading(ctx)
+	}
+	return lead(ctx, client, o.leaseNamespace, log, leading)
+}
+
+// both runs f and g until ctx ends or either fails, and joins them.
+func both(f, g func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		errs := make(chan error, 2)
+		for _, run := range []func(context.Context) error{f, g} {
+			go func() {
+				err := run(ctx)
+				cancel()
+				errs <- err
+			}()
+		}
+		return errors.Join(<-errs, <-errs)
+	}
 }
 
 // lead runs f while this replica leads. Losing the lead ends the process,

@@ -22,12 +22,14 @@ import (
 
 // roots are the kinds the kustomizations render.
 var roots = []string{
+	"io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
 	"io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy",
 	"io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
 	"io.k8s.api.apps.v1.DaemonSet",
 	"io.k8s.api.apps.v1.Deployment",
 	"io.k8s.api.core.v1.ConfigMap",
 	"io.k8s.api.core.v1.Namespace",
+	"io.k8s.api.core.v1.Service",
 	"io.k8s.api.core.v1.ServiceAccount",
 	"io.k8s.api.policy.v1.PodDisruptionBudget",
 	"io.k8s.api.rbac.v1.ClusterRole",

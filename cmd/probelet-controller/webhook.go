@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/probelet/probelet/controller/webhook"
+	"github.com/probelet/probelet/controller/webhook/certs"
+)
+
+// webhookOptions are the admission webhook's flags.
+type webhookOptions struct {
+	listen     string
+	secret     string
+	config     string
+	hosts      []string
+	validity   time.Duration
+	manageCert bool
+}
+
+func (w *webhookOptions) flags(fs *pflag.FlagSet) {
+	fs.StringVar(&w.listen, "webhook-listen", ":9443", "HOST:PORT serving the pod admission webhook (every replica serves); empty turns it off")
+	fs.StringVar(&w.secret, "webhook-cert-secret", "probelet-webhook-tls", "Secret in --lease-namespace holding the webhook's serving certificate (tls.crt, tls.key) and CA bundle (ca.crt)")
+	fs.BoolVar(&w.manageCert, "webhook-manage-cert", true, "make and renew the Secret's CA and certificate and keep the webhook configuration's caBundle (the leader); false: the Secret is provided (cert-manager, your CA) and only read")
+	fs.StringVar(&w.config, "webhook-config", "probelet", "MutatingWebhookConfiguration whose caBundle is kept (with --webhook-manage-cert)")
+	fs.StringSliceVar(&w.hosts, "webhook-cert-hosts", []string{"probelet-webhook.probelet-system.svc"}, "DNS names and IPs of the serving certificate (the webhook Service's name)")
+	fs.DurationVar(&w.validity, "webhook-cert-validity", 90*24*time.Hour, "serving certificate lifetime; renewed with a third of it left, its CA lives ten times as long")
+}
+
+func (w webhookOptions) validate() error {
+	switch {
+	case w.listen == "":
+		return nil
+	case w.secret == "":
+		return errors.New("--webhook-cert-secret: a Secret is needed to serve the webhook")
+	case w.manageCert && w.validity < 10*time.Second:
+		return fmt.Errorf("--webhook-cert-validity: %s is shorter than 10s", w.validity)
+	case w.manageCert && len(w.hosts) == 0:
+		return errors.New("--webhook-cert-hosts: the serving certificate needs a host")
+	}
+	return nil
+}
+
+// excluded are the namespaces whose pods are never converted.
+func excluded(namespace string) []string { return []string{"kube-system", namespace} }
+
+// serveWebhook serves the webhook on this replica until ctx ends, with the
+// certificate the Secret holds (reread every certs.SyncPeriod).
+func serveWebhook(ctx context.Context, w webhookOptions, namespace string, client kubernetes.Interface, reg *prometheus.Registry, log *zap.Logger) error {
+	admissions := webhook.NewAdmissions()
+	if err := reg.Register(admissions); err != nil {
+		return err
+	}
+	loader := &certs.Loader{Client: client, Namespace: namespace, Secret: w.secret, Period: certs.SyncPeriod(w.validity), Log: log}
+	go loader.Run(ctx)
+	lis, err := net.Listen("tcp", w.listen)
+	if err != nil {
+		return fmt.Errorf("--webhook-listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(webhook.Path, &webhook.Handler{Exclude: excluded(namespace), Log: log, Admissions: admissions})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: loader.GetCertificate}}
+	go func() {
+		if err := srv.ServeTLS(lis, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("The webhook server stopped", zap.Error(err))
+		}
+	}()
+	context.AfterFunc(ctx, func() { _ = srv.Close() })
+	log.Info("Serving the pod admission webhook", zap.String("address", lis.Addr().String()), zap.String("path", webhook.Path))
+	return nil
+}
+
+// webhookLeader is the webhook's work while leading: keeping the
+// certificates (with --webhook-manage-cert) and reporting the pods
+// created while the webhook was away.
+func webhookLeader(w webhookOptions, namespace string, client kubernetes.Interface, reg *prometheus.Registry,
+	recorder record.EventRecorder, log *zap.Logger) (func(context.Context) error, error) {
+	missed := prometheus.NewCounter(prometheus.CounterOpts{Name: "probelet_webhook_missed_pods_total",
+		Help: "Pods of managed namespaces admitted with kubelet probes the webhook would have moved: created while it was unavailable."})
+	if err := reg.Register(missed); err != nil {
+		return nil, err
+	}
+	reporter := &webhook.Reporter{Client: client, Recorder: recorder, Exclude: excluded(namespace), OnMissed: missed.Inc, Log: log}
+	authority := &certs.Authority{Client: client, Namespace: namespace, Secret: w.secret, Webhook: w.config,
+		Hosts: w.hosts, Validity: w.validity}
+	return func(ctx context.Context) error {
+		if w.manageCert {
+			go keepCerts(ctx, authority, certs.SyncPeriod(w.validity), log)
+		}
+		return reporter.Run(ctx)
+	}, nil
+}
+
+// keepCerts syncs the certificates every period until ctx ends.
+func keepCerts(ctx context.Context, a *certs.Authority, period time.Duration, log *zap.Logger) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	failed := ""
+	for {
+		did, err := a.Sync(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil && err.Error() != failed:
+			log.Warn("Cannot keep the webhook's certificates; retrying", zap.Error(err))
+			failed = err.Error()
+		case err == nil && did != "":
+			log.Info("Webhook certificates", zap.String("did", did))
+			failed = ""
+		case err == nil:
+			failed = ""
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
