@@ -19,12 +19,14 @@ import (
 
 func fixture(t *testing.T, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
+	data, err := readFixture(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return data
 }
+
+func readFixture(name string) ([]byte, error) { return os.ReadFile(filepath.Join("testdata", name)) }
 
 // apply applies a decision's patch to raw, as the API server does.
 func apply(t *testing.T, raw []byte, d webhook.Decision) []byte {
@@ -73,6 +75,13 @@ func TestMutate(t *testing.T) {
 			wantAnnotation: `{"app":{"livenessProbe":{"tcpSocket":{"port":8080}},"readinessProbe":{"tcpSocket":{"port":8080}}}}`,
 			wantGates:      []string{"example.com/warm", "probelet.io/ready"},
 			wantMoved:      []string{"app: readinessProbe"},
+		},
+		{
+			// As the API server sends it: the spec's probe defaulted, the
+			// annotation's as written; the same probe.
+			fixture:        "merged-defaulted.json",
+			wantAnnotation: `{"app":{"readinessProbe":{"tcpSocket":{"port":8080}}}}`,
+			wantGates:      []string{"probelet.io/ready"},
 		},
 		{fixture: "no-probes.json"},
 		{fixture: "foreign-host.json", wantWarning: "spec.containers[0].readinessProbe.httpGet.host"},

@@ -26,16 +26,22 @@ type Loader struct {
 	failed string // the last load's error, logged once per change
 }
 
+// firstRetry is how soon a replica without a certificate tries again: the
+// leader makes the Secret moments after it starts.
+const firstRetry = 500 * time.Millisecond
+
 // Run loads the certificate at once and every Period until ctx ends.
 func (l *Loader) Run(ctx context.Context) {
-	t := time.NewTicker(l.Period)
-	defer t.Stop()
 	for {
 		l.load(ctx)
+		wait := l.Period
+		if l.cur.Load() == nil {
+			wait = min(wait, firstRetry)
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
 	}
 }
@@ -48,7 +54,7 @@ func (l *Loader) load(ctx context.Context) {
 	}
 	if err != nil {
 		if msg := err.Error(); msg != l.failed && ctx.Err() == nil {
-			l.log().Warn("Cannot load the webhook's certificate; serving the last one loaded", zap.String("secret", l.Namespace+"/"+l.Secret), zap.Error(err))
+			l.log().Warn("Cannot load the webhook's certificate; serving the last one loaded, if any", zap.String("secret", l.Namespace+"/"+l.Secret), zap.Error(err))
 			l.failed = msg
 		}
 		return

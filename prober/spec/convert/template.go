@@ -145,7 +145,7 @@ func (t *tmpl) convert() {
 		field := spec.FieldName(n.typ)
 		desc := n.container + ": " + field
 		if have := cp.Get(n.typ); have != nil {
-			if !reflect.DeepEqual(have, n.probe) {
+			if !sameProbe(have, n.probe) {
 				t.fail(n.parent, "", fmt.Sprintf("container %q: %s differs from the one in the %s annotation; keep one of them by hand",
 					n.container, field, spec.AnnotationProbes))
 				continue
@@ -183,6 +183,17 @@ func (t *tmpl) convert() {
 		ch.GateAdded = t.addGate()
 	}
 	t.c.changes = append(t.c.changes, ch)
+}
+
+// sameProbe reports whether a and b are the same probe once both carry
+// the Kubernetes defaults: the API server defaults a pod's probes before
+// admission, so a webhook sees `timeoutSeconds: 1` where the annotation
+// may leave it out.
+func sameProbe(a, b *corev1.Probe) bool {
+	a, b = a.DeepCopy(), b.DeepCopy()
+	spec.DefaultProbe(a)
+	spec.DefaultProbe(b)
+	return reflect.DeepEqual(a, b)
 }
 
 func setProbe(cp *spec.ContainerProbes, t probe.Type, p *corev1.Probe) {
