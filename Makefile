@@ -74,8 +74,8 @@ vm:
 ## fuzz: a short run of every fuzz target at probelet's boundaries: the
 ## probes annotation, NRI input through the plugin, requests to the socket,
 ## the config file and plugin configuration, the history file, port
-## resolution, the exec helper's request decoder, the CRI proxy's frames
-## (FUZZTIME each; seeds under each package's testdata/fuzz)
+## resolution, the exec helper's request decoder, the CRI proxy's frames,
+## the admission webhook's pods (FUZZTIME each; seeds under each package's testdata/fuzz)
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzParse ./prober/spec
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzNRIEvents ./plugin
@@ -85,6 +85,7 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzResolvePort ./prober/spec
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzHelperRequest ./directexec
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzProxyFrames ./cri/proxy
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzMutate ./controller/webhook
 
 ## e2e: the suite on a real containerd built by hack/testbed (root only;
 ## in CI it fails loudly when it cannot run)

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	sjson "sigs.k8s.io/json"
 
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/spec"
@@ -41,8 +42,10 @@ type op struct {
 // Mutate decides for raw, a Pod as the API server sends it (JSON). A pod
 // without kubelet probes, or one already converted, gets no patch.
 func Mutate(raw []byte) (Decision, error) {
+	// Case-sensitive, as the API server and convert read it: encoding/json
+	// alone would take "Containers" for "containers".
 	var pod corev1.Pod
-	if err := json.Unmarshal(raw, &pod); err != nil {
+	if err := sjson.UnmarshalCaseSensitivePreserveInts(raw, &pod); err != nil {
 		return Decision{}, fmt.Errorf("cannot read the pod: %w", err)
 	}
 	if !hasProbes(&pod) {
@@ -67,10 +70,15 @@ func Mutate(raw []byte) (Decision, error) {
 		return Decision{}, nil
 	}
 	var out corev1.Pod
-	if err := json.Unmarshal(res.Output, &out); err != nil {
+	if err := sjson.UnmarshalCaseSensitivePreserveInts(res.Output, &out); err != nil {
 		return Decision{}, fmt.Errorf("cannot read the converted pod: %w", err)
 	}
-	patch, err := json.Marshal(diff(&pod, &out))
+	_, hasMeta := obj["metadata"].(map[string]any)
+	ops := diff(&pod, &out, hasMeta)
+	if len(ops) == 0 {
+		return Decision{}, nil
+	}
+	patch, err := json.Marshal(ops)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -123,7 +131,8 @@ func probeOf(c *corev1.Container, t probe.Type) *corev1.Probe {
 
 // diff is the JSON patch from pod to out, its conversion: the probes
 // removed, the annotation set, the gate added. Only those can differ.
-func diff(pod, out *corev1.Pod) []op {
+// hasMeta says whether the pod as sent has a metadata object at all.
+func diff(pod, out *corev1.Pod, hasMeta bool) []op {
 	var ops []op
 	for _, l := range []struct {
 		field    string
@@ -139,6 +148,8 @@ func diff(pod, out *corev1.Pod) []op {
 	}
 	value := out.Annotations[spec.AnnotationProbes]
 	switch {
+	case !hasMeta:
+		ops = append(ops, op{Op: "add", Path: "/metadata", Value: map[string]any{"annotations": map[string]string{spec.AnnotationProbes: value}}})
 	case pod.Annotations == nil:
 		ops = append(ops, op{Op: "add", Path: "/metadata/annotations", Value: map[string]string{spec.AnnotationProbes: value}})
 	case pod.Annotations[spec.AnnotationProbes] != value:
