@@ -2,7 +2,9 @@
 // (client-go leader election on a Lease), it watches probelet's node
 // Leases and marks the readiness-gated pods of a node whose probelet went
 // silent not Ready, with the node lifecycle controller's zone rules
-// (controller/monitor, controller/zones).
+// (controller/monitor, controller/zones). Every replica also serves the
+// pod admission webhook that moves kubelet probes into probelet's
+// annotation (controller/webhook); the leader keeps its certificates.
 package main
 
 import (
