@@ -77,7 +77,12 @@ func TestExecDirectMatchesRuntime(t *testing.T) {
 	writeFile(t, profile, `{"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
 		{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 13},
 		{"names": ["unshare"], "action": "SCMP_ACT_ERRNO"}]}`)
-	d := startProbelet(t, bed, "--exec-mode", "direct", "--runtime-state-dir", filepath.Join(bed.Dir(), "state"))
+	// No --runtime-state-dir: the bed's containerd keeps its state under
+	// the bed, and probelet learns where from containerd itself.
+	d := startProbelet(t, bed, "--exec-mode", "direct")
+	if got, want := d.logField("Direct exec reads OCI bundles", "dir"), filepath.Join(bed.Dir(), "state"); got != want {
+		t.Fatalf("direct exec reads bundles from %q, want the bed's containerd state %q (learned from its CRI status)", got, want)
+	}
 
 	cases := []struct {
 		name       string

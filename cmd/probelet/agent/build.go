@@ -53,7 +53,7 @@ func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 	if p.guard, err = a.buildGuard(p); err != nil {
 		return nil, err
 	}
-	if p.exec, err = a.execRunner(p); err != nil {
+	if p.exec, err = a.execRunner(ctx, p); err != nil {
 		return nil, err
 	}
 	kcfg, kerr := kube.Config(a.cfg.Kubeconfig)

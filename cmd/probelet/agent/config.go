@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/probelet/probelet/cri/client"
-	"github.com/probelet/probelet/directexec"
 	"github.com/probelet/probelet/internal/endpoint"
 	"github.com/probelet/probelet/killguard"
 	"github.com/probelet/probelet/kube/heartbeat"
@@ -89,7 +88,8 @@ type Config struct {
 	// it cannot serve exactly as the runtime) (--exec-mode).
 	ExecMode string `json:"execMode,omitempty"`
 	// RuntimeStateDir is containerd's state directory, where direct exec
-	// reads the containers' OCI bundles (--runtime-state-dir).
+	// reads the containers' OCI bundles (--runtime-state-dir); empty:
+	// learned from containerd (its CRI status), else /run/containerd.
 	RuntimeStateDir string `json:"runtimeStateDir,omitempty"`
 	// ExecHelper is the direct exec helper binary; empty: probelet-exec
 	// next to the probelet binary (--exec-helper).
@@ -122,7 +122,6 @@ func Default() Config {
 		KillGuardCeiling:            Duration{guard.Ceiling},
 
 		ExecMode:          "runtime",
-		RuntimeStateDir:   directexec.DefaultStateDir,
 		ReconcileInterval: Duration{5 * time.Minute},
 		StateDir:          "/var/lib/probelet",
 		NodeName:          defaultNodeName(),
@@ -172,7 +171,9 @@ func (c Config) Validate() error {
 	check("liveness-action", oneOf(c.LivenessAction, "restart", "report"))
 	check("kill-guard", oneOf(c.KillGuard, "on", "off"))
 	check("exec-mode", oneOf(c.ExecMode, "runtime", "direct"))
-	check("runtime-state-dir", absPath(c.RuntimeStateDir))
+	if c.RuntimeStateDir != "" {
+		check("runtime-state-dir", absPath(c.RuntimeStateDir))
+	}
 	if c.ExecHelper != "" {
 		check("exec-helper", absPath(c.ExecHelper))
 	}

@@ -88,7 +88,7 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	_ = fs.MarkHidden("cri-proxy-listen")
 	_ = fs.MarkHidden("cri-proxy-verify")
 	fs.StringVar(&v.ExecMode, "exec-mode", v.ExecMode, "who runs exec probes: runtime (CRI ExecSync) or direct (probelet's helper, with the container's exact confinement; any container it cannot serve so goes to the runtime)")
-	fs.StringVar(&v.RuntimeStateDir, "runtime-state-dir", v.RuntimeStateDir, "containerd's state directory (its OCI bundles, for --exec-mode direct)")
+	fs.StringVar(&v.RuntimeStateDir, "runtime-state-dir", v.RuntimeStateDir, "containerd's state directory (its OCI bundles, for --exec-mode direct); empty: learned from containerd's CRI status, else /run/containerd")
 	fs.StringVar(&v.ExecHelper, "exec-helper", v.ExecHelper, "the direct exec helper binary (default: probelet-exec next to probelet)")
 	fs.StringArrayVar(&v.AllowProbeHost, "allow-probe-host", v.AllowProbeHost, "CIDR (or IP) a probe's httpGet/tcpSocket host may name besides its pod's own IPs; repeatable; IP literals only, never hostnames (README \"Probe hosts\")")
 }
