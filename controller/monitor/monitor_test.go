@@ -8,10 +8,12 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -56,6 +58,13 @@ type env struct {
 
 func start(t *testing.T, objs ...runtime.Object) *env {
 	e := &env{t: t, cs: fake.NewClientset(objs...), clk: clocktesting.NewFakeClock(t0), rec: record.NewFakeRecorder(100)}
+	e.startMonitor()
+	return e
+}
+
+// startMonitor runs a Monitor over the env's clientset until the test ends.
+func (e *env) startMonitor() {
+	t := e.t
 	m, err := monitor.New(monitor.Options{Client: e.cs, Namespace: ns, Zones: zones.DefaultConfig(), Recorder: e.rec, Clock: e.clk})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +80,6 @@ func start(t *testing.T, objs ...runtime.Object) *env {
 		testutil.NoGoroutines(t, "github.com/probelet/probelet/controller/monitor.")
 	})
 	testutil.WaitFor(t, "the monitor's tickers", e.clk.HasWaiters)
-	return e
 }
 
 // renew writes a fresh renewTime into the named Leases.
@@ -238,4 +246,42 @@ func TestTheRenewIntervalIsProbelets(t *testing.T) {
 	if zones.RenewInterval != heartbeat.RenewInterval {
 		t.Fatalf("zones.RenewInterval %v, heartbeat.RenewInterval %v", zones.RenewInterval, heartbeat.RenewInterval)
 	}
+}
+
+// TestAnAPIServerAwayMarksEachPodOnce: the API server refuses the first
+// marks (an outage); the next passes try again, and each pod is marked
+// once, with one Event.
+func TestAnAPIServerAwayMarksEachPodOnce(t *testing.T) {
+	objs := []runtime.Object{node("a"), node("b"), lease("a", t0), lease("b", t0), pod("a1", "a", true), pod("a2", "a", true)}
+	e := &env{t: t, cs: fake.NewClientset(objs...), clk: clocktesting.NewFakeClock(t0), rec: record.NewFakeRecorder(100)}
+	refused := 0
+	e.cs.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if refused < 4 {
+			refused++
+			return true, nil, apierrors.NewServiceUnavailable("the API server is away")
+		}
+		return false, nil, nil
+	})
+	e.startMonitor()
+	e.run("a's pods marked", func() bool { return e.marked("a1") && e.marked("a2") }, "b")
+	deadline := e.clk.Now().Add(20 * time.Second)
+	e.run("20 s more", func() bool { return !e.clk.Now().Before(deadline) }, "b")
+	if refused != 4 {
+		t.Fatalf("%d marks refused, want the 4 the outage refused", refused)
+	}
+	if got := len(e.events()); got != 2 {
+		t.Fatalf("%d Events, want one per pod", got)
+	}
+	if got := len(e.patched()); got != 6 {
+		t.Fatalf("%d patches, want 4 refused and one per pod", got)
+	}
+}
+
+// marked reports whether the pod's condition is the controller's mark.
+func (e *env) marked(name string) bool {
+	p, err := e.cs.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p.Status.Conditions[0].Reason == marking.ReasonUnavailable
 }
