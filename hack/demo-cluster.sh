@@ -11,7 +11,9 @@
 #         and the restart in `kubectl describe`. Then the safety net: probelet
 #         killed on node a, a's pods marked not Ready by probelet-controller
 #         after the grace period (b's left alone), and Ready again once
-#         probelet is back.
+#         probelet is back. Last, the admission webhook: a plain Deployment
+#         with kubelet probes in a namespace labelled probelet.io/probes=managed
+#         gets pods whose probes probelet runs.
 #   down  stops probelet and probelet-controller by their PIDs and tears
 #         everything down. Idempotent.
 #
@@ -34,6 +36,8 @@ die() {
 
 paths() {
 	DIR=$(realpath -m "$1")
+	# The admission webhook, on loopback (the API server runs here too).
+	WEBHOOK=127.0.0.1:${PROBELET_DEMO_WEBHOOK_PORT:-9443}
 	CDIR=$DIR/cluster
 	CTL_PIDFILE=$DIR/controller.pid
 	CTL_LOG=$DIR/controller.log
@@ -130,6 +134,32 @@ spec:
 EOF
 }
 
+# plain_deployment is an ordinary Deployment with kubelet probes, as a
+# chart would write it (on node a: the demo cluster has no scheduler).
+plain_deployment() {
+	cat <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: shop}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: shop}}
+  template:
+    metadata: {labels: {app: shop}}
+    spec:
+      nodeName: probelet-demo-a
+      terminationGracePeriodSeconds: 3
+      containers:
+        - name: web
+          image: localhost/probelet/busybox:testbed
+          imagePullPolicy: Never
+          ports: [{name: http, containerPort: 8080}]
+          command: [sh, -c, 'trap "exit 0" TERM; mkdir -p /www; echo ok > /www/index.html; httpd -f -p 8080 -h /www & wait']
+          readinessProbe: {httpGet: {path: /, port: http}, periodSeconds: 2}
+          livenessProbe: {tcpSocket: {port: 8080}, periodSeconds: 5}
+EOF
+}
+
 # start_probelet: probelet on the current node, until its socket answers.
 start_probelet() {
 	if ! pid_of "$PIDFILE" "$SOCK" >/dev/null; then
@@ -190,10 +220,18 @@ up() {
 		probelet_kubeconfig
 		start_probelet
 	done
-	say "Starting probelet-controller (log: $CTL_LOG)"
+	say "Starting probelet-controller and its admission webhook (log: $CTL_LOG)"
+	# The webhook configuration as deploy/ has it, but calling the controller
+	# on this machine (no Service network here); the controller fills in
+	# its caBundle when it starts.
+	kc apply -f "$ROOT/deploy/controller/webhook.yaml" -n probelet-system >/dev/null
+	kc patch mutatingwebhookconfiguration probelet --type=json -p "[
+		{\"op\": \"replace\", \"path\": \"/webhooks/0/clientConfig\", \"value\": {\"url\": \"https://$WEBHOOK/mutate-pods\"}},
+		{\"op\": \"replace\", \"path\": \"/webhooks/1/clientConfig\", \"value\": {\"url\": \"https://$WEBHOOK/mutate-pods\"}}]" >/dev/null
 	write_kubeconfig "$CTL_KUBECONFIG" probelet-controller "$(kc create token probelet-controller -n probelet-system --duration 24h)"
 	if ! pid_of "$CTL_PIDFILE" "$CTL_KUBECONFIG" >/dev/null; then
-		setsid "$CONTROLLER" --kubeconfig "$CTL_KUBECONFIG" --metrics-bind-address "" --webhook-listen "" >>"$CTL_LOG" 2>&1 &
+		setsid "$CONTROLLER" --kubeconfig "$CTL_KUBECONFIG" --metrics-bind-address "" \
+			--webhook-listen "$WEBHOOK" --webhook-cert-hosts "${WEBHOOK%:*}" >>"$CTL_LOG" 2>&1 &
 		echo $! >"$CTL_PIDFILE"
 		disown
 	fi
@@ -232,6 +270,19 @@ up() {
 	say "probelet back on $NODE: the conditions are its own again from its first probes"
 	start_probelet
 	watch_gates 10
+
+	say "Adopting probelet without editing manifests: a namespace labelled probelet.io/probes=managed"
+	kc create namespace shop >/dev/null 2>&1 || true
+	kc label namespace shop probelet.io/probes=managed --overwrite
+	note "A plain Deployment with kubelet probes; the webhook moves them into probelet's annotation at pod CREATE"
+	plain_deployment | kc apply -n shop -f -
+	timeout 20 "$PROBELET_KUBECTL_BIN" -n shop get pods -w -o wide || true
+	pod=$(kc -n shop get pods -l app=shop -o jsonpath='{.items[0].metadata.name}')
+	say "The Deployment keeps its probes; its pod $pod has probelet's annotation and gate instead"
+	note "deployment readinessProbe: $(kc -n shop get deploy shop -o jsonpath='{.spec.template.spec.containers[0].readinessProbe}')"
+	note "pod readinessProbe:        $(kc -n shop get pod "$pod" -o jsonpath='{.spec.containers[0].readinessProbe}')"
+	note "pod probelet.io/probes:    $(kc -n shop get pod "$pod" -o jsonpath='{.metadata.annotations.probelet\.io/probes}')"
+	note "pod readiness gates:       $(kc -n shop get pod "$pod" -o jsonpath='{.spec.readinessGates}')"
 	say "Done. Explore: export KUBECONFIG=$KUBECONFIG; $PROBELET_KUBECTL_BIN get pods; $PROBECTL --socket unix://$SOCK why ..."
 	note "probelet-controller's log: $CTL_LOG. Stop with: make demo-cluster-down"
 }
