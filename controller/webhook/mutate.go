@@ -107,26 +107,12 @@ func refusal(errs convert.ErrorList) string {
 func hasProbes(pod *corev1.Pod) bool {
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
-			for _, t := range probe.Types {
-				if probeOf(&list[i], t) != nil {
-					return true
-				}
+			if !spec.NativeProbes(&list[i]).Empty() {
+				return true
 			}
 		}
 	}
 	return false
-}
-
-func probeOf(c *corev1.Container, t probe.Type) *corev1.Probe {
-	switch t {
-	case probe.Liveness:
-		return c.LivenessProbe
-	case probe.Readiness:
-		return c.ReadinessProbe
-	case probe.Startup:
-		return c.StartupProbe
-	}
-	return nil
 }
 
 // diff is the JSON patch from pod to out, its conversion: the probes
@@ -139,8 +125,9 @@ func diff(pod, out *corev1.Pod, hasMeta bool) []op {
 		was, now []corev1.Container
 	}{{"initContainers", pod.Spec.InitContainers, out.Spec.InitContainers}, {"containers", pod.Spec.Containers, out.Spec.Containers}} {
 		for i := range l.was {
+			was := spec.NativeProbes(&l.was[i])
 			for _, t := range probe.Types {
-				if probeOf(&l.was[i], t) != nil && i < len(l.now) && probeOf(&l.now[i], t) == nil {
+				if was.Get(t) != nil && i < len(l.now) && spec.NativeProbes(&l.now[i]).Get(t) == nil {
 					ops = append(ops, op{Op: "remove", Path: fmt.Sprintf("/spec/%s/%d/%s", l.field, i, spec.FieldName(t))})
 				}
 			}

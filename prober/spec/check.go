@@ -70,7 +70,7 @@ func NativeProbeWarnings(ref PodRef, probes PodProbes, ps *corev1.PodSpec) []str
 		if !ok {
 			continue
 		}
-		native := ContainerProbes{Liveness: c.LivenessProbe, Readiness: c.ReadinessProbe, Startup: c.StartupProbe}
+		native := NativeProbes(&c)
 		for _, t := range probe.Types {
 			if cp.Get(t) != nil && native.Get(t) != nil {
 				out = append(out, fmt.Sprintf("pod %s: container %q: %s is also set in the pod spec; the kubelet will run it too",

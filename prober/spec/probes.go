@@ -20,6 +20,11 @@ func FieldName(t probe.Type) string {
 	return "unknownProbe"
 }
 
+// NativeProbes are the kubelet probes a container declares in its spec.
+func NativeProbes(c *corev1.Container) ContainerProbes {
+	return ContainerProbes{Liveness: c.LivenessProbe, Readiness: c.ReadinessProbe, Startup: c.StartupProbe}
+}
+
 // Get returns the probe of the given type, nil when it is not configured.
 func (c ContainerProbes) Get(t probe.Type) *corev1.Probe {
 	switch t {

@@ -268,28 +268,32 @@ func decodeKey(data []byte) *ecdsa.PrivateKey {
 
 func signedBy(c, ca *x509.Certificate) bool { return c.CheckSignatureFrom(ca) == nil }
 
-func serial() (*big.Int, error) {
-	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-}
-
-func newCA(now time.Time, validity time.Duration) (*pair, error) {
+// issue makes a key and a certificate of tmpl for it, signed by parent
+// (nil: self-signed).
+func issue(tmpl *x509.Certificate, parent *pair) (*pair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
 	}
-	sn, err := serial()
-	if err != nil {
+	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127)); err != nil {
 		return nil, err
 	}
-	tmpl := &x509.Certificate{SerialNumber: sn, Subject: pkix.Name{CommonName: fmt.Sprintf("probelet-webhook-ca@%d", now.Unix())},
-		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(validity), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	signer, signerKey := tmpl, key
+	if parent != nil {
+		signer, signerKey = parent.cert, parent.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signerKey)
 	if err != nil {
 		return nil, err
 	}
 	cert, err := x509.ParseCertificate(der)
 	return &pair{cert, key}, err
+}
+
+func newCA(now time.Time, validity time.Duration) (*pair, error) {
+	return issue(&x509.Certificate{Subject: pkix.Name{CommonName: fmt.Sprintf("probelet-webhook-ca@%d", now.Unix())},
+		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(validity), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}, nil)
 }
 
 // newLeaf is a serving certificate for the hosts, signed by ca, valid for
@@ -298,19 +302,11 @@ func (a *Authority) newLeaf(ca *pair, now time.Time) (*pair, error) {
 	if len(a.Hosts) == 0 {
 		return nil, errors.New("certs: the serving certificate needs a host")
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	sn, err := serial()
-	if err != nil {
-		return nil, err
-	}
 	notAfter := now.Add(a.Validity)
 	if ca.cert.NotAfter.Before(notAfter) {
 		notAfter = ca.cert.NotAfter
 	}
-	tmpl := &x509.Certificate{SerialNumber: sn, Subject: pkix.Name{CommonName: a.Hosts[0]},
+	tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: a.Hosts[0]},
 		NotBefore: now.Add(-time.Minute), NotAfter: notAfter,
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	for _, h := range a.Hosts {
@@ -320,12 +316,7 @@ func (a *Authority) newLeaf(ca *pair, now time.Time) (*pair, error) {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	return &pair{cert, key}, err
+	return issue(tmpl, ca)
 }
 
 // KeyPair reads the serving certificate and key from the Secret's data.
