@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -123,8 +124,12 @@ func run(args []string) error {
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
+	// One cluster-wide list and watch of pods and nodes for the monitor and
+	// the webhook's report.
+	shared := informers.NewSharedInformerFactory(client, 0)
+	defer shared.Shutdown()
 	m, err := monitor.New(monitor.Options{Client: client, Namespace: o.leaseNamespace, Grace: o.grace, Zones: o.zones,
-		Recorder: recorder, Log: log.Named("monitor"),
+		Recorder: recorder, Log: log.Named("monitor"), Informers: shared,
 		OnState: func(zone string, s zones.State) {
 			for _, st := range []zones.State{zones.Normal, zones.PartialDisruption, zones.FullDisruption} {
 				v := 0.0
@@ -148,7 +153,7 @@ func run(args []string) error {
 		if err := serveWebhook(ctx, o.webhook, o.leaseNamespace, client, reg, log.Named("webhook")); err != nil {
 			return err
 		}
-		hooks, err := webhookLeader(o.webhook, o.leaseNamespace, client, reg, recorder, log.Named("webhook"))
+		hooks, err := webhookLeader(o.webhook, o.leaseNamespace, client, shared, reg, recorder, log.Named("webhook"))
 		if err != nil {
 			return err
 		}

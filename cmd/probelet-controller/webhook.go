@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
@@ -85,14 +86,15 @@ func serveWebhook(ctx context.Context, w webhookOptions, namespace string, clien
 // webhookLeader is the webhook's work while leading: keeping the
 // certificates (with --webhook-manage-cert) and reporting the pods
 // created while the webhook was away.
-func webhookLeader(w webhookOptions, namespace string, client kubernetes.Interface, reg *prometheus.Registry,
-	recorder record.EventRecorder, log *zap.Logger) (func(context.Context) error, error) {
+func webhookLeader(w webhookOptions, namespace string, client kubernetes.Interface, shared informers.SharedInformerFactory,
+	reg *prometheus.Registry, recorder record.EventRecorder, log *zap.Logger) (func(context.Context) error, error) {
 	missed := prometheus.NewCounter(prometheus.CounterOpts{Name: "probelet_webhook_missed_pods_total",
 		Help: "Pods of managed namespaces admitted with kubelet probes the webhook would have moved: created while it was unavailable."})
 	if err := reg.Register(missed); err != nil {
 		return nil, err
 	}
-	reporter := &webhook.Reporter{Client: client, Recorder: recorder, Exclude: excluded(namespace), OnMissed: missed.Inc, Log: log}
+	reporter := &webhook.Reporter{Client: client, Recorder: recorder, Exclude: excluded(namespace), OnMissed: missed.Inc, Log: log,
+		Informers: shared}
 	authority := &certs.Authority{Client: client, Namespace: namespace, Secret: w.secret, Webhook: w.config,
 		Hosts: w.hosts, Validity: w.validity}
 	return func(ctx context.Context) error {

@@ -63,6 +63,10 @@ type Options struct {
 	OnState func(zone string, s zones.State)
 	// OnMarked is told each pod marked, by reason (metrics).
 	OnMarked func(reason string)
+	// Informers is the cluster-wide informer factory to share with the
+	// controller's other parts (one list and watch of every pod); nil:
+	// the Monitor makes its own.
+	Informers informers.SharedInformerFactory
 }
 
 // Monitor marks the pods of silent probelets. Run it once per leadership.
@@ -71,6 +75,9 @@ type Monitor struct {
 	tracker *zones.Tracker
 	mon     *zones.Monitor
 	lim     *zones.Limiters
+	all     informers.SharedInformerFactory // cluster-wide
+	inNS    informers.SharedInformerFactory // the Lease namespace
+	ownAll  bool                            // all is the Monitor's to shut down
 	leases  cache.SharedIndexInformer
 	nodes   cache.SharedIndexInformer
 	pods    cache.SharedIndexInformer
@@ -113,28 +120,35 @@ func New(o Options) (*Monitor, error) {
 	if o.Log == nil {
 		o.Log = zap.NewNop()
 	}
-	return &Monitor{o: o, queue: map[string][]queued{}, marked: map[types.UID]markedAt{}}, nil
-}
-
-// Run watches and marks until ctx ends.
-func (m *Monitor) Run(ctx context.Context) error {
-	all := informers.NewSharedInformerFactory(m.o.Client, 0)
-	inNS := informers.NewSharedInformerFactoryWithOptions(m.o.Client, 0, informers.WithNamespace(m.o.Namespace))
-	m.leases = inNS.Coordination().V1().Leases().Informer()
-	m.nodes = all.Core().V1().Nodes().Informer()
-	m.pods = all.Core().V1().Pods().Informer()
+	m := &Monitor{o: o, queue: map[string][]queued{}, marked: map[types.UID]markedAt{}, all: o.Informers}
+	if m.all == nil {
+		m.all, m.ownAll = informers.NewSharedInformerFactory(o.Client, 0), true
+	}
+	// The informers are registered now, before a shared factory is
+	// started by another part: an index cannot be added to a running one.
+	m.inNS = informers.NewSharedInformerFactoryWithOptions(o.Client, 0, informers.WithNamespace(o.Namespace))
+	m.leases = m.inNS.Coordination().V1().Leases().Informer()
+	m.nodes = m.all.Core().V1().Nodes().Informer()
+	m.pods = m.all.Core().V1().Pods().Informer()
 	if err := m.pods.AddIndexers(cache.Indexers{byNode: func(obj any) ([]string, error) {
 		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" && marking.Gated(p) {
 			return []string{p.Spec.NodeName}, nil
 		}
 		return nil, nil
 	}}); err != nil {
-		return fmt.Errorf("monitor: %w", err)
+		return nil, fmt.Errorf("monitor: %w", err)
 	}
-	all.Start(ctx.Done())
-	inNS.Start(ctx.Done())
-	defer all.Shutdown()
-	defer inNS.Shutdown()
+	return m, nil
+}
+
+// Run watches and marks until ctx ends.
+func (m *Monitor) Run(ctx context.Context) error {
+	m.all.Start(ctx.Done())
+	m.inNS.Start(ctx.Done())
+	if m.ownAll {
+		defer m.all.Shutdown()
+	}
+	defer m.inNS.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), m.leases.HasSynced, m.nodes.HasSynced, m.pods.HasSynced) {
 		return nil
 	}

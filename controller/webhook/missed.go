@@ -43,6 +43,9 @@ type Reporter struct {
 	Exclude  []string
 	OnMissed func()
 	Log      *zap.Logger
+	// Informers is the cluster-wide informer factory to share (the
+	// monitor's pods); nil: the Reporter makes its own.
+	Informers informers.SharedInformerFactory
 
 	mu       sync.Mutex
 	reported map[types.UID]bool
@@ -53,8 +56,11 @@ type Reporter struct {
 // Run reports until ctx ends.
 func (r *Reporter) Run(ctx context.Context) error {
 	r.reported, r.since = map[types.UID]bool{}, time.Now().Add(-recent)
-	f := informers.NewSharedInformerFactory(r.Client, 0)
-	defer f.Shutdown()
+	f := r.Informers
+	if f == nil {
+		f = informers.NewSharedInformerFactory(r.Client, 0)
+		defer f.Shutdown()
+	}
 	// Namespaces first: a pod is judged by its namespace's label.
 	nsInf := f.Core().V1().Namespaces()
 	r.ns = nsInf.Lister()
