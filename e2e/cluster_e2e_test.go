@@ -141,9 +141,18 @@ func (n *clusterNode) pod(name string) *corev1.Pod {
 // containerID is the runtime's ID of the pod's container, once it runs.
 func (n *clusterNode) containerID(name string) string {
 	n.t.Helper()
+	return n.containerIDIn("default", name)
+}
+
+// containerIDIn is containerID for a pod of namespace ns.
+func (n *clusterNode) containerIDIn(ns, name string) string {
+	n.t.Helper()
 	var id string
-	eventually(n.t, 60*time.Second, "pod "+name+" to run", func() (bool, string) {
-		p := n.pod(name)
+	eventually(n.t, 60*time.Second, "pod "+ns+"/"+name+" to run", func() (bool, string) {
+		p, err := n.admin.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
 		for _, cs := range p.Status.ContainerStatuses {
 			if cs.State.Running != nil {
 				_, id, _ = strings.Cut(cs.ContainerID, "://")

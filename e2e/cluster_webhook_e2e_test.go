@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/probelet/probelet/controller/marking"
 	"github.com/probelet/probelet/controller/webhook"
 	"github.com/probelet/probelet/internal/testbed"
 	"github.com/probelet/probelet/prober/spec"
@@ -119,13 +120,13 @@ func TestClusterWebhook(t *testing.T) {
 		t.Fatalf("managed pod's annotation %q: %v", anno, err)
 	}
 	if p := probes["app"]; p.Readiness == nil || p.Readiness.HTTPGet == nil || p.Liveness == nil || p.Liveness.TCPSocket == nil ||
-		p.Startup == nil || p.Startup.Exec == nil || !hasGate(managed) {
+		p.Startup == nil || p.Startup.Exec == nil || !marking.Gated(managed) {
 		t.Fatalf("managed pod: annotation %q, gates %+v; want the three probes and the gate", anno, managed.Spec.ReadinessGates)
 	}
 	plain := n.onlyPod(ctx, "plain", "app=web")
 	want := n.probedDeployment("plain").Spec.Template.Spec.Containers[0]
 	if c := plain.Spec.Containers[0]; c.ReadinessProbe == nil || c.LivenessProbe == nil || c.StartupProbe == nil ||
-		c.ReadinessProbe.HTTPGet.Path != want.ReadinessProbe.HTTPGet.Path || plain.Annotations[spec.AnnotationProbes] != "" || hasGate(plain) {
+		c.ReadinessProbe.HTTPGet.Path != want.ReadinessProbe.HTTPGet.Path || plain.Annotations[spec.AnnotationProbes] != "" || marking.Gated(plain) {
 		t.Fatalf("plain namespace's pod changed: %+v, annotations %v", c, plain.Annotations)
 	}
 
@@ -142,7 +143,7 @@ func TestClusterWebhook(t *testing.T) {
 		})
 	}
 	podReady("managed", managed.Name, corev1.ConditionTrue)
-	id := n.runningContainer(ctx, "managed", managed.Name)
+	id := n.containerIDIn("managed", managed.Name)
 	mustExec(t, n.bed, id, "rm", "/www/ready")
 	podReady("managed", managed.Name, corev1.ConditionFalse)
 	eventually(t, 30*time.Second, "probelet's Unhealthy Event", func() (bool, string) {
@@ -310,15 +311,6 @@ func pendingPod(name string, readiness *corev1.Probe) *corev1.Pod {
 			ImagePullPolicy: corev1.PullNever, ReadinessProbe: readiness}}}}
 }
 
-func hasGate(p *corev1.Pod) bool {
-	for _, g := range p.Spec.ReadinessGates {
-		if g.ConditionType == readyGate {
-			return true
-		}
-	}
-	return false
-}
-
 // onlyPod waits for the one pod of selector in ns.
 func (n *clusterNode) onlyPod(ctx context.Context, ns, selector string) *corev1.Pod {
 	n.t.Helper()
@@ -332,26 +324,6 @@ func (n *clusterNode) onlyPod(ctx context.Context, ns, selector string) *corev1.
 		return true, ""
 	})
 	return pod
-}
-
-// runningContainer is the ID of the pod's running container.
-func (n *clusterNode) runningContainer(ctx context.Context, ns, name string) string {
-	n.t.Helper()
-	var id string
-	eventually(n.t, 60*time.Second, "the container of "+ns+"/"+name, func() (bool, string) {
-		p, err := n.admin.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, cs := range p.Status.ContainerStatuses {
-			if cs.State.Running != nil {
-				_, id, _ = strings.Cut(cs.ContainerID, "://")
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("%+v", p.Status.ContainerStatuses)
-	})
-	return id
 }
 
 // unhealthyEvents counts the pod's Unhealthy Events by source.
