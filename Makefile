@@ -19,7 +19,7 @@ DEMO_CLUSTER_DIR ?= /tmp/pdc
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build image image-reproducible test testbed unit vm fuzz e2e soak lint bench generate demo demo-down demo-cluster demo-cluster-down clean
+.PHONY: all build image image-reproducible test testbed unit vm fuzz e2e soak lint helm bench generate demo demo-down demo-cluster demo-cluster-down clean
 
 all: build
 
@@ -52,7 +52,7 @@ image-reproducible:
 ## digest, (as root) the eBPF kernel tests in a Linux 6.1 VM, a short fuzz
 ## run, and (as root) the e2e suite and the node-scale soak (make soak's
 ## defaults, under 5 minutes) on a real containerd test bed
-test: lint testbed unit image-reproducible vm fuzz e2e soak
+test: lint helm testbed unit image-reproducible vm fuzz e2e soak
 
 ## testbed: build the containerd test bed's binaries and images, and the
 ## control plane and kubelet (hack/cluster, ~10-13 min cold), into the cache
@@ -63,7 +63,16 @@ testbed:
 	else echo "testbed: not root, skipping the test bed build (tests that need it skip too)"; fi
 
 unit:
-	$(GO) test -race -count=1 ./...
+	HELM=$$(hack/tools.sh helm) $(GO) test -race -count=1 ./...
+
+## helm: helm lint (strict) and helm template of deploy/helm/probelet, in
+## each agent mode (Helm built from the Go module proxy by hack/tools.sh;
+## deploy/helm_test.go compares its renderings with kustomize's)
+helm:
+	@h=$$(hack/tools.sh helm) && $$h lint --strict deploy/helm/probelet && \
+		$$h template probelet deploy/helm/probelet >/dev/null && \
+		$$h template probelet deploy/helm/probelet --set agent.mode=preinstalled >/dev/null && \
+		echo "helm: lint and template passed"
 
 ## vm: the eBPF packages' kernel tests inside a VM booting Debian 12's Linux
 ## 6.1 (QEMU/TCG, about 2 minutes; root only, in CI it fails loudly when it

@@ -81,9 +81,12 @@ var breakages = []breakage{
 	{name: "policy fails open", want: "must fail closed",
 		target: "ValidatingAdmissionPolicy/probelet-own-node-pod-status",
 		ops:    `- {op: replace, path: /spec/failurePolicy, value: Ignore}`},
-	{name: "Leases in every namespace", want: "probelet has Roles", extra: "  - lease-role.yaml\n", // a second item under resources:
+	{name: "Leases in every namespace", want: "RoleBinding default/probelet-lease binds probelet", extra: "  - lease-role.yaml\n", // a second item under resources:
 		files: map[string]string{"lease-role.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: probelet-lease, namespace: default}\n" +
-			"rules: [{apiGroups: [coordination.k8s.io], resources: [leases], verbs: [get, create, update]}]\n"}},
+			"rules: [{apiGroups: [coordination.k8s.io], resources: [leases], verbs: [get, create, update]}]\n---\n" +
+			"apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: probelet-lease, namespace: default}\n" +
+			"roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: probelet-lease}\n" +
+			"subjects: [{kind: ServiceAccount, name: probelet, namespace: probelet-system}]\n"}},
 	{name: "Lease rights beyond renewing", want: "Role probelet-system/probelet-lease grants", target: "Role/probelet-lease",
 		ops: `- {op: add, path: /rules/0/verbs/-, value: delete}`},
 	{name: "other nodes' Leases", want: "policy binding probelet-own-node-lease must Deny",

@@ -51,6 +51,12 @@ func load(fsys filesys.FileSystem, dir string) (*objects, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeAll(objs)
+}
+
+// decodeAll checks every object of a rendering (kustomize's or Helm's)
+// against the schemas and decodes it strictly.
+func decodeAll(objs []rendered) (*objects, error) {
 	api, err := kubeOpenAPI()
 	if err != nil {
 		return nil, err

@@ -148,15 +148,19 @@ func checkLeaseRights(objs *objects) error {
 	if role == nil || b == nil {
 		return fmt.Errorf("Role and RoleBinding %s must exist (the node Lease)", key)
 	}
-	if len(objs.nsRoles) != 1 || len(objs.nsRoleBindings) != 1 {
-		errs = append(errs, fmt.Errorf("probelet has Roles %d and RoleBindings %d, want only %s", len(objs.nsRoles), len(objs.nsRoleBindings), key))
+	want := rbacv1.Subject{Kind: "ServiceAccount", Name: agentName, Namespace: namespace}
+	// Other Roles (the controller's, in a rendering with both) may exist;
+	// none but the Lease's may be bound to probelet.
+	for id, other := range objs.nsRoleBindings {
+		if id != key && slices.Contains(other.Subjects, want) {
+			errs = append(errs, fmt.Errorf("RoleBinding %s binds probelet; only %s may", id, key))
+		}
 	}
 	got, err := grants("Role "+key, role.Rules)
 	errs = append(errs, err)
 	if !slices.Equal(got, wantLeaseRules) {
 		errs = append(errs, fmt.Errorf("Role %s grants %q, want exactly %q", key, got, wantLeaseRules))
 	}
-	want := rbacv1.Subject{Kind: "ServiceAccount", Name: agentName, Namespace: namespace}
 	if b.RoleRef.Kind != "Role" || b.RoleRef.Name != leaseRole || len(b.Subjects) != 1 || b.Subjects[0] != want {
 		errs = append(errs, fmt.Errorf("RoleBinding %s must bind the Role to %s/%s only: %+v", key, namespace, agentName, b))
 	}

@@ -5,6 +5,9 @@
 set -euo pipefail
 
 STATICCHECK_VERSION=v0.8.2
+# Helm lints and renders deploy/helm/probelet (make test) and installs it
+# in the e2e suite.
+HELM_VERSION=v3.22.0
 
 CACHE=${PROBELET_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/probelet-tools}
 
@@ -25,5 +28,6 @@ install() {
 
 case ${1:-} in
 staticcheck) install honnef.co/go/tools/cmd/staticcheck "$STATICCHECK_VERSION" staticcheck ;;
-*) die "usage: $0 staticcheck" ;;
+helm) install helm.sh/helm/v3/cmd/helm "$HELM_VERSION" helm ;;
+*) die "usage: $0 staticcheck|helm" ;;
 esac

@@ -59,6 +59,21 @@ type options struct {
 
 func parse(args []string) (options, error) {
 	o := options{zones: zones.DefaultConfig()}
+	fs := flagSet(&o)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.grace <= 0 {
+		return o, fmt.Errorf("--grace-period: %s must be positive", o.grace)
+	}
+	return o, errors.Join(o.zones.Validate(), o.webhook.validate())
+}
+
+// flagSet defines the controller's flags on o.
+func flagSet(o *options) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(component, pflag.ContinueOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server; empty: the in-cluster configuration")
 	fs.StringVar(&o.leaseNamespace, "lease-namespace", heartbeat.DefaultNamespace, "namespace of probelet's node Leases (and of the leader election Lease)")
@@ -70,16 +85,7 @@ func parse(args []string) (options, error) {
 	fs.Float32Var(&o.zones.SecondaryMarkingRate, "secondary-marking-rate", o.zones.SecondaryMarkingRate, "pods marked per second in a large partially disrupted zone")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9810", "HOST:PORT serving /metrics and /healthz; empty turns it off")
 	o.webhook.flags(fs)
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if o.grace <= 0 {
-		return o, fmt.Errorf("--grace-period: %s must be positive", o.grace)
-	}
-	return o, errors.Join(o.zones.Validate(), o.webhook.validate())
+	return fs
 }
 
 func run(args []string) error {
