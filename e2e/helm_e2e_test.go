@@ -13,13 +13,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/probelet/probelet/controller/marking"
+	"github.com/probelet/probelet/controller/webhook"
 	"github.com/probelet/probelet/internal/cluster"
 	"github.com/probelet/probelet/internal/testbed"
+	"github.com/probelet/probelet/prober/spec"
 )
 
 // helmPath is Helm as `make helm` installs it (hack/tools.sh, cached).
@@ -32,16 +37,19 @@ var helmPath = sync.OnceValues(func() (string, error) {
 // install` on the real control plane, as TestDaemonSetOnCluster applies
 // the kustomize overlay: the image imported into a containerd test bed,
 // values pointing the agent at the bed. The API server accepts every object
-// of the chart (the controller's and the webhook's included); the agent
-// becomes Ready under the kubelet's probes, registers over NRI and writes a
-// workload's readiness gate. `helm upgrade` with another flag value rolls
-// the agent without dropping the workload's Ready condition and the new
-// pod runs with the flag; `helm uninstall` leaves no agent, no socket, no
-// NRI registration and none of the chart's cluster-wide objects.
+// of the chart; the agent becomes Ready under the kubelet's probes,
+// registers over NRI and writes a workload's readiness gate; the controller
+// becomes available, makes the webhook's certificate and caBundle, and the
+// webhook answers through its Service: a pod created in a labelled
+// namespace has its probes moved. `helm upgrade` with another flag value
+// rolls the agent without dropping the workload's Ready condition, the new
+// pod runs with the flag, and the webhook still answers; `helm uninstall`
+// leaves no agent, no socket, no NRI registration, none of the chart's
+// cluster-wide objects and not its namespace.
 //
-// The controller runs with 0 replicas here: its pods would have to reach
-// the API server, which listens on the host's loopback only, from the pod
-// network. Its binary runs on this control plane in the cluster tests.
+// The controller runs one replica in the host's network
+// (controller.hostNetwork): the test control plane's API server listens on
+// loopback, which a pod network cannot reach.
 func TestHelmInstallOnCluster(t *testing.T) {
 	t.Parallel()
 	helm, err := helmPath()
@@ -77,15 +85,15 @@ func TestHelmInstallOnCluster(t *testing.T) {
 	run("install", "probelet", filepath.Join(repoRoot(), "deploy", "helm", "probelet"), "--values", values)
 	first := waitAgentReady(ctx, t, c, "")
 	waitContainerdLog(t, bed, logFrom, `plugin \"10-probelet\" connected and synchronized`)
-	if _, err := c.Client().AppsV1().Deployments(agentNamespace).Get(ctx, "probelet-controller", metav1.GetOptions{}); err != nil {
-		t.Errorf("the controller's Deployment: %v", err)
-	}
-	if _, err := c.Client().CoreV1().Services(agentNamespace).Get(ctx, "probelet-webhook", metav1.GetOptions{}); err != nil {
-		t.Errorf("the webhook's Service: %v", err)
-	}
-	if _, err := c.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "probelet", metav1.GetOptions{}); err != nil {
-		t.Errorf("the webhook configuration: %v", err)
-	}
+	eventually(t, 2*time.Minute, "the controller's Deployment available", func() (bool, string) {
+		d, err := c.Client().AppsV1().Deployments(agentNamespace).Get(ctx, "probelet-controller", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return d.Status.AvailableReplicas == 1, fmt.Sprintf("%d available", d.Status.AvailableReplicas)
+	})
+	managed := managedNamespace(ctx, t, c)
+	checkWebhookAnswers(ctx, t, c, managed)
 
 	socket := filepath.Join(bed.Dir(), "probelet-run", "probelet.sock")
 	d := &daemon{t: t, bed: bed, socket: "unix://" + socket, metrics: metrics}
@@ -111,6 +119,7 @@ func TestHelmInstallOnCluster(t *testing.T) {
 	if f := flaps(); len(f) > 0 {
 		t.Errorf("the workload's Ready condition dropped during the upgrade: %q", f)
 	}
+	checkWebhookAnswers(ctx, t, c, managed)
 
 	logFrom = logSize(t, bed)
 	run("uninstall", "probelet", "--wait")
@@ -142,10 +151,53 @@ func TestHelmInstallOnCluster(t *testing.T) {
 			t.Errorf("%s after helm uninstall: %v, want NotFound", what, err)
 		}
 	}
+	// The namespace goes with what the controller made in it (the
+	// webhook's Secret, the Leases).
+	eventually(t, 2*time.Minute, "namespace "+agentNamespace+" gone", func() (bool, string) {
+		_, err := c.Client().CoreV1().Namespaces().Get(ctx, agentNamespace, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+}
+
+// managedNamespace creates a namespace labelled for the webhook.
+func managedNamespace(ctx context.Context, t *testing.T, c *cluster.Cluster) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "adopted",
+		Labels: map[string]string{webhook.Label: webhook.LabelManaged}}}
+	if _, err := c.Client().CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// checkWebhookAnswers creates (dry run: admission runs, nothing is stored)
+// a pod with a kubelet readiness probe in namespace until the webhook,
+// called by the API server through the chart's Service and trusting the
+// caBundle the controller keeps, moves the probe; until then the pod comes
+// back unchanged (failurePolicy Ignore).
+func checkWebhookAnswers(ctx context.Context, t *testing.T, c *cluster.Cluster, namespace string) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "adoptee", Namespace: namespace},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app",
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}}}}},
+	}
+	eventually(t, 2*time.Minute, "the webhook moving a pod's probes", func() (bool, string) {
+		got, err := c.Client().CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, err.Error()
+		}
+		_, annotated := got.Annotations[spec.AnnotationProbes]
+		gated := marking.Gated(got)
+		return annotated && gated && got.Spec.Containers[0].ReadinessProbe == nil,
+			fmt.Sprintf("annotated %v, gated %v, probe in spec %v", annotated, gated, got.Spec.Containers[0].ReadinessProbe != nil)
+	})
 }
 
 // helmBedValues writes the chart values that point the agent at the bed
-// (what bedOverlay does for kustomize) and returns the file.
+// (what bedOverlay does for kustomize), and the controller at free host
+// ports and the API server, and returns the file.
 func helmBedValues(t *testing.T, bedDir, port, apiServer string) string {
 	t.Helper()
 	host, apiPort, _ := strings.Cut(apiServer, ":")
@@ -164,11 +216,25 @@ agent:
     - {name: KUBERNETES_SERVICE_HOST, value: %[7]q}
     - {name: KUBERNETES_SERVICE_PORT, value: %[8]q}
 controller:
-  replicas: 0
-`, strings.Split(e2eImageName, ":")[0], strings.Split(e2eImageName, ":")[1], bedDir, run, port, state, host, apiPort)
+  replicas: 1
+  hostNetwork: true
+  flags:
+    metrics-bind-address: 127.0.0.1:%[9]s
+    webhook-listen: :%[10]s
+  extraEnv:
+    - {name: KUBERNETES_SERVICE_HOST, value: %[7]q}
+    - {name: KUBERNETES_SERVICE_PORT, value: %[8]q}
+`, strings.Split(e2eImageName, ":")[0], strings.Split(e2eImageName, ":")[1], bedDir, run, port, state, host, apiPort,
+		freePort(t), freePort(t))
 	file := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(file, []byte(values), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return file
+}
+
+// freePort is the port of a free local address.
+func freePort(t *testing.T) string {
+	_, port, _ := net.SplitHostPort(freeLocalAddr(t))
+	return port
 }

@@ -76,7 +76,10 @@ start_etcd() {
 
 # start_apiserver: --endpoint-reconciler-type none because the kubernetes
 # Service would get a loopback endpoint; --kubelet-preferred-address-types
-# starts with InternalIP because the node's hostname does not resolve.
+# starts with InternalIP because the node's hostname does not resolve;
+# --enable-aggregator-routing because there is no kube-proxy to route a
+# Service's ClusterIP: the API server calls admission webhooks (the Helm
+# chart's) at their endpoints' IPs instead.
 start_apiserver() {
 	pid_of "$CL_DIR/kube-apiserver.pid" "$CL_PKI/apiserver.crt" >/dev/null && return 0
 	local gates=()
@@ -93,6 +96,7 @@ start_apiserver() {
 		--service-cluster-ip-range "$SERVICE_CIDR" \
 		--endpoint-reconciler-type none \
 		--kubelet-preferred-address-types InternalIP,ExternalIP,Hostname \
+		--enable-aggregator-routing=true \
 		--kubelet-client-certificate "$CL_PKI/apiserver-kubelet-client.crt" \
 		--kubelet-client-key "$CL_PKI/apiserver-kubelet-client.key" \
 		--allow-privileged=true --profiling=false "${gates[@]}"
