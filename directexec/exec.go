@@ -163,6 +163,8 @@ func outcome(ctx context.Context, line string, cmd []string, timeout time.Durati
 		return 0, fmt.Errorf("unable to start container process: %s", rest)
 	case "setup-error":
 		return 0, unsupportedf(reasonSetup, "%s", rest)
+	case "lsm-error":
+		return 0, unsupportedf(reasonLSM, "%s", rest)
 	case "gone":
 		return 0, fmt.Errorf("%w: %s", errNotRunning, rest)
 	case "container-exited":

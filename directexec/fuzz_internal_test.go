@@ -48,6 +48,9 @@ func FuzzHelperRequest(f *testing.F) {
 		Capabilities: &specs.LinuxCapabilities{}}
 	f.Add(helperRequest(root, nil, "true"))
 	f.Add(helperRequest(user, make([]byte, 8*3), "sh", "-c", "echo hi"))
+	var confined records
+	confined.str('a', "cri-containerd.apparmor.d")
+	f.Add(append(confined.bytes(), helperRequest(root, nil, "true")...))
 	f.Add([]byte{'Z', 0, 0, 0, 0})
 	f.Add([]byte{'A', 0xff, 0xff, 0xff, 0x7f})
 	f.Fuzz(func(t *testing.T, req []byte) {

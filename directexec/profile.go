@@ -148,6 +148,9 @@ func (r *Runner) buildProfile(ctx context.Context, id string) (*profile, error) 
 	if !opts.NoNewKeyring {
 		w.str('R', "_ses."+id) // runc's session keyring per container
 	}
+	if cfg.Process.ApparmorProfile != "" {
+		w.str('a', cfg.Process.ApparmorProfile)
+	}
 	if prog != nil {
 		w.add('S', append(binary.LittleEndian.AppendUint32(nil, prog.flags), prog.prog...))
 	}

@@ -25,7 +25,7 @@ const (
 	// the probelet binary.
 	HelperName = "probelet-exec"
 	// helperProtocol is the version `probelet-exec version` must print.
-	helperProtocol = "probelet-exec 1"
+	helperProtocol = "probelet-exec 2"
 	// compileTimeout bounds compiling one container's seccomp profile.
 	compileTimeout = 10 * time.Second
 	// statusGrace is how long after the probe's timeout the helper may

@@ -26,7 +26,7 @@ const (
 	reasonProcess   = "process"   // a process setting the helper does not apply
 	reasonNamespace = "namespace" // a namespace type the helper does not know
 	reasonSeccomp   = "seccomp"   // a seccomp feature the helper does not apply
-	reasonLSM       = "lsm"       // an AppArmor profile or SELinux label
+	reasonLSM       = "lsm"       // an SELinux label, or an AppArmor profile the kernel refused
 	reasonCgroup    = "cgroup"    // a cgroup of the container not found here
 	reasonIdentity  = "identity"  // the init process could not be tied to the container
 	reasonSetup     = "setup"     // the helper failed to set up a probe
@@ -143,9 +143,9 @@ var namespaceTypes = []specs.LinuxNamespaceType{
 // checkProcess refuses what the helper does not apply the way runc does.
 func checkProcess(p *specs.Process) error {
 	switch {
-	case p.ApparmorProfile != "":
-		return unsupportedf(reasonLSM, "AppArmor profile %q", p.ApparmorProfile)
 	case p.SelinuxLabel != "":
+		// Not shown on a kernel with SELinux enforcing (README "Direct
+		// exec probes"): those containers keep the runtime.
 		return unsupportedf(reasonLSM, "SELinux label %q", p.SelinuxLabel)
 	case p.Scheduler != nil:
 		return unsupportedf(reasonProcess, "process.scheduler is set")

@@ -45,7 +45,7 @@ func TestParseConfigRefusesWhatItDoesNotApply(t *testing.T) {
 		{"a VM section", func(m map[string]any) { m["vm"] = map[string]any{} }, reasonSpec},
 		{"an unknown process field", func(m map[string]any) { section(m, "process")["fancy"] = true }, reasonSpec},
 		{"an unknown user field", func(m map[string]any) { section(section(m, "process"), "user")["sid"] = 1 }, reasonSpec},
-		{"an AppArmor profile", func(m map[string]any) { section(m, "process")["apparmorProfile"] = "cri-containerd.apparmor.d" }, reasonLSM},
+		{"an AppArmor profile (the helper applies it)", func(m map[string]any) { section(m, "process")["apparmorProfile"] = "cri-containerd.apparmor.d" }, ""},
 		{"an SELinux label", func(m map[string]any) { section(m, "process")["selinuxLabel"] = "system_u:system_r:container_t:s0" }, reasonLSM},
 		{"a scheduler", func(m map[string]any) { section(m, "process")["scheduler"] = map[string]any{"policy": "SCHED_IDLE"} }, reasonProcess},
 		{"an I/O priority", func(m map[string]any) {

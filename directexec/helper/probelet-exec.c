@@ -24,7 +24,8 @@
 // The status line is one of: "exit N", "signal N", "timeout", "cancelled",
 // "exec-error MSG" (the runtime would fail the exec the same way: command
 // not found, ...), "setup-error MSG" (the helper could not reproduce the
-// runtime's setup; probelet asks the runtime instead), "gone MSG" (the
+// runtime's setup; probelet asks the runtime instead), "lsm-error MSG" (the
+// container's AppArmor profile could not be applied; likewise), "gone MSG" (the
 // container is not running) and "container-exited" (its init exited while
 // the command ran).
 
@@ -49,6 +50,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/statfs.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -58,7 +60,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROTOCOL_VERSION 1
+#define PROTOCOL_VERSION 2
 
 // The hardening this object was compiled with, as the compiler saw it
 // (hack/build-exec-helper.sh asks for it; directexec's helper build test
@@ -105,6 +107,9 @@ __attribute__((used, section(".probelet.hardening"))) static const char hardenin
 #endif
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
+#endif
+#ifndef PROC_SUPER_MAGIC
+#define PROC_SUPER_MAGIC 0x9fa0
 #endif
 
 // ---------------------------------------------------------------- buffers
@@ -420,6 +425,7 @@ struct request {
 	int has_umask;
 	mode_t umask;
 	char *keyring;
+	char *apparmor;
 	int has_seccomp;
 	uint32_t seccomp_flags;
 	struct sock_fprog filter;
@@ -506,6 +512,9 @@ static void read_request(int fd, struct request *r)
 			break;
 		case 'R':
 			r->keyring = str(&b, "keyring");
+			break;
+		case 'a':
+			r->apparmor = str(&b, "AppArmor profile");
 			break;
 		case 'S':
 			if (b.len < 4 + sizeof(struct sock_filter) || (b.len - 4) % sizeof(struct sock_filter) != 0 ||
@@ -861,6 +870,31 @@ static void load_seccomp(const struct request *r)
 // command's pid (in the host's numbering) to the helper on pidout and
 // exits; the helper, a child subreaper as the runtime's shim is, inherits
 // the command. The whole helper is non-dumpable from its start.
+// hostproc is the helper's own procfs (the host's pid namespace), opened
+// before any namespace of the container is joined: the container's /proc
+// is its own to remount, so nothing in it decides where a profile is
+// written.
+static int hostproc = -1;
+
+// apply_apparmor is runc's apparmor.ApplyProfile: "exec PROFILE" written
+// to the process's own attr/apparmor/exec (attr/exec before Linux 5.8's
+// LSM-specific directory), so the kernel confines the command from its
+// execve. Only a task may write its own attributes: this is the child,
+// through thread-self of the host's procfs.
+static void apply_apparmor(const struct request *r)
+{
+	int fd = openat(hostproc, "thread-self/attr/apparmor/exec", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		fd = openat(hostproc, "thread-self/attr/exec", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		fail('A', "apparmor failed to apply profile %s: %s", r->apparmor, strerror(errno));
+	char v[4200];
+	int n = snprintf(v, sizeof(v), "exec %s", r->apparmor);
+	if (n <= 0 || (size_t)n >= sizeof(v) || write(fd, v, (size_t)n) != n)
+		fail('A', "apparmor failed to apply profile %s: %s", r->apparmor, strerror(errno));
+	close(fd);
+}
+
 static void __attribute__((noreturn)) child(struct request *r, int devnull);
 
 static void __attribute__((noreturn))
@@ -972,6 +1006,8 @@ static void __attribute__((noreturn)) child(struct request *r, int devnull)
 		fail('S', "PR_SET_KEEPCAPS: %s", strerror(errno));
 	if (r->has_caps)
 		apply_caps(r, last);
+	if (r->apparmor)
+		apply_apparmor(r);
 
 	char *path = look_path(r->args[0], r->env);
 	if (r->has_seccomp && r->nnp)
@@ -1212,6 +1248,14 @@ static int run(void)
 			return 0;
 		}
 	}
+	if (r.apparmor) {
+		struct statfs sfs;
+		hostproc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (hostproc < 0 || fstatfs(hostproc, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC) {
+			status("lsm-error /proc is not procfs: the AppArmor profile cannot be applied");
+			return 0;
+		}
+	}
 	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC); // as the shim gives it
 	int pipefd[2], pidpipe[2];
 	if (devnull < 0 || pipe2(pipefd, O_CLOEXEC) < 0 || pipe2(pidpipe, O_CLOEXEC) < 0) {
@@ -1323,6 +1367,8 @@ static int run(void)
 		status("exec-error %s", msg + 1);
 	else if (msglen > 0 && init_exiting(initfd, r.pid))
 		status("gone the container's init process %d exited", r.pid);
+	else if (msglen > 0 && msg[0] == 'A')
+		status("lsm-error %s", msg + 1);
 	else if (msglen > 0)
 		status("setup-error %s", msg + 1);
 	else if (init_exiting(initfd, r.pid))
@@ -1427,9 +1473,9 @@ static int check(void)
 	struct request r = {0};
 	read_request(0, &r);
 	printf("ok pid=%d start=%llu args=%d env=%d cgroups=%d rlimits=%d groups=%d caps=%d seccomp=%d filter=%u "
-	       "timeout=%llu\n",
+	       "apparmor=%s timeout=%llu\n",
 	       (int)r.pid, (unsigned long long)r.start_time, r.nargs, r.nenv, r.ncgroups, r.nrlimits, r.ngroups,
-	       r.has_caps, r.has_seccomp, r.has_seccomp ? (unsigned)r.filter.len : 0u,
+	       r.has_caps, r.has_seccomp, r.has_seccomp ? (unsigned)r.filter.len : 0u, r.apparmor ? r.apparmor : "-",
 	       (unsigned long long)r.timeout_ms);
 	return 0;
 }
