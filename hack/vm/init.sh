@@ -20,6 +20,10 @@ mount -t tmpfs tmpfs /run
 mount -t bpf bpf /sys/fs/bpf
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t tracefs tracefs /sys/kernel/tracing
+# AppArmor's interface, and the cgroups runc puts the AppArmor test's
+# containers in.
+mount -t securityfs securityfs /sys/kernel/security
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
 ip link set lo up
 for m in $(cat /lib/modules/order); do
 	insmod "/lib/modules/$m" || echo "PROBELET-VM WARN insmod $m failed"

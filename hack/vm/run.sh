@@ -2,13 +2,19 @@
 # run.sh: runs the eBPF packages' kernel tests inside a VM booting Debian
 # 12's Linux 6.1 cloud kernel (the kernel of Amazon Linux 2023, Bottlerocket,
 # COS and Debian 12 nodes), the same listener cases as on the host, each
-# compared with a real dial inside the VM. `make vm` runs it; `make test`
-# includes it.
+# compared with a real dial inside the VM; and directexec's AppArmor test
+# (the host's kernel has no LSM; Debian's enables AppArmor): runc
+# containers under containerd's default profile and a Localhost one, each
+# exec through runc and through the direct exec helper. `make vm` runs it;
+# `make test` includes it.
 #
 # QEMU runs under TCG: KVM does not work nested on these machines. The
 # kernel comes from apt (the .deb is unpacked into the cache, not
 # installed), the initramfs is busybox-static, iproute2's ip, util-linux's
-# setpriv and `go test -c` binaries (CGO_ENABLED=0) of the packages below.
+# setpriv, `go test -c` binaries (CGO_ENABLED=0, tag vm) of the packages
+# below, and for the AppArmor test the test bed's runc, the exec helper,
+# Debian's apparmor_parser with /etc/apparmor.d (unpacked, not installed)
+# and containerd-apparmor (containerd's own profile loader).
 # Kernels older than the VM's are covered by the static check of the
 # objects (ebpf/tracker/kernels_test.go), not here.
 #
@@ -30,10 +36,12 @@ CACHE=${VM_CACHE:-/var/cache/probelet-testbed}
 VM_TIMEOUT=${VM_TIMEOUT:-420}
 VM_TEST_TIMEOUT=${VM_TEST_TIMEOUT:-150s}
 # The packages with kernel tests, in run order.
-PACKAGES=(ebpf/netns ebpf/sockdiag ebpf/tracker ebpf)
+PACKAGES=(ebpf/netns ebpf/sockdiag ebpf/tracker ebpf directexec/lsmtest)
 # Modules the tests need that Debian builds as modules, in load order.
 MODULES=(net/ipv4/inet_diag.ko net/ipv4/tcp_diag.ko drivers/net/veth.ko)
 APT_PKGS=(qemu-system-x86 busybox-static cpio iproute2 util-linux)
+# Debian's AppArmor userspace, unpacked into the cache for the VM.
+APPARMOR_DEB=apparmor
 
 log() { echo "vm: $*" >&2; }
 fail() {
@@ -95,6 +103,22 @@ fetch_kernel() {
 	mv "$KDIR.tmp" "$KDIR"
 }
 
+# fetch_apparmor unpacks Debian's apparmor package (apparmor_parser and
+# /etc/apparmor.d) into $AADIR, once.
+fetch_apparmor() {
+	[ -x "$AADIR/sbin/apparmor_parser" ] && return 0
+	local tmp
+	tmp=$(mktemp -d)
+	log "fetching $APPARMOR_DEB from apt into $AADIR"
+	(cd "$tmp" && apt-get download -qq "$APPARMOR_DEB" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+	ls "$tmp"/*.deb >/dev/null 2>&1 || fail "apt could not download $APPARMOR_DEB"
+	dpkg-deb -x "$tmp"/*.deb "$tmp/x"
+	rm -rf "$AADIR"
+	mkdir -p "$(dirname "$AADIR")"
+	mv "$tmp/x" "$AADIR"
+	rm -rf "$tmp"
+}
+
 # copy_binary puts a host binary and the shared libraries it loads into
 # the initramfs tree $ROOT.
 copy_binary() {
@@ -119,13 +143,23 @@ build_initramfs() {
 		cp "$KDIR/modules/$(basename "$m")" "$ROOT/lib/modules/"
 		basename "$m" >>"$ROOT/lib/modules/order"
 	done
+	# The AppArmor test's parts.
+	copy_binary "$RUNC_BIN" /usr/bin/runc
+	copy_binary "$AADIR/sbin/apparmor_parser" /usr/sbin/apparmor_parser
+	mkdir -p "$ROOT/etc/apparmor.d"
+	cp -a "$AADIR/etc/apparmor.d/abi" "$AADIR/etc/apparmor.d/tunables" "$AADIR/etc/apparmor.d/abstractions" "$ROOT/etc/apparmor.d/"
+	hack/build-exec-helper.sh "$ROOT/usr/bin/probelet-exec"
+	log "go build hack/vm/containerd-apparmor"
+	(cd hack/vm/containerd-apparmor && CGO_ENABLED=0 GOWORK=off "$GO" build -o "$ROOT/usr/bin/containerd-apparmor" .)
 	for pkg in "${PACKAGES[@]}"; do
 		dir=$ROOT/tests/${pkg//\//_}
 		mkdir -p "$dir"
 		log "go test -c ./$pkg"
-		CGO_ENABLED=0 "$GO" test -c -o "$dir/pkg.test" "./$pkg"
-		# Tests read their package's committed files (the bpf2go objects).
+		CGO_ENABLED=0 "$GO" test -tags vm -c -o "$dir/pkg.test" "./$pkg"
+		# Tests read their package's committed files (the bpf2go objects,
+		# testdata).
 		find "$pkg" -maxdepth 1 -name '*.o' -exec cp {} "$dir/" \;
+		[ ! -d "$pkg/testdata" ] || cp -a "$pkg/testdata" "$dir/"
 		echo "${pkg//\//_}" >>"$ROOT/tests/order"
 	done
 	echo "$VM_TEST_TIMEOUT" >"$ROOT/tests/timeout"
@@ -157,11 +191,17 @@ verdict() {
 	done
 	grep -q '^PROBELET-VM DONE' "$console" || failed+=("the run did not finish within ${VM_TIMEOUT}s")
 	[ ${#failed[@]} -eq 0 ] || fail "on Linux $KERNEL: $(printf '%s; ' "${failed[@]}")"
-	echo "vm: PASS: the eBPF kernel tests pass on Linux $KERNEL ($(grep -c -- '^--- PASS' "$console") top-level tests):"
+	echo "vm: PASS: the eBPF and AppArmor kernel tests pass on Linux $KERNEL ($(grep -c -- '^--- PASS' "$console") top-level tests):"
 	grep '^PROBELET-VM RESULT' "$console" | sed 's/^PROBELET-VM RESULT /vm:   /'
 }
 
 install_missing
+# The test bed's runc (cached; built when missing).
+# shellcheck source=hack/testbed/lib.sh
+RUNC_BIN=$(. hack/testbed/lib.sh && echo "$RUNC_BIN")
+[ -x "$RUNC_BIN" ] || hack/testbed/build.sh >/dev/null || fail "hack/testbed/build.sh failed"
+AADIR=$CACHE/vm-apparmor
+fetch_apparmor
 KERNEL=$(pick_kernel)
 [ -n "$KERNEL" ] || fail "apt serves no linux-image-6.1.0-*-cloud-amd64-unsigned"
 KDIR=$CACHE/vm@$KERNEL
