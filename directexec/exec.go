@@ -17,8 +17,8 @@ import (
 )
 
 const (
-	// maxOutput is how much of each stream is kept: the probe reports 10
-	// KiB of stdout then stderr, the rest is read and dropped.
+	// maxOutput is how much of each stream is kept by default: the probe
+	// reports 10 KiB of stdout then stderr, the rest is read and dropped.
 	maxOutput = 10 << 10
 	// drainGrace is how long after the timeout the output of a command
 	// that exited is still read when something it left behind holds it
@@ -69,7 +69,7 @@ func (r *Runner) run(ctx context.Context, p *profile, cmd []string, timeout time
 	// The output is read until both pipes close: a process the command
 	// left behind may hold them open, as long as the runtime would wait.
 	deadline := start.Add(timeout)
-	var stdout, stderr capped
+	stdout, stderr := capped{limit: r.maxOutput}, capped{limit: r.maxOutput}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go drain(outR, deadline.Add(drainGrace), &stdout, &wg)
@@ -173,10 +173,11 @@ func outcome(ctx context.Context, line string, cmd []string, timeout time.Durati
 	return 0, fmt.Errorf("exec helper: status %q", line)
 }
 
-// capped keeps the first maxOutput bytes written to it.
+// capped keeps the first limit bytes written to it.
 type capped struct {
-	b    []byte
-	late bool // the pipe was still open at the deadline
+	b     []byte
+	limit int
+	late  bool // the pipe was still open at the deadline
 }
 
 // drain reads f to its end, or to deadline, keeping what capped keeps.
@@ -187,7 +188,7 @@ func drain(f *os.File, deadline time.Time, c *capped, wg *sync.WaitGroup) {
 	buf := make([]byte, 4096)
 	for {
 		n, err := f.Read(buf)
-		if keep := min(n, maxOutput-len(c.b)); keep > 0 {
+		if keep := min(n, c.limit-len(c.b)); keep > 0 {
 			c.b = append(c.b, buf[:keep]...)
 		}
 		switch {

@@ -41,6 +41,7 @@ var errNotRunning = errors.New("container is not running")
 // ExecSync) for containers it cannot run them in exactly as the runtime
 // would. It implements execprobe.Runner.
 type Runner struct {
+	maxOutput int
 	helper    string
 	helperErr error
 	stateDir  string
@@ -105,6 +106,19 @@ func WithLogger(l *zap.Logger) Option {
 	}
 }
 
+// WithMaxOutput sets how much of each of stdout and stderr is kept (the
+// rest is read and dropped): by default the probe's 10 KiB; the CRI proxy
+// keeps what containerd's ExecSync keeps, 16 MiB.
+func WithMaxOutput(n int) Option {
+	return func(r *Runner) error {
+		if n <= 0 {
+			return fmt.Errorf("directexec: max output %d must be positive", n)
+		}
+		r.maxOutput = n
+		return nil
+	}
+}
+
 // WithMetrics sets the series the runner counts in (registered by the caller).
 func WithMetrics(m *Metrics) Option {
 	return func(r *Runner) error {
@@ -124,7 +138,7 @@ func New(fallback execprobe.Runner, opts ...Option) (*Runner, error) {
 		return nil, errors.New("directexec: nil fallback runner")
 	}
 	r := &Runner{
-		stateDir: DefaultStateDir, procRoot: "/proc", fallback: fallback,
+		stateDir: DefaultStateDir, procRoot: "/proc", fallback: fallback, maxOutput: maxOutput,
 		log: zap.NewNop(), metrics: NewMetrics(),
 		entries: map[string]*entry{}, logged: map[string]map[string]bool{},
 	}

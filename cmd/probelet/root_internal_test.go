@@ -49,9 +49,11 @@ func TestCRIProxySubcommandFlags(t *testing.T) {
 		{"defaults", []string{"cri-proxy", "--listen=unix:///run/probelet/cri.sock"},
 			withDefaults(func(c *criproxy.Config) { c.Listen = "unix:///run/probelet/cri.sock" }), ""},
 		{"every flag", []string{"cri-proxy", "--listen=unix:///p.sock", "--runtime-endpoint=unix:///c.sock", "--verify",
-			"--metrics-bind-address=127.0.0.1:1", "--log-format=json", "--log-level=debug"},
+			"--metrics-bind-address=127.0.0.1:1", "--exec-mode=direct", "--runtime-state-dir=/s", "--exec-helper=/h",
+			"--log-format=json", "--log-level=debug"},
 			criproxy.Config{Listen: "unix:///p.sock", RuntimeEndpoint: "unix:///c.sock", Verify: true,
-				MetricsBindAddress: "127.0.0.1:1", LogFormat: "json", LogLevel: "debug"}, ""},
+				MetricsBindAddress: "127.0.0.1:1", ExecMode: "direct", RuntimeStateDir: "/s", ExecHelper: "/h",
+				LogFormat: "json", LogLevel: "debug"}, ""},
 		{"a daemon flag", []string{"cri-proxy", "--listen=unix:///p.sock", "--tcp-mode=dial"}, criproxy.Config{}, "unknown flag: --tcp-mode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -321,3 +321,12 @@ func matches(labels, selector map[string]string) bool {
 	}
 	return true
 }
+
+// ExecSync answers as a runtime would: "runtime ran CMD" and exit code 7,
+// or failNext's error.
+func (f *fakeRuntime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
+	if err := f.enter(ctx, "ExecSync"); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ExecSyncResponse{Stdout: fmt.Appendf(nil, "runtime ran %v", req.Cmd), ExitCode: 7}, nil
+}

@@ -11,6 +11,7 @@ const (
 	servedMemo     = "memo"     // a relist read answered from the memo
 	servedRuntime  = "runtime"  // forwarded to containerd
 	servedProbelet = "probelet" // GetContainerEvents from probelet's stream
+	servedDirect   = "direct"   // ExecSync run by the direct executor (WithDirectExec)
 	servedRefused  = "refused"  // not a CRI method: answered Unimplemented, never forwarded
 )
 

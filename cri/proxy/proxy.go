@@ -37,6 +37,7 @@ type Proxy struct {
 
 	events *announcer
 	verif  *verifier
+	exec   ExecRunner
 }
 
 // Option configures a Proxy.

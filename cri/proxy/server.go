@@ -38,6 +38,8 @@ func (p *Proxy) handle(_ any, ss grpc.ServerStream) error {
 	case method == mGetContainerEvents && !p.forwardEv:
 		p.m.calls.WithLabelValues(methodLabel(method), servedProbelet).Inc()
 		return p.events.serve(ss)
+	case method == mExecSync && p.exec != nil:
+		return p.serveExecSync(ss, method)
 	}
 	p.m.calls.WithLabelValues(methodLabel(method), servedRuntime).Inc()
 	if !invalidates(method) {

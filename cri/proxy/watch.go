@@ -85,5 +85,11 @@ func (p *Proxy) follow(stream runtimeapi.RuntimeService_GetContainerEventsClient
 		}
 		p.m.invalidations.WithLabelValues(sourceRuntime).Inc()
 		p.events.enqueue(id, h)
+		if p.exec != nil && !h.sandbox {
+			switch ev.GetContainerEventType() {
+			case runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT:
+				p.exec.Forget(id)
+			}
+		}
 	}
 }

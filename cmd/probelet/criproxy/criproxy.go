@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/probelet/probelet/cri/proxy"
+	"github.com/probelet/probelet/directexec"
 	"github.com/probelet/probelet/internal/endpoint"
 	"github.com/probelet/probelet/internal/logging"
 )
@@ -41,13 +43,19 @@ type Config struct {
 	// Verify turns on shadow mode.
 	Verify bool
 	// MetricsBindAddress serves /metrics and /healthz; empty: off.
-	MetricsBindAddress  string
-	LogFormat, LogLevel string
+	MetricsBindAddress string
+	// ExecMode is who runs ExecSync: "runtime" (forwarded) or "direct"
+	// (the direct executor, forwarding what it does not serve).
+	ExecMode string
+	// RuntimeStateDir overrides containerd's state directory, and
+	// ExecHelper the helper binary, for ExecMode direct.
+	RuntimeStateDir, ExecHelper string
+	LogFormat, LogLevel         string
 }
 
 // Default is the configuration without flags.
 func Default() Config {
-	return Config{RuntimeEndpoint: endpoint.Containerd, MetricsBindAddress: "127.0.0.1:9810", LogFormat: "console", LogLevel: "info"}
+	return Config{RuntimeEndpoint: endpoint.Containerd, MetricsBindAddress: "127.0.0.1:9810", ExecMode: "runtime", LogFormat: "console", LogLevel: "info"}
 }
 
 // Validate names the flag at fault.
@@ -60,6 +68,14 @@ func (c Config) Validate() error {
 	}
 	if endpoint.Same(c.Listen, c.RuntimeEndpoint) {
 		return errors.New("--listen is the runtime's own endpoint (--runtime-endpoint)")
+	}
+	if c.ExecMode != "runtime" && c.ExecMode != "direct" {
+		return fmt.Errorf("--exec-mode %q: want runtime or direct", c.ExecMode)
+	}
+	for flag, p := range map[string]string{"--runtime-state-dir": c.RuntimeStateDir, "--exec-helper": c.ExecHelper} {
+		if p != "" && !filepath.IsAbs(p) {
+			return fmt.Errorf("%s %q is not an absolute path", flag, p)
+		}
 	}
 	if c.MetricsBindAddress != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsBindAddress); err != nil {
@@ -85,18 +101,38 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	if cfg.Verify {
 		opts = append(opts, proxy.WithVerify(verifySettle))
 	}
+	// The executor learns the state directory through the proxy's
+	// runtime connection, and the proxy calls the executor: bound late,
+	// before serving starts.
+	late := &lateExec{}
+	if cfg.ExecMode == "direct" {
+		opts = append(opts, proxy.WithDirectExec(late))
+	}
 	p, err := proxy.New(cfg.RuntimeEndpoint, opts...)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
+	if cfg.ExecMode == "direct" {
+		direct, err := newDirectExec(ctx, cfg, p, reg, log)
+		if err != nil {
+			return err
+		}
+		defer direct.Close()
+		late.r = direct
+	}
+	return serve(ctx, cfg, p, reg, log)
+}
+
+// serve listens on cfg.Listen and serves p (and /metrics) until ctx ends.
+func serve(ctx context.Context, cfg Config, p *proxy.Proxy, reg *prometheus.Registry, log *zap.Logger) error {
 	l, release, activated, err := proxy.Listen(cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
 	defer release()
 	log.Info("CRI proxy listening", zap.String("listen", cfg.Listen), zap.String("runtime", cfg.RuntimeEndpoint),
-		zap.Bool("socketActivated", activated), zap.Bool("verify", cfg.Verify))
+		zap.Bool("socketActivated", activated), zap.Bool("verify", cfg.Verify), zap.String("execMode", cfg.ExecMode))
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -139,4 +175,72 @@ func handler(reg *prometheus.Registry) http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	return mux
+}
+
+// stateDirTimeout bounds asking containerd for its state directory at
+// start: a runtime that does not answer leaves the default.
+const stateDirTimeout = 5 * time.Second
+
+// newDirectExec makes the direct executor of --exec-mode direct. It keeps
+// what containerd's ExecSync keeps (16 MiB of each stream), and whatever it
+// does not serve exactly it hands back to the proxy (proxy.ErrForward),
+// which forwards the kubelet's own request to containerd.
+func newDirectExec(ctx context.Context, cfg Config, p *proxy.Proxy, reg prometheus.Registerer, log *zap.Logger) (*directexec.Runner, error) {
+	m := directexec.NewMetrics()
+	if err := m.Register(reg); err != nil {
+		return nil, fmt.Errorf("--exec-mode direct: %w", err)
+	}
+	dir := cfg.RuntimeStateDir
+	if dir == "" {
+		sctx, cancel := context.WithTimeout(ctx, stateDirTimeout)
+		learned, err := p.RuntimeStateDir(sctx)
+		cancel()
+		if err != nil {
+			log.Warn("Cannot learn containerd's state directory; direct exec assumes the default (--runtime-state-dir sets it)",
+				zap.String("dir", directexec.DefaultStateDir), zap.Error(err))
+			learned = directexec.DefaultStateDir
+		}
+		dir = learned
+	}
+	log.Info("Direct exec reads OCI bundles from containerd's state directory", zap.String("dir", dir))
+	opts := []directexec.Option{
+		directexec.WithStateDir(dir), directexec.WithLogger(log.Named("exec")), directexec.WithMetrics(m),
+		directexec.WithMaxOutput(execSyncMaxOutput),
+	}
+	if cfg.ExecHelper != "" {
+		opts = append(opts, directexec.WithHelper(cfg.ExecHelper))
+	}
+	r, err := directexec.New(forwarder{}, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("--exec-mode direct: %w", err)
+	}
+	return r, nil
+}
+
+// execSyncMaxOutput is what containerd's ExecSync keeps of each stream.
+const execSyncMaxOutput = 16 << 20
+
+// forwarder is the direct executor's fallback in the proxy: the call goes
+// back to the proxy, which forwards the kubelet's request unchanged.
+type forwarder struct{}
+
+func (forwarder) ExecSync(context.Context, string, []string, time.Duration) ([]byte, []byte, int32, error) {
+	return nil, nil, 0, proxy.ErrForward
+}
+
+// lateExec is the proxy's exec runner before the executor exists: until
+// then (never once serving starts) every call is forwarded.
+type lateExec struct{ r *directexec.Runner }
+
+func (l *lateExec) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) ([]byte, []byte, int32, error) {
+	if l.r == nil {
+		return nil, nil, 0, proxy.ErrForward
+	}
+	return l.r.ExecSync(ctx, id, cmd, timeout)
+}
+
+func (l *lateExec) Forget(id string) {
+	if l.r != nil {
+		l.r.Forget(id)
+	}
 }

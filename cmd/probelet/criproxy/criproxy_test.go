@@ -22,6 +22,10 @@ func TestValidateNamesTheFlag(t *testing.T) {
 		{"listen on the runtime", func(c *criproxy.Config) { c.Listen = c.RuntimeEndpoint }, "runtime's own endpoint"},
 		{"metrics not host:port", func(c *criproxy.Config) { c.MetricsBindAddress = "9810" }, "--metrics-bind-address"},
 		{"metrics off", func(c *criproxy.Config) { c.MetricsBindAddress = "" }, ""},
+		{"direct exec", func(c *criproxy.Config) { c.ExecMode = "direct" }, ""},
+		{"unknown exec mode", func(c *criproxy.Config) { c.ExecMode = "fast" }, "--exec-mode"},
+		{"relative state dir", func(c *criproxy.Config) { c.RuntimeStateDir = "run/containerd" }, "--runtime-state-dir"},
+		{"relative helper", func(c *criproxy.Config) { c.ExecHelper = "probelet-exec" }, "--exec-helper"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok

@@ -1,11 +1,13 @@
-package client
+package runtimestate_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/probelet/probelet/internal/runtimestate"
 )
 
-func TestStateDirOf(t *testing.T) {
+func TestStateDir(t *testing.T) {
 	tests := []struct {
 		name    string
 		info    map[string]string
@@ -23,15 +25,15 @@ func TestStateDirOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := stateDirOf(tt.info)
+			got, err := runtimestate.StateDir(tt.info)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("stateDirOf = %q, %v; want an error containing %q", got, err, tt.wantErr)
+					t.Fatalf("StateDir = %q, %v; want an error containing %q", got, err, tt.wantErr)
 				}
 				return
 			}
 			if err != nil || got != tt.want {
-				t.Fatalf("stateDirOf = %q, %v; want %q", got, err, tt.want)
+				t.Fatalf("StateDir = %q, %v; want %q", got, err, tt.want)
 			}
 		})
 	}
