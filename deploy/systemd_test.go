@@ -161,3 +161,76 @@ func unitKeys(t *testing.T, name string) map[string]string {
 	}
 	return kv
 }
+
+// TestCRIProxyDirectExecDropIn: the drop-in for --exec-mode direct runs
+// the unit's own command with the flag, and resets every setting of the
+// unit that the helper's commands would inherit or that stops the helper
+// (its comment says why each); where systemd-analyze exists, systemd
+// loads the unit with it and scores it as unconfined as runc's parent.
+func TestCRIProxyDirectExecDropIn(t *testing.T) {
+	base := unitKeys(t, "probelet-cri-proxy.service")
+	dropIn := unitKeys(t, "probelet-cri-proxy-exec-direct.conf")
+	if want := base["ExecStart"] + " --exec-mode direct"; dropIn["ExecStart"] != want {
+		t.Errorf("the drop-in runs %q, want %q", dropIn["ExecStart"], want)
+	}
+	resets := map[string]string{
+		"CapabilityBoundingSet": "~", "NoNewPrivileges": "no", "PrivateDevices": "no", "ProtectKernelTunables": "no",
+		"ProtectKernelModules": "no", "ProtectKernelLogs": "no", "ProtectControlGroups": "no", "ProtectClock": "no",
+		"ProtectHostname": "no", "ProtectProc": "default", "ProcSubset": "all", "RestrictAddressFamilies": "",
+		"RestrictNamespaces": "no", "RestrictRealtime": "no", "RestrictSUIDSGID": "no", "LockPersonality": "no",
+		"MemoryDenyWriteExecute": "no", "SystemCallArchitectures": "", "SystemCallFilter": "", "UMask": "0022",
+	}
+	for key, want := range resets {
+		if got, ok := dropIn[key]; !ok || got != want {
+			t.Errorf("the drop-in %s=%q (set: %v), want %q", key, got, ok, want)
+		}
+		if _, ok := base[key]; !ok {
+			t.Errorf("the drop-in resets %s, which the unit does not set", key)
+		}
+	}
+
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Log("systemd-analyze not installed; the drop-in not checked by systemd")
+		return
+	}
+	dir := t.TempDir()
+	for src, dst := range map[string]string{
+		"probelet-cri-proxy.service":          "probelet-cri-proxy.service",
+		"probelet-cri-proxy.socket":           "probelet-cri-proxy.socket",
+		"probelet-cri-proxy-exec-direct.conf": "probelet-cri-proxy.service.d/exec-direct.conf",
+	} {
+		data, err := os.ReadFile(filepath.Join("systemd", src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = []byte(strings.ReplaceAll(string(data), "/usr/local/bin/probelet", "/bin/true"))
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, dst)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, dst), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unit := filepath.Join(dir, "probelet-cri-proxy.service")
+	env := append(os.Environ(), "SYSTEMD_LOG_LEVEL=warning", "SYSTEMD_UNIT_PATH="+dir+":")
+	verify := exec.Command(analyze, "verify", "--man=no", unit)
+	verify.Env = env
+	if out, err := verify.CombinedOutput(); err != nil || strings.Contains(string(out), dir) {
+		t.Errorf("systemd-analyze verify with the drop-in: %v\n%s", err, out)
+	}
+	security := exec.Command(analyze, "security", "--offline=yes", unit)
+	security.Env = env
+	out, _ := security.CombinedOutput()
+	m := regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("systemd-analyze security with the drop-in:\n%s", out)
+	}
+	exposure, _ := strconv.ParseFloat(string(m[1]), 64)
+	t.Logf("systemd-analyze security: probelet-cri-proxy.service with the drop-in, exposure %.1f", exposure)
+	for _, setting := range []string{"NoNewPrivileges=", "SystemCallFilter=~@privileged", "CapabilityBoundingSet=~CAP_SYS_ADMIN", "RestrictNamespaces=~"} {
+		if !regexp.MustCompile(`✗ ` + regexp.QuoteMeta(setting)).Match(out) {
+			t.Errorf("systemd still applies %s with the drop-in:\n%s", setting, out)
+		}
+	}
+}
