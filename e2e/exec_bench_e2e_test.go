@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probelet/probelet/internal/cluster"
 	"github.com/probelet/probelet/internal/testbed"
 	"github.com/probelet/probelet/prober/spec"
 )
@@ -142,4 +143,124 @@ func shimPIDs(bed *testbed.Bed) []int {
 		}
 	}
 	return pids
+}
+
+// TestBenchKubeletExecThroughProxy is the kubelet's own exec probes'
+// benchmark (make bench, issue 30): a standalone kubelet with
+// BENCH_EXEC_PODS static pods, a `true` readiness probe each per second,
+// talks to containerd through `probelet cri-proxy`, first forwarding
+// ExecSync (--exec-mode runtime: containerd, a shim and runc run each
+// probe), then running it through the direct executor (--exec-mode
+// direct), on the same pods. Per probe the kubelet counted: the CPU of
+// containerd, the shims with the runc and command processes they reaped,
+// the proxy, and its helper with the commands it reaped. The issue's
+// target: direct at most a fifth of the runtime path.
+func TestBenchKubeletExecThroughProxy(t *testing.T) {
+	pods := envInt("BENCH_EXEC_PODS", 20)
+	window := envDuration("BENCH_EXEC_WINDOW", 30*time.Second)
+	bed := testbed.Start(t)
+	endpoint := proxyEndpoint(bed)
+	proxy := startCRIProxy(t, bed, "--exec-mode", "runtime")
+	k := cluster.StartStandaloneKubelet(t, bed, cluster.WithNodeName("bench"),
+		cluster.WithCRIEndpoint(endpoint), cluster.WithImageEndpoint(endpoint))
+	probe := "    readinessProbe:\n      exec: {command: [\"true\"]}\n      periodSeconds: 1\n"
+	for i := range pods {
+		name := fmt.Sprintf("kexec-%02d", i)
+		if err := k.AddStaticPod(name, staticPod(name, "exec sleep 3600", probe)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 3*time.Minute, "every pod ready", func() (bool, string) {
+		list, err := kubeletPods(k)
+		if err != nil {
+			return false, err.Error()
+		}
+		ready := 0
+		for i := range list {
+			if podReady(&list[i]) {
+				ready++
+			}
+		}
+		return ready == pods, fmt.Sprintf("%d of %d", ready, pods)
+	})
+	res := map[string]execCost{}
+	for _, mode := range []string{"runtime", "direct"} {
+		if mode != "runtime" {
+			proxy.stop()
+			proxy = startCRIProxy(t, bed, "--exec-mode", mode)
+		}
+		res[mode] = measureKubeletExec(t, bed, k, proxy, window)
+		if mode == "direct" {
+			if n := proxy.sum("probelet_exec_direct_fallbacks_total"); n != 0 {
+				t.Errorf("%v probes went to containerd:\n%s", n, proxy.logTail(20))
+			}
+		}
+	}
+	r, x := res["runtime"], res["direct"]
+	t.Logf("the kubelet's exec probes through the CRI proxy: %d pods, a `true` readiness probe each per second, %v window", pods, window)
+	t.Logf("%-42s %10s %10s", "CPU ms per probe", "runtime", "direct")
+	row := func(name string, a, b float64) { t.Logf("%-42s %10.2f %10.2f", name, a, b) }
+	row("containerd", r.ms(r.containerd), x.ms(x.containerd))
+	row("shims + the runc and commands they reaped", r.ms(r.shims), x.ms(x.shims))
+	row("probelet cri-proxy", r.ms(r.probelet), x.ms(x.probelet))
+	row("exec helper + the commands it reaped", r.ms(r.helper), x.ms(x.helper))
+	row("total", r.ms(r.total()), x.ms(x.total()))
+	t.Logf("%-42s %10.0f %10.0f", "probes in the window", r.probes, x.probes)
+	t.Logf("kubelet exec probes, direct: %.1fx cheaper than through containerd; target <= 1/5: %s",
+		r.total()/x.total()*x.probes/r.probes, map[bool]string{true: "met", false: "MISSED"}[x.ms(x.total())*5 <= r.ms(r.total())])
+	if x.ms(x.total()) >= r.ms(r.total()) {
+		t.Errorf("direct (%.2f ms per probe) is not cheaper than through containerd (%.2f ms)", x.ms(x.total()), r.ms(r.total()))
+	}
+}
+
+// measureKubeletExec measures a window of the kubelet's probes through
+// the proxy p, after the proxy served a few seconds of them.
+func measureKubeletExec(t *testing.T, bed *testbed.Bed, k *cluster.Kubelet, p *daemon, window time.Duration) execCost {
+	t.Helper()
+	time.Sleep(5 * time.Second) // the kubelet back on the proxy, every profile built
+	ctrd, err := bed.ContainerdPID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := func() execCost {
+		c := execCost{containerd: procCPU(ctrd, false), seconds: float64(time.Now().UnixNano()) / 1e9,
+			probes: kubeletProbes(t, k), probelet: procCPU(p.cmd.Process.Pid, true)}
+		for _, pid := range shimPIDs(bed) {
+			c.shims += procCPU(pid, true)
+		}
+		for _, pid := range descendants(p.cmd.Process.Pid) {
+			c.helper += procCPU(pid, true)
+		}
+		return c
+	}
+	a := sample()
+	time.Sleep(window)
+	b := sample()
+	if b.probes <= a.probes {
+		t.Fatalf("no probes ran in the window")
+	}
+	return execCost{containerd: b.containerd - a.containerd, shims: b.shims - a.shims, probelet: b.probelet - a.probelet,
+		helper: b.helper - a.helper, probes: b.probes - a.probes, seconds: b.seconds - a.seconds}
+}
+
+// kubeletProbes is how many probes the kubelet has run (prober_probe_total
+// on its /metrics/probes).
+func kubeletProbes(t *testing.T, k *cluster.Kubelet) float64 {
+	t.Helper()
+	text, err := kubeletGet(k, "/metrics/probes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for line := range strings.Lines(text) {
+		if !strings.HasPrefix(line, "prober_probe_total{") {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			sum += v
+		}
+	}
+	return sum
 }

@@ -20,7 +20,9 @@
 #      with BENCH_READINESS_PODS pods flapping;
 #   7. (root) exec probes at BENCH_EXEC_PODS pods: CPU per probe of
 #      containerd, shims, runc, probelet and its helper, --exec-mode
-#      runtime vs direct, on one containerd test bed;
+#      runtime vs direct, on one containerd test bed; and the kubelet's own
+#      exec probes through `probelet cri-proxy`, forwarded to containerd vs
+#      --exec-mode direct;
 #   8. (root) hack/bench/node: the whole agent on a real node, probelet
 #      beside the real kubelet on the same pods: CPU per probe (TCP
 #      short-circuit and dial, HTTP, gRPC, exec), RSS and syscalls per
@@ -109,7 +111,7 @@ summary() {
 		grep -E 'readiness gate,|result change →|result changes' "$OUT/6" | sed 's/^ *readiness_bench_e2e_test.go:[0-9]*: */  /'
 	fi
 	if [ -s "$OUT/7" ]; then
-		grep -E 'exec probes side by side|CPU ms per probe|^ +exec_bench_e2e_test.go:[0-9]+: (total|net of idle)|cheaper than runtime' "$OUT/7" |
+		grep -E 'exec probes side by side|exec probes through the CRI proxy|CPU ms per probe|^ +exec_bench_e2e_test.go:[0-9]+: (total|net of idle)|cheaper than runtime|cheaper than through containerd' "$OUT/7" |
 			sed 's/^ *exec_bench_e2e_test.go:[0-9]*: */  /'
 	fi
 	if [ -s "$OUT/8" ]; then
@@ -130,7 +132,7 @@ main() {
 	root 6 "Readiness gate on a real cluster (e2e/readiness_bench_e2e_test.go)" \
 		env PROBELET_E2E=1 "$GO" test -tags 'e2e bench' -count=1 -timeout 30m -run '^TestBenchReadinessCondition$' -v ./e2e/
 	root 7 "Exec probes: --exec-mode runtime vs direct (e2e/exec_bench_e2e_test.go)" \
-		env PROBELET_E2E=1 "$GO" test -tags 'e2e bench' -count=1 -timeout 15m -run '^TestBenchExecProbes$' -v ./e2e/
+		env PROBELET_E2E=1 "$GO" test -tags 'e2e bench' -count=1 -timeout 15m -run '^(TestBenchExecProbes|TestBenchKubeletExecThroughProxy)$' -v ./e2e/
 	root 8 "The whole agent on a real node, beside the kubelet (hack/bench/node)" \
 		"$GO" run ./hack/bench/node -pods "${BENCH_NODE_PODS:-20,100}" -window "${BENCH_NODE_WINDOW:-60s}"
 	summary

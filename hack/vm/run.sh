@@ -111,6 +111,11 @@ fetch_apparmor() {
 	tmp=$(mktemp -d)
 	log "fetching $APPARMOR_DEB from apt into $AADIR"
 	(cd "$tmp" && apt-get download -qq "$APPARMOR_DEB" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+	if ! ls "$tmp"/*.deb >/dev/null 2>&1; then
+		# A fresh machine may have no package lists yet.
+		apt-get update -qq
+		(cd "$tmp" && apt-get download -qq "$APPARMOR_DEB" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+	fi
 	ls "$tmp"/*.deb >/dev/null 2>&1 || fail "apt could not download $APPARMOR_DEB"
 	dpkg-deb -x "$tmp"/*.deb "$tmp/x"
 	rm -rf "$AADIR"
