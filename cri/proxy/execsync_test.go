@@ -61,7 +61,7 @@ func TestExecSyncThroughTheDirectExecutor(t *testing.T) {
 	notFound := status.Error(codes.NotFound, "an error occurred when try to find container \"gone\": not found")
 	cases := []struct {
 		name        string
-		exec        fakeExec
+		exec        *fakeExec
 		timeout     int64
 		runtimeErr  error
 		wantStdout  string
@@ -71,17 +71,17 @@ func TestExecSyncThroughTheDirectExecutor(t *testing.T) {
 		wantExec    int // calls to the executor
 		wantRuntime int // calls to the runtime
 	}{
-		{name: "served directly", exec: fakeExec{stdout: []byte("direct"), code: 3}, timeout: 1,
+		{name: "served directly", exec: &fakeExec{stdout: []byte("direct"), code: 3}, timeout: 1,
 			wantStdout: "direct", wantCode: 3, wantExec: 1},
-		{name: "the executor's fallback", exec: fakeExec{err: proxy.ErrForward}, timeout: 1,
+		{name: "the executor's fallback", exec: &fakeExec{err: proxy.ErrForward}, timeout: 1,
 			wantStdout: "runtime ran [true]", wantCode: 7, wantExec: 1, wantRuntime: 1},
-		{name: "the runtime's error forwarded as it is", exec: fakeExec{err: proxy.ErrForward}, timeout: 1, runtimeErr: notFound,
+		{name: "the runtime's error forwarded as it is", exec: &fakeExec{err: proxy.ErrForward}, timeout: 1, runtimeErr: notFound,
 			wantStatus: codes.NotFound, wantMessage: "an error occurred when try to find container \"gone\": not found", wantExec: 1, wantRuntime: 1},
-		{name: "a helper that crashed", exec: fakeExec{err: errors.New("exec helper: reading its status: EOF")}, timeout: 1,
+		{name: "a helper that crashed", exec: &fakeExec{err: errors.New("exec helper: reading its status: EOF")}, timeout: 1,
 			wantStdout: "runtime ran [true]", wantCode: 7, wantExec: 1, wantRuntime: 1},
-		{name: "no timeout", exec: fakeExec{stdout: []byte("direct")}, timeout: 0,
+		{name: "no timeout", exec: &fakeExec{stdout: []byte("direct")}, timeout: 0,
 			wantStdout: "runtime ran [true]", wantCode: 7, wantRuntime: 1},
-		{name: "timed out", exec: fakeExec{err: fmt.Errorf("%w: %q after 2s", execprobe.ErrTimeout, "sleep 9")}, timeout: 2,
+		{name: "timed out", exec: &fakeExec{err: fmt.Errorf("%w: %q after 2s", execprobe.ErrTimeout, "sleep 9")}, timeout: 2,
 			wantStatus: codes.DeadlineExceeded, wantMessage: "failed to exec in container: timeout 2s exceeded: context deadline exceeded", wantExec: 1},
 	}
 	for _, tc := range cases {
@@ -90,7 +90,7 @@ func TestExecSyncThroughTheDirectExecutor(t *testing.T) {
 			if tc.runtimeErr != nil {
 				rt.failNext["ExecSync"] = tc.runtimeErr
 			}
-			h := startProxy(t, rt, proxy.WithDirectExec(&tc.exec))
+			h := startProxy(t, rt, proxy.WithDirectExec(tc.exec))
 			resp, err := h.cli.ExecSync(context.Background(), &runtimeapi.ExecSyncRequest{ContainerId: "c1", Cmd: []string{"true"}, Timeout: tc.timeout})
 			if tc.wantStatus != codes.OK {
 				if st := status.Convert(err); st.Code() != tc.wantStatus || st.Message() != tc.wantMessage {
