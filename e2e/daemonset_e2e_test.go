@@ -48,17 +48,7 @@ const (
 // DaemonSet's pods to the node, as kube-scheduler would.
 func TestDaemonSetOnCluster(t *testing.T) {
 	t.Parallel()
-	archive, _ := probeletImage(t)
-	c := cluster.Start(t)
-	bed := testbed.Start(t)
-	if err := bed.ImportImage(archive); err != nil {
-		t.Fatal(err)
-	}
-	makeShared(t, bed.Dir())
-	k := c.StartKubelet(t, bed)
-	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
-	defer cancel()
-	go bindPending(ctx, t, c, agentNamespace, k.NodeName())
+	ctx, c, bed, k := agentNode(t)
 
 	metrics := freeLocalAddr(t)
 	_, portText, _ := net.SplitHostPort(metrics)
@@ -114,6 +104,27 @@ func TestDaemonSetOnCluster(t *testing.T) {
 	waitContainerdLog(t, bed, logFrom, `connection to plugin \"10-probelet\" closed`)
 	checkAgentGone(t, bed, socket, metrics)
 	checkNotRestarted(ctx, t, c, web)
+}
+
+// agentNode is a control plane with one kubelet on a containerd test bed
+// that holds the image `make image` builds, as the agent's install tests
+// need it: the bed's directory a shared mount (makeShared), and the pods
+// of probelet's namespace bound to the node (bindPending) until the
+// returned context, clusterTimeout, ends.
+func agentNode(t *testing.T) (context.Context, *cluster.Cluster, *testbed.Bed, *cluster.Kubelet) {
+	t.Helper()
+	archive, _ := probeletImage(t)
+	c := cluster.Start(t)
+	bed := testbed.Start(t)
+	if err := bed.ImportImage(archive); err != nil {
+		t.Fatal(err)
+	}
+	makeShared(t, bed.Dir())
+	k := c.StartKubelet(t, bed)
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	t.Cleanup(cancel)
+	go bindPending(ctx, t, c, agentNamespace, k.NodeName())
+	return ctx, c, bed, k
 }
 
 // makeShared makes dir a shared mount, as / is on a systemd node: the

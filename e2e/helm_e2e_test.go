@@ -23,7 +23,6 @@ import (
 	"github.com/probelet/probelet/controller/marking"
 	"github.com/probelet/probelet/controller/webhook"
 	"github.com/probelet/probelet/internal/cluster"
-	"github.com/probelet/probelet/internal/testbed"
 	"github.com/probelet/probelet/prober/spec"
 )
 
@@ -56,17 +55,7 @@ func TestHelmInstallOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("hack/tools.sh helm: %v", err)
 	}
-	archive, _ := probeletImage(t)
-	c := cluster.Start(t)
-	bed := testbed.Start(t)
-	if err := bed.ImportImage(archive); err != nil {
-		t.Fatal(err)
-	}
-	makeShared(t, bed.Dir())
-	k := c.StartKubelet(t, bed)
-	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
-	defer cancel()
-	go bindPending(ctx, t, c, agentNamespace, k.NodeName())
+	ctx, c, bed, k := agentNode(t)
 
 	metrics := freeLocalAddr(t)
 	_, port, _ := net.SplitHostPort(metrics)

@@ -29,6 +29,12 @@ func (p *Proxy) serveCached(ss grpc.ServerStream, method string) error {
 	}
 	p.m.calls.WithLabelValues(methodLabel(method), servedRuntime).Inc()
 	resp, header, trailer, err := p.read(outgoing(ss.Context()), method, req.data)
+	return answer(ss, resp, header, trailer, err)
+}
+
+// answer sends the caller the runtime's answer to a unary call: its
+// header and trailer metadata, then its response or its error.
+func answer(ss grpc.ServerStream, resp []byte, header, trailer metadata.MD, err error) error {
 	if len(header) > 0 {
 		if herr := ss.SendHeader(header); herr != nil {
 			return herr

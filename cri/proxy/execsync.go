@@ -89,16 +89,7 @@ func (p *Proxy) serveExecSync(ss grpc.ServerStream, method string) error {
 	}
 	p.m.calls.WithLabelValues(methodLabel(method), servedRuntime).Inc()
 	resp, header, trailer, err := p.invoke(outgoing(ctx), method, req.data)
-	if len(header) > 0 {
-		if herr := ss.SendHeader(header); herr != nil {
-			return herr
-		}
-	}
-	ss.SetTrailer(trailer)
-	if err != nil {
-		return err
-	}
-	return ss.SendMsg(&frame{data: resp})
+	return answer(ss, resp, header, trailer, err)
 }
 
 // RuntimeStateDir asks containerd for its state directory, where the
