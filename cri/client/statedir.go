@@ -2,9 +2,6 @@ package client
 
 import (
 	"context"
-	"fmt"
-
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probelet/probelet/internal/runtimestate"
 )
@@ -16,9 +13,5 @@ import (
 func (c *Client) StateDir(ctx context.Context) (string, error) {
 	ctx, cancel := c.callContext(ctx, 0)
 	defer cancel()
-	resp, err := c.rt.Status(ctx, &runtimeapi.StatusRequest{Verbose: true})
-	if err != nil {
-		return "", fmt.Errorf("runtime status: %w", err)
-	}
-	return runtimestate.StateDir(resp.GetInfo())
+	return runtimestate.Ask(ctx, c.rt)
 }

@@ -95,9 +95,5 @@ func (p *Proxy) serveExecSync(ss grpc.ServerStream, method string) error {
 // RuntimeStateDir asks containerd for its state directory, where the
 // direct executor reads each container's OCI bundle.
 func (p *Proxy) RuntimeStateDir(ctx context.Context) (string, error) {
-	resp, err := p.rt.Status(ctx, &runtimeapi.StatusRequest{Verbose: true})
-	if err != nil {
-		return "", fmt.Errorf("runtime status: %w", err)
-	}
-	return runtimestate.StateDir(resp.GetInfo())
+	return runtimestate.Ask(ctx, p.rt)
 }

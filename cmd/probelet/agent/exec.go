@@ -3,11 +3,9 @@ package agent
 import (
 	"context"
 	"fmt"
-	"time"
-
-	"go.uber.org/zap"
 
 	"github.com/probelet/probelet/directexec"
+	"github.com/probelet/probelet/internal/runtimestate"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe/execprobe"
 )
@@ -24,7 +22,7 @@ func (a *Agent) execRunner(ctx context.Context, p *parts) (execprobe.Runner, err
 		return nil, fmt.Errorf("--exec-mode direct: %w", err)
 	}
 	opts := []directexec.Option{
-		directexec.WithStateDir(a.runtimeStateDir(ctx, p)),
+		directexec.WithStateDir(runtimestate.Resolve(ctx, a.cfg.RuntimeStateDir, directexec.DefaultStateDir, p.cri.StateDir, a.log)),
 		directexec.WithLogger(a.log.Named("exec")),
 		directexec.WithMetrics(m),
 	}
@@ -37,30 +35,6 @@ func (a *Agent) execRunner(ctx context.Context, p *parts) (execprobe.Runner, err
 	}
 	p.direct = d
 	return d, nil
-}
-
-// stateDirTimeout bounds asking containerd for its state directory at
-// start: a runtime that does not answer leaves the default.
-const stateDirTimeout = 5 * time.Second
-
-// runtimeStateDir is --runtime-state-dir, or else what containerd says its
-// state directory is, or else the default. A wrong directory would send
-// every direct exec back to ExecSync ("no such file"), so where it came
-// from is logged.
-func (a *Agent) runtimeStateDir(ctx context.Context, p *parts) string {
-	if a.cfg.RuntimeStateDir != "" {
-		return a.cfg.RuntimeStateDir
-	}
-	ctx, cancel := context.WithTimeout(ctx, stateDirTimeout)
-	defer cancel()
-	dir, err := p.cri.StateDir(ctx)
-	if err != nil {
-		a.log.Warn("Cannot learn containerd's state directory; direct exec assumes the default (--runtime-state-dir sets it)",
-			zap.String("dir", directexec.DefaultStateDir), zap.Error(err))
-		return directexec.DefaultStateDir
-	}
-	a.log.Info("Direct exec reads OCI bundles from containerd's state directory", zap.String("dir", dir))
-	return dir
 }
 
 // runExecForget drops the direct executor's state of a container (its

@@ -26,6 +26,7 @@ import (
 	"github.com/probelet/probelet/directexec"
 	"github.com/probelet/probelet/internal/endpoint"
 	"github.com/probelet/probelet/internal/logging"
+	"github.com/probelet/probelet/internal/runtimestate"
 )
 
 // verifySettle is how long shadow mode gives containerd's event to arrive
@@ -177,10 +178,6 @@ func handler(reg *prometheus.Registry) http.Handler {
 	return mux
 }
 
-// stateDirTimeout bounds asking containerd for its state directory at
-// start: a runtime that does not answer leaves the default.
-const stateDirTimeout = 5 * time.Second
-
 // newDirectExec makes the direct executor of --exec-mode direct. It keeps
 // what containerd's ExecSync keeps (16 MiB of each stream), and whatever it
 // does not serve exactly it hands back to the proxy (proxy.ErrForward),
@@ -190,19 +187,7 @@ func newDirectExec(ctx context.Context, cfg Config, p *proxy.Proxy, reg promethe
 	if err := m.Register(reg); err != nil {
 		return nil, fmt.Errorf("--exec-mode direct: %w", err)
 	}
-	dir := cfg.RuntimeStateDir
-	if dir == "" {
-		sctx, cancel := context.WithTimeout(ctx, stateDirTimeout)
-		learned, err := p.RuntimeStateDir(sctx)
-		cancel()
-		if err != nil {
-			log.Warn("Cannot learn containerd's state directory; direct exec assumes the default (--runtime-state-dir sets it)",
-				zap.String("dir", directexec.DefaultStateDir), zap.Error(err))
-			learned = directexec.DefaultStateDir
-		}
-		dir = learned
-	}
-	log.Info("Direct exec reads OCI bundles from containerd's state directory", zap.String("dir", dir))
+	dir := runtimestate.Resolve(ctx, cfg.RuntimeStateDir, directexec.DefaultStateDir, p.RuntimeStateDir, log)
 	opts := []directexec.Option{
 		directexec.WithStateDir(dir), directexec.WithLogger(log.Named("exec")), directexec.WithMetrics(m),
 		directexec.WithMaxOutput(execSyncMaxOutput),
