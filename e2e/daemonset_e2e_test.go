@@ -63,18 +63,7 @@ func TestDaemonSetOnCluster(t *testing.T) {
 	first := waitAgentReady(ctx, t, c, "")
 	waitContainerdLog(t, bed, logFrom, `plugin \"10-probelet\" connected and synchronized`)
 
-	socket := filepath.Join(bed.Dir(), "probelet-run", "probelet.sock")
-	d := &daemon{t: t, bed: bed, socket: "unix://" + socket, metrics: metrics}
-	web := runClusterApp(ctx, t, c, k.NodeName())
-	waitReady(t, d, web, true, "probelet test bed")
-	checkAnswers(t, d, web)
-
-	// probelet writes the workload's readiness gate: the pod becomes Ready.
-	if _, err := c.WaitForPod(ctx, "default", "web", func(p *corev1.Pod) bool {
-		return cluster.PodCondition(p, corev1.PodReady) == corev1.ConditionTrue
-	}); err != nil {
-		t.Fatal(err)
-	}
+	d, web, socket := agentProbesWorkload(ctx, t, c, bed, k, metrics)
 
 	// A rolling restart: the new pod takes over; the workload is not killed
 	// and its Ready condition never drops. What the socket shows meanwhile
@@ -100,6 +89,35 @@ func TestDaemonSetOnCluster(t *testing.T) {
 	if _, err := c.Kubectl("delete", "-k", overlay, "--wait"); err != nil {
 		t.Fatal(err)
 	}
+	checkUninstalled(ctx, t, c, bed, logFrom, socket, metrics, web)
+}
+
+// agentProbesWorkload runs a workload pod (runClusterApp) beside the
+// installed agent, whose metrics are on metrics, and waits until the agent
+// probes it, answers for it on the host socket and has made it Ready
+// through its readiness gate. It returns the agent as a daemon to poll,
+// the workload and the socket's path.
+func agentProbesWorkload(ctx context.Context, t *testing.T, c *cluster.Cluster, bed *testbed.Bed, k *cluster.Kubelet, metrics string) (*daemon, app, string) {
+	t.Helper()
+	socket := filepath.Join(bed.Dir(), "probelet-run", "probelet.sock")
+	d := &daemon{t: t, bed: bed, socket: "unix://" + socket, metrics: metrics}
+	web := runClusterApp(ctx, t, c, k.NodeName())
+	waitReady(t, d, web, true, "probelet test bed")
+	checkAnswers(t, d, web)
+	// probelet writes the workload's readiness gate: the pod becomes Ready.
+	if _, err := c.WaitForPod(ctx, "default", "web", func(p *corev1.Pod) bool {
+		return cluster.PodCondition(p, corev1.PodReady) == corev1.ConditionTrue
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return d, web, socket
+}
+
+// checkUninstalled waits until the agent's pods are gone and containerd
+// saw its NRI connection close (in its log from logFrom on), and checks
+// that it left nothing on the host and did not touch the workload.
+func checkUninstalled(ctx context.Context, t *testing.T, c *cluster.Cluster, bed *testbed.Bed, logFrom int64, socket, metrics string, web app) {
+	t.Helper()
 	waitNoAgentPods(ctx, t, c)
 	waitContainerdLog(t, bed, logFrom, `connection to plugin \"10-probelet\" closed`)
 	checkAgentGone(t, bed, socket, metrics)

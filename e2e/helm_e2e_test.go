@@ -84,16 +84,7 @@ func TestHelmInstallOnCluster(t *testing.T) {
 	managed := managedNamespace(ctx, t, c)
 	checkWebhookAnswers(ctx, t, c, managed)
 
-	socket := filepath.Join(bed.Dir(), "probelet-run", "probelet.sock")
-	d := &daemon{t: t, bed: bed, socket: "unix://" + socket, metrics: metrics}
-	web := runClusterApp(ctx, t, c, k.NodeName())
-	waitReady(t, d, web, true, "probelet test bed")
-	checkAnswers(t, d, web)
-	if _, err := c.WaitForPod(ctx, "default", "web", func(p *corev1.Pod) bool {
-		return cluster.PodCondition(p, corev1.PodReady) == corev1.ConditionTrue
-	}); err != nil {
-		t.Fatal(err)
-	}
+	d, web, socket := agentProbesWorkload(ctx, t, c, bed, k, metrics)
 
 	// An upgrade changes a flag: the agent rolls, the workload stays Ready.
 	flaps := watchPodReady(ctx, c, "default", "web")
@@ -112,10 +103,7 @@ func TestHelmInstallOnCluster(t *testing.T) {
 
 	logFrom = logSize(t, bed)
 	run("uninstall", "probelet", "--wait")
-	waitNoAgentPods(ctx, t, c)
-	waitContainerdLog(t, bed, logFrom, `connection to plugin \"10-probelet\" closed`)
-	checkAgentGone(t, bed, socket, metrics)
-	checkNotRestarted(ctx, t, c, web)
+	checkUninstalled(ctx, t, c, bed, logFrom, socket, metrics, web)
 	admission := c.Client().AdmissionregistrationV1()
 	rbac := c.Client().RbacV1()
 	for what, get := range map[string]func() error{
