@@ -86,11 +86,32 @@ func (r *Runner) run(ctx context.Context, p *profile, cmd []string, timeout time
 		stopDrains(&wg, outR, errR)
 		return result{}, err
 	}
-	wg.Wait()
+	if err := waitDrains(ctx, &wg, outR, errR); err != nil {
+		return result{}, err
+	}
 	if stdout.late || stderr.late {
 		return result{}, fmt.Errorf("%w: the output of %q stayed open %s after the command exited", execprobe.ErrTimeout, strings.Join(cmd, " "), drainGrace)
 	}
 	return result{stdout: stdout.b, stderr: stderr.b, code: code}, nil
+}
+
+// waitDrains waits until both outputs are read to their end. A process
+// the command left behind may hold them open for as long as the drains'
+// deadline; a caller that gives up meanwhile (the kubelet through the CRI
+// proxy, probelet stopping) ends the reads at once instead.
+func waitDrains(ctx context.Context, wg *sync.WaitGroup, files ...*os.File) error {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		stopDrains(wg, files...)
+		return ctx.Err()
+	}
 }
 
 // stopDrains ends the reads of an output nobody will look at.
