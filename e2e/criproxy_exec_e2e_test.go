@@ -17,13 +17,26 @@ import (
 	"github.com/probelet/probelet/internal/testbed"
 )
 
-// execProbeKinds are the static pods of TestCRIProxyDirectExecMatchesContainerd:
-// exec liveness and readiness probes that pass, fail, time out and print.
-var execProbeKinds = []struct {
+// execProbeKind is one kind of static pod of
+// TestCRIProxyDirectExecMatchesContainerd: its exec probes, how many pods
+// of it, whether its liveness probe fails (the kubelet restarts it), and
+// whether its probes time out by design (their timeouts are compared).
+type execProbeKind struct {
 	name, probes string
-	restarts     bool // the liveness probe fails: the kubelet restarts it
-}{
-	{name: "ok", probes: `    livenessProbe:
+	pods         int
+	crashLoops   bool
+	timesOut     bool
+}
+
+// execProbeKinds: exec liveness and readiness probes that pass, fail, time
+// out and print; and two hostile ones beside them, a probe whose command
+// writes more than the kubelet accepts (containerd's 16 MiB cap, then the
+// kubelet's own 16 MiB message limit) and one that leaves a process
+// holding its output open (containerd waits for it until the kubelet's
+// deadline, the timeout plus 2 minutes, the helper as long: neither answers
+// within the test).
+var execProbeKinds = []execProbeKind{
+	{name: "ok", pods: 4, probes: `    livenessProbe:
       exec: {command: ["true"]}
       periodSeconds: 5
       timeoutSeconds: 3
@@ -32,41 +45,63 @@ var execProbeKinds = []struct {
       periodSeconds: 5
       timeoutSeconds: 3
 `},
-	{name: "unready", probes: `    readinessProbe:
+	{name: "unready", pods: 4, probes: `    readinessProbe:
       exec: {command: [sh, -c, "echo not ready yet; echo on stderr >&2; exit 1"]}
       periodSeconds: 5
       timeoutSeconds: 3
 `},
-	{name: "dead", restarts: true, probes: `    livenessProbe:
+	{name: "dead", pods: 4, crashLoops: true, probes: `    livenessProbe:
       exec: {command: [sh, -c, "echo dead >&2; exit 3"]}
       periodSeconds: 2
       timeoutSeconds: 3
       failureThreshold: 1
 `},
-	{name: "slow", probes: `    readinessProbe:
+	{name: "slow", pods: 4, timesOut: true, probes: `    readinessProbe:
       exec: {command: [sleep, "5"]}
       periodSeconds: 3
       timeoutSeconds: 1
 `},
-	{name: "loud", probes: `    readinessProbe:
+	{name: "loud", pods: 4, probes: `    readinessProbe:
       exec: {command: [sh, -c, "head -c 20000 /dev/zero | tr '\\0' x; exit 0"]}
+      periodSeconds: 5
+      timeoutSeconds: 3
+`},
+	{name: "flood", pods: 1, probes: `    readinessProbe:
+      exec: {command: [sh, -c, "head -c 17000000 /dev/zero"]}
+      periodSeconds: 5
+      timeoutSeconds: 3
+`},
+	{name: "linger", pods: 1, timesOut: true, probes: `    readinessProbe:
+      exec: {command: [sh, -c, "sleep 600 & echo started"]}
       periodSeconds: 5
       timeoutSeconds: 3
 `},
 }
 
+// kindOf is the kind of a static pod named after it ("ok2" is "ok").
+func kindOf(pod string) execProbeKind {
+	name := strings.TrimRight(pod, "0123456789")
+	for _, k := range execProbeKinds {
+		if k.name == name {
+			return k
+		}
+	}
+	return execProbeKind{name: name}
+}
+
 // TestCRIProxyDirectExecMatchesContainerd: the kubelet's own exec probes,
 // through the CRI proxy with --exec-mode direct, give the kubelet what
 // they give it through containerd. Two beds, two standalone kubelets with
-// the same 20 static pods (passing, failing, timing-out and loud exec
-// probes): one kubelet on containerd, the other through the proxy. After
-// the same time, every pod has the same readiness and the same restarts
-// (none, or some for the failing liveness probes), the kubelet saw the
-// same probe results (prober_probe_total) and logged the same failures
-// with the same output (what its Unhealthy Events say); every ExecSync of
-// the proxied kubelet was run by the direct executor, none by containerd.
+// the same 22 static pods (20 with passing, failing, timing-out and loud
+// exec probes, two hostile ones: a 17 MB flood and a lingering process):
+// one kubelet on containerd, the other through the proxy. After the same
+// time, every pod has the same readiness and the same restarts (none, or
+// some for the failing liveness probes), and the kubelet logged the same
+// failures with the same output (what its Unhealthy Events say); the
+// victims beside the hostile pods are Ready and never restarted, the proxy
+// stayed within its unit's memory ceiling, and every ExecSync of the
+// proxied kubelet was run by the direct executor but for containers gone.
 func TestCRIProxyDirectExecMatchesContainerd(t *testing.T) {
-	const perKind = 4
 	plainBed, directBed := testbed.Start(t), testbed.Start(t)
 	proxy := startCRIProxy(t, directBed, "--exec-mode", "direct", "--log-level", "debug")
 	endpoint := proxyEndpoint(directBed)
@@ -77,7 +112,7 @@ func TestCRIProxyDirectExecMatchesContainerd(t *testing.T) {
 	}
 	for _, k := range kubelets {
 		for _, kind := range execProbeKinds {
-			for i := range perKind {
+			for i := range kind.pods {
 				name := fmt.Sprintf("%s%d", kind.name, i)
 				if err := k.AddStaticPod(name, staticPod(name, "exec sleep 3600", kind.probes)); err != nil {
 					t.Fatal(err)
@@ -86,6 +121,10 @@ func TestCRIProxyDirectExecMatchesContainerd(t *testing.T) {
 		}
 	}
 	// Both kubelets run every pod and have restarted every failing one.
+	pods := 0
+	for _, kind := range execProbeKinds {
+		pods += kind.pods
+	}
 	views := map[string]map[string]podView{}
 	for via, k := range kubelets {
 		eventually(t, 3*time.Minute, via+": every pod started, the dead ones restarted", func() (bool, string) {
@@ -96,16 +135,16 @@ func TestCRIProxyDirectExecMatchesContainerd(t *testing.T) {
 			views[via] = v
 			done := 0
 			for name, p := range v {
-				if p.running && (!strings.HasPrefix(name, "dead") || p.restarts > 0) {
+				if p.running && (!kindOf(name).crashLoops || p.restarts > 0) {
 					done++
 				}
 			}
-			return done == perKind*len(execProbeKinds), fmt.Sprintf("%d of %d", done, perKind*len(execProbeKinds))
+			return done == pods, fmt.Sprintf("%d of %d", done, pods)
 		})
 	}
-	// The start storm (40 containers started at once on two cores) may
+	// The start storm (44 containers started at once on two cores) may
 	// time out a probe of either kubelet: what they logged until now is
-	// not compared. Readiness settles within two periods of the slowest
+	// not compared. Readiness settles within three periods of the slowest
 	// probe (5 s); both kubelets are asked once it has.
 	logFrom := map[string]int64{}
 	for via, k := range kubelets {
@@ -125,11 +164,21 @@ func TestCRIProxyDirectExecMatchesContainerd(t *testing.T) {
 		// A crash-looping container is Ready while it runs and not while
 		// it waits out its back-off: where each kubelet is in that cycle
 		// is timing, not probe semantics.
-		crashLoop := strings.HasPrefix(name, "dead")
-		if (got.ready != want.ready && !crashLoop) || (got.restarts > 0) != (want.restarts > 0) {
+		kind := kindOf(name)
+		if (got.ready != want.ready && !kind.crashLoops) || (got.restarts > 0) != (want.restarts > 0) {
 			t.Errorf("%s: through containerd ready=%v restarted=%v, through the proxy ready=%v restarted=%v",
 				name, want.ready, want.restarts > 0, got.ready, got.restarts > 0)
 		}
+		if kind.name == "ok" && (!got.ready || got.restarts != 0) {
+			t.Errorf("%s, a victim beside the hostile pods: ready=%v restarts=%d through the proxy", name, got.ready, got.restarts)
+		}
+	}
+	// The flood's 17 MB pass through the proxy every period; it must stay
+	// far below its unit's MemoryMax (256M, deploy/systemd).
+	if peak := peakRSS(t, proxy.cmd.Process.Pid); peak > 192<<20 {
+		t.Errorf("the proxy's peak RSS %d MiB: the flood pushes it towards its unit's 256 MiB ceiling", peak>>20)
+	} else {
+		t.Logf("the proxy's peak RSS: %d MiB", peak>>20)
 	}
 	failures := map[string][]string{}
 	for via, k := range kubelets {
@@ -223,11 +272,31 @@ func probeFailures(t *testing.T, k *cluster.Kubelet, from int64) ([]string, int)
 		} else if output, err = strconv.Unquote(m[3]); err != nil {
 			t.Fatalf("kubelet log: output %s: %v", m[3], err)
 		}
-		if strings.HasPrefix(output, "command timed out") && m[2] != "slow" {
+		if strings.HasPrefix(output, "command timed out") && !kindOf(m[2]).timesOut {
 			timeouts++
 			continue
 		}
 		seen[m[2]+" "+m[1]+": "+output] = true
 	}
 	return slices.Sorted(maps.Keys(seen)), timeouts
+}
+
+// peakRSS is the process's peak resident set (VmHWM), in bytes.
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kib int64
+			if _, err := fmt.Sscan(v, &kib); err != nil {
+				t.Fatal(err)
+			}
+			return kib << 10
+		}
+	}
+	t.Fatalf("no VmHWM in /proc/%d/status", pid)
+	return 0
 }
