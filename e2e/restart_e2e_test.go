@@ -42,9 +42,12 @@ func TestProbeletRestart(t *testing.T) {
 		}
 		restarted := time.Now()
 		d.start()
-		if got := d.logField("Synchronized with the runtime", "containers"); got != "2" {
-			t.Errorf("crash=%v: Synchronize gave %s containers, want 2", crash, got)
-		}
+		// /healthz turns ready at registration; containerd's Synchronize
+		// follows it, so its log line may come a moment after start returns.
+		eventually(t, daemonStartTimeout, fmt.Sprintf("crash=%v: Synchronize to give 2 containers", crash), func() (bool, string) {
+			got := d.logField("Synchronized with the runtime", "containers")
+			return got == "2", fmt.Sprintf("Synchronize logged %q containers", got)
+		})
 		for _, a := range []app{web, ex} {
 			checkRelearned(t, d, a, restarted)
 			checkPodCreatedAt(t, d, bed, a)
