@@ -26,13 +26,18 @@
 #   8. (root) hack/bench/node: the whole agent on a real node, probelet
 #      beside the real kubelet on the same pods: CPU per probe (TCP
 #      short-circuit and dial, HTTP, gRPC, exec), RSS and syscalls per
-#      probe, for BENCH_NODE_PODS pods (≈ 20 minutes per pod count).
+#      probe, for BENCH_NODE_PODS pods (≈ 20 minutes per pod count);
+#   9. hack/bench/engine: probelet's engine with its real handlers beside
+#      the kubelet's worker model on real loopback sockets, in processes of
+#      their own, models alternating: CPU and thread wake-ups (voluntary
+#      context switches) per probe, with the Go default Ps and with
+#      BENCH_ENGINE_CPUS of them.
 #
 # Env: GO (default go), BENCH_NET_ITERATIONS (2000), BENCH_TCP_WINDOW (15s),
 # BENCH_CONTAINERS (40), BENCH_PROXY_PODS (100), BENCH_PROXY_WINDOW (30s),
 # BENCH_READINESS_PODS (100), BENCH_READINESS_WINDOW (2m), BENCH_EXEC_PODS
 # (20), BENCH_EXEC_WINDOW (30s), BENCH_NODE_PODS (20,100), BENCH_NODE_WINDOW
-# (60s), BENCH_ONLY (a section number to run alone).
+# (60s), BENCH_ENGINE_CPUS (8), BENCH_ONLY (a section number to run alone).
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
@@ -82,6 +87,13 @@ wakefloor() {
 	"${CC:-cc}" -O2 -o "$bin" hack/bench/wakefloor/wakefloor.c && "$bin" 250
 }
 
+# engineModels: hack/bench/engine with the Go default Ps, then with
+# BENCH_ENGINE_CPUS of them (a larger node's).
+engineModels() {
+	"$GO" run ./hack/bench/engine -rounds 3 &&
+		"$GO" run ./hack/bench/engine -rounds 3 -cpus "${BENCH_ENGINE_CPUS:-8}"
+}
+
 # summary: the headline numbers of every section that ran, side by side.
 summary() {
 	section S "Summary"
@@ -117,6 +129,9 @@ summary() {
 	if [ -s "$OUT/8" ]; then
 		sed -n '/^Summary/,$p' "$OUT/8" | sed 's/^/  /'
 	fi
+	if [ -s "$OUT/9" ]; then
+		grep -vE '^round ' "$OUT/9" | sed 's/^/  /'
+	fi
 }
 
 main() {
@@ -135,6 +150,7 @@ main() {
 		env PROBELET_E2E=1 "$GO" test -tags 'e2e bench' -count=1 -timeout 15m -run '^(TestBenchExecProbes|TestBenchKubeletExecThroughProxy)$' -v ./e2e/
 	root 8 "The whole agent on a real node, beside the kubelet (hack/bench/node)" \
 		"$GO" run ./hack/bench/node -pods "${BENCH_NODE_PODS:-20,100}" -window "${BENCH_NODE_WINDOW:-60s}"
+	run 9 "The engine on real sockets, beside the kubelet's worker model (hack/bench/engine)" engineModels
 	summary
 	if [ ${#failed[@]} -gt 0 ]; then
 		printf '\nbench: FAILED: %s\n' "${failed[*]}" >&2
