@@ -166,6 +166,23 @@ func (p *TCPProber) ProbeTCPInstant(target probe.TCPTarget) (probe.Result, strin
 	return res, out, probe.MethodEBPF, true
 }
 
+// StartTCP begins a dial without blocking where this prober dials (no
+// short-circuit; see tcpprobe.Dialer.StartTCP), counted like ProbeTCP's.
+// With the short-circuit, a probe the table could not answer at once may
+// need sock_diag or verify's comparison: it is declined, for ProbeTCP on a
+// runner.
+func (p *TCPProber) StartTCP(target probe.TCPTarget) (probe.Result, string, probe.Method, probe.TCPPending, bool) {
+	s, ok := p.fallback.(probe.TCPStarter)
+	if p.sc != nil || !ok {
+		return "", "", "", nil, false
+	}
+	res, out, method, pending, ok := s.StartTCP(target)
+	if ok || pending != nil {
+		p.viaDial.Inc()
+	}
+	return res, out, method, pending, ok
+}
+
 func (p *TCPProber) dial(ctx context.Context, target probe.TCPTarget) (probe.Result, string, probe.Method, error) {
 	p.viaDial.Inc()
 	return p.fallback.ProbeTCP(ctx, target)

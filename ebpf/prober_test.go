@@ -3,6 +3,8 @@ package ebpf_test
 import (
 	"context"
 	"io"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +39,35 @@ func TestDialModeUsesTheFallback(t *testing.T) {
 	}
 	if err := p.Sync(context.Background()); err != nil {
 		t.Errorf("Sync in dial mode: %v", err)
+	}
+}
+
+// Dialling, the prober begins probes as its dialer does (the engine's
+// scheduling goroutine answers most of them at once) and counts them as
+// ProbeTCP would; a target the dialer declines is counted by ProbeTCP.
+func TestDialModeStartsProbesWithItsDialer(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	p, err := ebpf.NewTCPProber(context.Background(), ebpf.ModeDial, ebpf.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var _ probe.TCPStarter = p
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	res, out, method, pending, ok := p.StartTCP(probe.TCPTarget{Host: "127.0.0.1", Port: closed, Timeout: time.Second})
+	if !ok || pending != nil || res != probe.Failure || method != probe.MethodDial || !strings.HasSuffix(out, "connect: connection refused") {
+		t.Fatalf("StartTCP(closed port) = (%s, %q, %s, %v, %v), want the dial's refusal at once", res, out, method, pending, ok)
+	}
+	if _, _, _, pending, ok := p.StartTCP(probe.TCPTarget{Host: "localhost", Port: 80, Timeout: time.Second}); ok || pending != nil {
+		t.Fatal("StartTCP began a dial of a host name, which only ProbeTCP resolves")
+	}
+	if got := testutil.Metric(t, reg, "probelet_tcp_probes_total", map[string]string{"method": "dial"}); got != 1 {
+		t.Errorf("probelet_tcp_probes_total{method=dial} = %v, want 1 (the declined start is ProbeTCP's to count)", got)
 	}
 }
 

@@ -44,6 +44,8 @@ type Manager struct {
 	handlers   handlers
 	// instantTCP is handlers.tcp when it can answer from memory.
 	instantTCP  probe.InstantTCPProber
+	// startTCP is handlers.tcp when it can begin a probe without blocking.
+	startTCP probe.TCPStarter
 	killer      ContainerKiller
 	jitter      func() float64
 	concurrency int
@@ -109,6 +111,7 @@ func NewManager(opts ...Option) (*Manager, error) {
 		}
 	}
 	m.instantTCP, _ = m.handlers.tcp.(probe.InstantTCPProber)
+	m.startTCP, _ = m.handlers.tcp.(probe.TCPStarter)
 	if m.agentStart.IsZero() {
 		m.agentStart = m.clock.Now()
 	}

@@ -53,8 +53,9 @@ func (m *Manager) tick(w *worker, now time.Time) {
 	}
 }
 
-// dispatch runs w's probe: answered at once when the TCP prober can answer
-// from memory, else handed to the pool with a snapshot of its target.
+// dispatch runs w's probe: answered at once when the TCP prober can
+// answer from memory or within a non-blocking start, else handed to the
+// pool with a snapshot of its target (and the probe under way, if begun).
 func (m *Manager) dispatch(w *worker) {
 	if w.target == nil || w.target.containerID != w.containerID {
 		c, _ := w.pod.container(w.name)
@@ -64,23 +65,31 @@ func (m *Manager) dispatch(w *worker) {
 	w.job = job{ctx: w.ctx, containerID: w.containerID, target: w.target}
 	w.inFlight = true
 	m.inflight++
-	if o, ok := m.instant(w.target); ok {
+	if o, ok := m.instant(&w.job); ok {
 		m.finish(w, o)
 		return
 	}
 	m.sched.pool.submit(w)
 }
 
-// instant answers t on the scheduling goroutine, under the lock, when the
-// TCP prober can without waiting; a probe answered from memory costs less
-// than handing it to a runner.
-func (m *Manager) instant(t *target) (outcome, bool) {
-	if m.instantTCP == nil || t.kind != kindTCP || t.err != nil {
+// instant answers j on the scheduling goroutine, under the lock, when the
+// TCP prober can without waiting: from memory, or with a dial whose answer
+// came within the connect (one that did not is left in j for a runner). A
+// probe answered so costs less than handing it to a runner: a goroutine
+// and often a thread woken per probe.
+func (m *Manager) instant(j *job) (outcome, bool) {
+	t := j.target
+	if t.kind != kindTCP || t.err != nil || j.ctx.Err() != nil {
 		return outcome{}, false
 	}
 	o := outcome{start: m.clock.Now()}
 	var ok bool
-	o.result, o.output, o.method, ok = m.instantTCP.ProbeTCPInstant(t.tcp)
+	if m.instantTCP != nil {
+		o.result, o.output, o.method, ok = m.instantTCP.ProbeTCPInstant(t.tcp)
+	}
+	if !ok && m.startTCP != nil {
+		o.result, o.output, o.method, j.pending, ok = m.startTCP.StartTCP(t.tcp)
+	}
 	o.duration = m.clock.Since(o.start)
 	return o, ok
 }

@@ -24,7 +24,12 @@ type outcome struct {
 func (m *Manager) execute(w *worker) {
 	j := &w.job
 	o := outcome{start: m.clock.Now()}
-	if j.ctx.Err() == nil {
+	switch {
+	case j.pending != nil:
+		// Begun by the scheduling goroutine; Finish also releases it
+		// when ctx has ended meanwhile.
+		o.result, o.output, o.method, o.err = j.pending.Finish(j.ctx)
+	case j.ctx.Err() == nil:
 		o.result, o.output, o.method, o.err = m.handlers.runWithRetries(j.ctx, j.target)
 	}
 	o.duration = m.clock.Since(o.start)

@@ -70,6 +70,9 @@ type job struct {
 	ctx         context.Context
 	containerID string
 	target      *target
+	// pending is a TCP probe the scheduling goroutine began, for the
+	// runner to finish instead of running the handler.
+	pending probe.TCPPending
 }
 
 // newWorker returns a worker for the probe of type t of container name,

@@ -35,3 +35,20 @@ type InstantTCPProber interface {
 	TCPProber
 	ProbeTCPInstant(target TCPTarget) (res Result, output string, method Method, ok bool)
 }
+
+// TCPStarter is a TCPProber that can begin a probe without blocking, for
+// the engine's scheduling goroutine: StartTCP answers at once (ok true)
+// when the answer came within the call, as a dial's often does; otherwise
+// it returns the probe under way (pending, for a runner to finish), or
+// neither when only ProbeTCP can run this target.
+type TCPStarter interface {
+	TCPProber
+	StartTCP(target TCPTarget) (res Result, output string, method Method, pending TCPPending, ok bool)
+}
+
+// TCPPending is a TCP probe StartTCP began. Finish waits for its answer
+// until the target's timeout (counted from the start) or ctx's end, with
+// ProbeTCP's results and errors, and releases it; it is called once.
+type TCPPending interface {
+	Finish(ctx context.Context) (Result, string, Method, error)
+}

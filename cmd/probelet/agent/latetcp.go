@@ -20,11 +20,13 @@ type lateTCP struct {
 	loaded  chan struct{}
 	p       probe.TCPProber        // set before loaded closes; nil on error
 	instant probe.InstantTCPProber // p, when it answers from memory
+	starter probe.TCPStarter       // p, when it begins probes without blocking
 	err     error
 }
 
 var (
 	_ probe.InstantTCPProber = (*lateTCP)(nil)
+	_ probe.TCPStarter       = (*lateTCP)(nil)
 	_ io.Closer              = (*lateTCP)(nil)
 )
 
@@ -44,6 +46,7 @@ func loadTCP(mode string, build func() (probe.TCPProber, error)) *lateTCP {
 		}
 		l.p = p
 		l.instant, _ = p.(probe.InstantTCPProber)
+		l.starter, _ = p.(probe.TCPStarter)
 	}()
 	return l
 }
@@ -71,6 +74,19 @@ func (l *lateTCP) ProbeTCPInstant(t probe.TCPTarget) (probe.Result, string, prob
 		return "", "", "", false
 	}
 	return l.instant.ProbeTCPInstant(t)
+}
+
+// StartTCP is the loaded prober's, declined before it loaded.
+func (l *lateTCP) StartTCP(t probe.TCPTarget) (probe.Result, string, probe.Method, probe.TCPPending, bool) {
+	select {
+	case <-l.loaded:
+	default:
+		return "", "", "", nil, false
+	}
+	if l.starter == nil {
+		return "", "", "", nil, false
+	}
+	return l.starter.StartTCP(t)
 }
 
 func (l *lateTCP) ProbeTCP(ctx context.Context, t probe.TCPTarget) (probe.Result, string, probe.Method, error) {

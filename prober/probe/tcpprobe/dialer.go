@@ -20,6 +20,8 @@ var _ probe.TCPProber = (*Dialer)(nil)
 type Dialer struct {
 	// control sets socket options before connect; nil where unsupported.
 	control func(network, address string, c syscall.RawConn) error
+	// lingering are StartTCP's sockets waiting for their FIN's ACK.
+	lingering lingering
 }
 
 // NewDialer returns a Dialer that sets SO_LINGER {1, 1} on every socket, as
