@@ -26,7 +26,9 @@
 #   8. (root) hack/bench/node: the whole agent on a real node, probelet
 #      beside the real kubelet on the same pods: CPU per probe (TCP
 #      short-circuit and dial, HTTP, gRPC, exec), RSS and syscalls per
-#      probe, for BENCH_NODE_PODS pods (≈ 20 minutes per pod count);
+#      probe, for BENCH_NODE_PODS pods (≈ 30 minutes per pod count: two
+#      rounds per kind, alternating which agent goes first), both agents
+#      with BENCH_NODE_CPUS Ps (GOMAXPROCS; default: Go's, one per CPU);
 #   9. hack/bench/engine: probelet's engine with its real handlers beside
 #      the kubelet's worker model on real loopback sockets, in processes of
 #      their own, models alternating: CPU and thread wake-ups (voluntary
@@ -37,7 +39,7 @@
 # BENCH_CONTAINERS (40), BENCH_PROXY_PODS (100), BENCH_PROXY_WINDOW (30s),
 # BENCH_READINESS_PODS (100), BENCH_READINESS_WINDOW (2m), BENCH_EXEC_PODS
 # (20), BENCH_EXEC_WINDOW (30s), BENCH_NODE_PODS (20,100), BENCH_NODE_WINDOW
-# (60s), BENCH_ENGINE_CPUS (8), BENCH_ONLY (a section number to run alone).
+# (60s), BENCH_NODE_CPUS (0: Go's default), BENCH_ENGINE_CPUS (8), BENCH_ONLY (a section number to run alone).
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
@@ -149,7 +151,7 @@ main() {
 	root 7 "Exec probes: --exec-mode runtime vs direct (e2e/exec_bench_e2e_test.go)" \
 		env PROBELET_E2E=1 "$GO" test -tags 'e2e bench' -count=1 -timeout 15m -run '^(TestBenchExecProbes|TestBenchKubeletExecThroughProxy)$' -v ./e2e/
 	root 8 "The whole agent on a real node, beside the kubelet (hack/bench/node)" \
-		"$GO" run ./hack/bench/node -pods "${BENCH_NODE_PODS:-20,100}" -window "${BENCH_NODE_WINDOW:-60s}"
+		"$GO" run ./hack/bench/node -pods "${BENCH_NODE_PODS:-20,100}" -window "${BENCH_NODE_WINDOW:-60s}" -cpus "${BENCH_NODE_CPUS:-0}"
 	run 9 "The engine on real sockets, beside the kubelet's worker model (hack/bench/engine)" engineModels
 	summary
 	if [ ${#failed[@]} -gt 0 ]; then

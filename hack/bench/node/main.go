@@ -42,6 +42,8 @@ type config struct {
 	kinds     []kind
 	window    time.Duration
 	parts     int
+	rounds    int
+	cpus      int
 	settle    time.Duration
 	kSettle   time.Duration
 	sysWindow time.Duration
@@ -79,6 +81,8 @@ func parseFlags(args []string) (config, error) {
 	kinds := fs.String("kinds", "tcp,http,grpc,exec", "probe kinds, comma-separated (tcp measures probelet twice: eBPF short-circuit and --tcp-mode dial)")
 	fs.DurationVar(&c.window, "window", 60*time.Second, "CPU measurement window per agent and kind")
 	fs.IntVar(&c.parts, "parts", 3, "parts of each window: the tables show the median per probe and the range over the parts")
+	fs.IntVar(&c.rounds, "rounds", 2, "rounds per kind, alternating which agent is measured first (ABBA…); each agent's parts of every round are judged together")
+	fs.IntVar(&c.cpus, "cpus", 0, "GOMAXPROCS of both agents, to emulate a larger node's P count (0: Go's default, one P per CPU of this machine)")
 	fs.DurationVar(&c.settle, "settle", 10*time.Second, "wait after probelet starts probing every pod, before a window")
 	fs.DurationVar(&c.kSettle, "kubelet-settle", 30*time.Second, "wait after the kubelet (re)started its pods, before a window (it does extra work for a while after a restart)")
 	fs.DurationVar(&c.sysWindow, "syscall-window", 10*time.Second, "syscall counting window after each CPU window (0: none)")
@@ -114,6 +118,8 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("-window %v: want at least 1s", c.window)
 	case c.parts < 1 || c.window/time.Duration(c.parts) < time.Second:
 		return c, fmt.Errorf("-parts %d: want at least one part, each at least 1s long", c.parts)
+	case c.rounds < 1 || c.cpus < 0:
+		return c, fmt.Errorf("-rounds must be at least 1 and -cpus not negative")
 	case c.settle < 0 || c.kSettle < 0 || c.sysWindow < 0:
 		return c, fmt.Errorf("-settle, -kubelet-settle and -syscall-window must not be negative")
 	}
@@ -123,6 +129,13 @@ func parseFlags(args []string) (config, error) {
 func run(ctx context.Context, c config) (err error) {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("needs root (it starts a containerd test bed and a kubelet)")
+	}
+	if c.cpus > 0 {
+		// Inherited by the kubelet (started by hack/cluster/kubelet.sh)
+		// and probelet alike.
+		if err := os.Setenv("GOMAXPROCS", strconv.Itoa(c.cpus)); err != nil {
+			return err
+		}
 	}
 	e, err := startEnv(ctx, c)
 	if err != nil {

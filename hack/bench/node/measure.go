@@ -64,6 +64,10 @@ func (s syscalls) minus(o syscalls) syscalls {
 	return syscalls{s.total - o.total, s.futex - o.futex, s.epoll - o.epoll, s.nanosleep - o.nanosleep}
 }
 
+func (s syscalls) plus(o syscalls) syscalls {
+	return syscalls{s.total + o.total, s.futex + o.futex, s.epoll + o.epoll, s.nanosleep + o.nanosleep}
+}
+
 func (s syscalls) scale(f float64) syscalls {
 	return syscalls{s.total * f, s.futex * f, s.epoll * f, s.nanosleep * f}
 }
@@ -150,6 +154,25 @@ func (w window) cpuRate() float64 {
 func (w window) probeRate() float64 {
 	t := w.total()
 	return t.probes / t.elapsed.Seconds()
+}
+
+// merge adds o's parts and counts to w: one agent's windows of several
+// rounds, judged together.
+func (w window) merge(o window) window {
+	w.parts = append(append([]part(nil), w.parts...), o.parts...)
+	w.bad += o.bad
+	w.rss = max(w.rss, o.rss)
+	if o.hasSys {
+		if w.hasSys {
+			w.sys = w.sys.plus(o.sys)
+		} else {
+			w.sys = o.sys
+		}
+		w.sysTime += o.sysTime
+		w.sysProbes += o.sysProbes
+		w.hasSys = true
+	}
+	return w
 }
 
 // agent is a process whose probing is measured.

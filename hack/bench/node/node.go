@@ -86,22 +86,55 @@ func (e *env) measureNode(ctx context.Context, n int) (report, error) {
 		if err := e.runPods(ctx, n, k); err != nil {
 			return r, err
 		}
-		kw, err := e.measureKubelet(ctx)
-		if err != nil {
-			return r, err
-		}
-		if err := e.kubelet.stop(ctx); err != nil {
-			return r, err
-		}
+		rows := make([]row, 0, 2)
 		for _, v := range variants(k) {
-			x := row{variant: v, kubelet: kw, methodShare: -1}
-			if x.probelet, err = e.measureProbelet(ctx, n, v, &x.methodShare); err != nil {
-				return r, err
-			}
-			r.rows = append(r.rows, x)
+			rows = append(rows, row{variant: v, methodShare: -1})
 		}
+		// Rounds alternate which agent goes first (kubelet, probelet;
+		// probelet, kubelet; …), so that a machine whose wake-ups got
+		// dearer or cheaper meanwhile weighs on both alike.
+		for round := range e.c.rounds {
+			kubeletFirst := round%2 == 0
+			if kubeletFirst {
+				if err := e.kubeletRound(ctx, round, rows); err != nil {
+					return r, err
+				}
+			}
+			for i := range rows {
+				w, err := e.measureProbelet(ctx, n, rows[i].variant, &rows[i].methodShare)
+				if err != nil {
+					return r, err
+				}
+				rows[i].probelet = rows[i].probelet.merge(w)
+			}
+			if !kubeletFirst {
+				if err := e.kubeletRound(ctx, round, rows); err != nil {
+					return r, err
+				}
+			}
+		}
+		r.rows = append(r.rows, rows...)
 	}
 	return r, nil
+}
+
+// kubeletRound measures the kubelet for every row of a kind and stops it
+// again; after the first round it is started first (runPods started it
+// for the first).
+func (e *env) kubeletRound(ctx context.Context, round int, rows []row) error {
+	if round > 0 {
+		if err := e.kubelet.start(ctx); err != nil {
+			return err
+		}
+	}
+	kw, err := e.measureKubelet(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		rows[i].kubelet = rows[i].kubelet.merge(kw)
+	}
+	return e.kubelet.stop(ctx)
 }
 
 // runPods makes the kubelet run n pods of kind k (it is started if it was
