@@ -222,7 +222,7 @@ type kubeletModel struct {
 
 func (k *kubeletModel) start(ctx context.Context, _ time.Time) error {
 	k.ctx, k.results = ctx, map[int]probe.Result{}
-	k.http, k.dialer = httpprobe.New(), tcpprobe.NewDialer()
+	k.http, k.dialer = httpprobe.New(httpprobe.WithNetHTTPTransport()), tcpprobe.NewDialer()
 	return nil
 }
 

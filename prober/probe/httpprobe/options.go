@@ -23,3 +23,11 @@ func WithTLSConfig(c *tls.Config) Option {
 func WithFollowNonLocalRedirects(follow bool) Option {
 	return func(p *Prober) { p.followNonLocal = follow }
 }
+
+// WithNetHTTPTransport sends plain HTTP probes through net/http's
+// Transport too, as the kubelet does, instead of the exchange on the
+// probing goroutine (the answers are the same; it costs the node more
+// thread wake-ups per probe).
+func WithNetHTTPTransport() Option {
+	return func(p *Prober) { p.netHTTPOnly = true }
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
@@ -36,7 +37,12 @@ const MaxResponseHeaderBytes = 1 << 20
 type Prober struct {
 	tlsConfig      *tls.Config
 	followNonLocal bool
-	transport      *http.Transport
+	netHTTPOnly    bool
+	// transport is the kubelet's; roundTripper is what the client uses:
+	// the direct exchange for plain HTTP in front of it, unless
+	// WithNetHTTPTransport.
+	transport    *http.Transport
+	roundTripper http.RoundTripper
 }
 
 // New returns a Prober configured like the kubelet's: TLS certificates are
@@ -51,15 +57,20 @@ func New(opts ...Option) *Prober {
 	}
 	// SetTransportDefaults adds what the kubelet's transport has on top:
 	// HTTP/2 over TLS, handshake and idle timeouts.
+	dialer := tcpprobe.NewDialer()
 	p.transport = utilnet.SetTransportDefaults(&http.Transport{
 		TLSClientConfig:    p.tlsConfig,
 		DisableKeepAlives:  true,
 		Proxy:              http.ProxyURL(nil),
 		DisableCompression: true,
-		DialContext:        tcpprobe.NewDialer().DialContext,
+		DialContext:        dialer.DialContext,
 		// HTTP/2 (over TLS) takes its header list limit from this too.
 		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	})
+	p.roundTripper = p.transport
+	if !p.netHTTPOnly {
+		p.roundTripper = &directTransport{dial: dialer.DialContext, next: p.transport}
+	}
 	return p
 }
 
@@ -72,21 +83,24 @@ func New(opts ...Option) *Prober {
 // 10 KiB. An invalid target, a cancelled ctx, or a body that cannot be read
 // is an error, and the engine discards the result as the kubelet does.
 func (p *Prober) Probe(ctx context.Context, t Target) (probe.Result, string, error) {
+	caller := ctx
+	client, ctx, deadline, cancel := p.client(ctx, t)
+	defer cancel()
 	req, err := p.newRequest(ctx, t)
 	if err != nil {
 		return probe.Unknown, "", err
 	}
-	res, err := p.client(t).Do(req)
+	res, err := client.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return probe.Unknown, "", fmt.Errorf("http probe of %s: %w", req.URL, ctx.Err())
+		if caller.Err() != nil {
+			return probe.Unknown, "", fmt.Errorf("http probe of %s: %w", req.URL, caller.Err())
 		}
-		return probe.Failure, err.Error(), nil
+		return probe.Failure, clientTimeout(err, deadline).Error(), nil
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, maxBodyLength))
 	if err != nil {
-		return probe.Unknown, "", fmt.Errorf("http probe of %s: reading response body: %w", req.URL, err)
+		return probe.Unknown, "", fmt.Errorf("http probe of %s: reading response body: %w", req.URL, bodyTimeout(err, deadline))
 	}
 	result, output := judge(res.StatusCode, string(body))
 	return result, output, nil
@@ -125,10 +139,23 @@ func (p *Prober) newRequest(ctx context.Context, t Target) (*http.Request, error
 }
 
 // client is per probe because the timeout is; the transport is shared.
-func (p *Prober) client(t Target) *http.Client {
-	c := &http.Client{Timeout: t.Timeout, Transport: p.transport, CheckRedirect: checkRedirect}
+// For plain HTTP it is the direct exchange's, with the timeout as a
+// deadline on ctx (returned, with when it falls and its cancel): an
+// http.Client with a Timeout and a transport it does not know starts a
+// goroutine and a timer per request to enforce it, which is what the
+// direct exchange is there to save; clientTimeout and bodyTimeout then
+// word its errors as that Client would.
+func (p *Prober) client(ctx context.Context, t Target) (*http.Client, context.Context, time.Time, context.CancelFunc) {
+	c := &http.Client{Transport: p.transport, CheckRedirect: checkRedirect}
 	if p.followNonLocal {
 		c.CheckRedirect = checkRedirectCount
 	}
-	return c
+	if s, err := t.scheme(); err != nil || s != "http" || p.netHTTPOnly {
+		c.Timeout = t.Timeout
+		return c, ctx, time.Time{}, func() {}
+	}
+	c.Transport = p.roundTripper
+	deadline := time.Now().Add(t.Timeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	return c, ctx, deadline, cancel
 }
