@@ -43,9 +43,9 @@ type Manager struct {
 	registerer prometheus.Registerer
 	handlers   handlers
 	// instantTCP is handlers.tcp when it can answer from memory.
-	instantTCP  probe.InstantTCPProber
+	instantTCP probe.InstantTCPProber
 	// startTCP is handlers.tcp when it can begin a probe without blocking.
-	startTCP probe.TCPStarter
+	startTCP    probe.TCPStarter
 	killer      ContainerKiller
 	jitter      func() float64
 	concurrency int

@@ -21,19 +21,19 @@ import (
 // startAndFinish is a probe the engine's way: StartTCP on the scheduling
 // goroutine, Finish on a runner when it did not answer; declined is true
 // when StartTCP left the target to ProbeTCP.
-func startAndFinish(ctx context.Context, d *tcpprobe.Dialer, target probe.TCPTarget) (res probe.Result, out string, err error, declined, pended bool) {
+func startAndFinish(ctx context.Context, d *tcpprobe.Dialer, target probe.TCPTarget) (res probe.Result, out string, declined, pended bool, err error) {
 	res, out, method, pending, ok := d.StartTCP(target)
 	if method != probe.MethodDial {
-		return res, out, errors.New("StartTCP method " + string(method)), false, false
+		return res, out, false, false, errors.New("StartTCP method " + string(method))
 	}
 	switch {
 	case ok:
-		return res, out, nil, false, false
+		return res, out, false, false, nil
 	case pending == nil:
-		return res, out, nil, true, false
+		return res, out, true, false, nil
 	}
 	res, out, _, err = pending.Finish(ctx)
-	return res, out, err, false, true
+	return res, out, false, true, err
 }
 
 // StartTCP answers as ProbeTCP does, target by target: the same result and
@@ -60,7 +60,7 @@ func TestStartTCPAnswersAsProbeTCP(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.target.Timeout = testTimeout
-			res, out, err, declined, pended := startAndFinish(context.Background(), d, tc.target)
+			res, out, declined, pended, err := startAndFinish(context.Background(), d, tc.target)
 			if declined != tc.declined || pended != tc.pended {
 				t.Fatalf("StartTCP declined=%v pended=%v, want %v, %v", declined, pended, tc.declined, tc.pended)
 			}
@@ -83,7 +83,7 @@ func TestStartTCPIPv6(t *testing.T) {
 	t.Cleanup(func() { _ = ln.Close() })
 	go acceptAndClose(ln)
 	target := probe.TCPTarget{Host: "::1", Port: ln.Addr().(*net.TCPAddr).Port, Timeout: testTimeout}
-	if res, out, err, declined, _ := startAndFinish(context.Background(), tcpprobe.NewDialer(), target); err != nil || declined || res != probe.Success {
+	if res, out, declined, _, err := startAndFinish(context.Background(), tcpprobe.NewDialer(), target); err != nil || declined || res != probe.Success {
 		t.Fatalf("StartTCP([::1]) = (%s, %q, %v, declined %v), want success", res, out, err, declined)
 	}
 }
@@ -196,7 +196,7 @@ func TestStartTCPLeavesNoSocketOpen(t *testing.T) {
 	before := openFiles(t)
 	target := probe.TCPTarget{Host: "127.0.0.1", Port: open, Timeout: time.Second}
 	for range 200 {
-		if res, out, err, declined, _ := startAndFinish(context.Background(), d, target); res != probe.Success || declined {
+		if res, out, declined, _, err := startAndFinish(context.Background(), d, target); res != probe.Success || declined {
 			t.Fatalf("StartTCP = (%s, %q, %v, declined %v)", res, out, err, declined)
 		}
 	}
