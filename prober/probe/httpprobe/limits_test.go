@@ -17,35 +17,18 @@ import (
 // bytes of padding, written as fast as the client reads them.
 func headerBomb(t *testing.T, size int) (string, int) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	return rawServer(t, true, func(c net.Conn) {
+		w := bufio.NewWriter(c)
+		_, _ = w.WriteString("HTTP/1.1 200 OK\r\n")
+		line := "X-Pad: " + strings.Repeat("a", 1000) + "\r\n"
+		for n := 0; n < size; n += len(line) {
+			if _, err := w.WriteString(line); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				_, _ = http.ReadRequest(bufio.NewReader(c))
-				w := bufio.NewWriter(c)
-				_, _ = w.WriteString("HTTP/1.1 200 OK\r\n")
-				line := "X-Pad: " + strings.Repeat("a", 1000) + "\r\n"
-				for n := 0; n < size; n += len(line) {
-					if _, err := w.WriteString(line); err != nil {
-						return
-					}
-				}
-				_, _ = w.WriteString("Content-Length: 2\r\n\r\nok")
-				_ = w.Flush()
-			}()
 		}
-	}()
-	host, port := splitHostPort(t, ln.Addr().String())
-	return host, port
+		_, _ = w.WriteString("Content-Length: 2\r\n\r\nok")
+		_ = w.Flush()
+	})
 }
 
 // A response's headers are read up to MaxResponseHeaderBytes: a target

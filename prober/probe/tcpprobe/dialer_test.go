@@ -54,13 +54,7 @@ func TestProbeTCP(t *testing.T) {
 }
 
 func TestProbeTCPIPv6(t *testing.T) {
-	ln, err := net.Listen("tcp6", "[::1]:0")
-	if err != nil {
-		t.Skipf("no IPv6 loopback: %v", err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go acceptAndClose(ln)
-	target := probe.TCPTarget{Host: "::1", Port: ln.Addr().(*net.TCPAddr).Port, Timeout: testTimeout}
+	target := probe.TCPTarget{Host: "::1", Port: openPort6(t), Timeout: testTimeout}
 	res, out, _, err := tcpprobe.NewDialer().ProbeTCP(context.Background(), target)
 	if err != nil || res != probe.Success {
 		t.Fatalf("ProbeTCP([::1]) = (%s, %q, %v), want success", res, out, err)
@@ -124,6 +118,19 @@ func openPort(t testing.TB) int {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go acceptAndClose(ln)
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// openPort6 is openPort on the IPv6 loopback; the test is skipped
+// without one.
+func openPort6(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
 	}
 	t.Cleanup(func() { _ = ln.Close() })
 	go acceptAndClose(ln)

@@ -76,13 +76,7 @@ func TestStartTCPAnswersAsProbeTCP(t *testing.T) {
 }
 
 func TestStartTCPIPv6(t *testing.T) {
-	ln, err := net.Listen("tcp6", "[::1]:0")
-	if err != nil {
-		t.Skipf("no IPv6 loopback: %v", err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go acceptAndClose(ln)
-	target := probe.TCPTarget{Host: "::1", Port: ln.Addr().(*net.TCPAddr).Port, Timeout: testTimeout}
+	target := probe.TCPTarget{Host: "::1", Port: openPort6(t), Timeout: testTimeout}
 	if res, out, declined, _, err := startAndFinish(context.Background(), tcpprobe.NewDialer(), target); err != nil || declined || res != probe.Success {
 		t.Fatalf("StartTCP([::1]) = (%s, %q, %v, declined %v), want success", res, out, err, declined)
 	}
