@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
