@@ -69,7 +69,7 @@ func New(opts ...Option) *Prober {
 	})
 	p.roundTripper = p.transport
 	if !p.netHTTPOnly {
-		p.roundTripper = &directTransport{dial: dialer.DialContext, next: p.transport}
+		p.roundTripper = &directTransport{dial: dialer.DialRaw, next: p.transport}
 	}
 	return p
 }

@@ -2,7 +2,12 @@
 
 package tcpprobe
 
-import "github.com/probelet/probelet/prober/probe"
+import (
+	"context"
+	"net"
+
+	"github.com/probelet/probelet/prober/probe"
+)
 
 // lingering is StartTCP's, which only Linux has.
 type lingering struct{}
@@ -10,4 +15,9 @@ type lingering struct{}
 // StartTCP declines where the raw dial is not built: ProbeTCP runs.
 func (d *Dialer) StartTCP(probe.TCPTarget) (probe.Result, string, probe.Method, probe.TCPPending, bool) {
 	return probe.Unknown, "", probe.MethodDial, nil, false
+}
+
+// DialRaw is DialContext where the raw connection is not built.
+func (d *Dialer) DialRaw(ctx context.Context, network, address string) (net.Conn, error) {
+	return d.DialContext(ctx, network, address)
 }

@@ -1,0 +1,194 @@
+//go:build linux
+
+package tcpprobe
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// DialRaw is DialContext for a probe's request and reply (HTTP, gRPC): the
+// connection's socket, connect, reads, writes and shutdown are raw,
+// non-blocking system calls, waiting only in the Go netpoller, and its
+// close is the one call through the runtime's system-call path. Every call
+// through that path wakes the runtime's monitor thread of an otherwise idle
+// process, which then naps every 20 µs for as long as the process is busy:
+// with net's connection, most of a probe's wake-ups (hack/bench/engine). An
+// address that is not an IP literal and port goes to DialContext.
+//
+// The connection answers as net's does: the same errors, with net's texts
+// ("dial tcp ADDR: connect: …", "read tcp LOCAL->REMOTE: read: …"), and
+// deadlines.
+func (d *Dialer) DialRaw(ctx context.Context, network, address string) (net.Conn, error) {
+	addr, err := netip.ParseAddrPort(address)
+	if err != nil || addr.Addr().Zone() != "" || network != "tcp" || d.control == nil || addr.Port() == 0 {
+		return d.DialContext(ctx, network, address)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, dialError(addr, err)
+	}
+	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
+	c, serr := connectRaw(addr)
+	if c == nil {
+		return nil, dialError(addr, os.NewSyscallError(serr.op, serr.errno))
+	}
+	// A non-blocking descriptor makes a pollable File (registered with a
+	// runtime-internal fcntl and epoll_ctl: no system call through the
+	// runtime's path).
+	f := os.NewFile(uintptr(c.fd), "tcp-probe")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	conn := &rawConn{f: f, rc: rc, remote: net.TCPAddrFromAddrPort(addr)}
+	if err := conn.waitConnected(ctx, c); err != nil {
+		_ = f.Close()
+		return nil, dialError(addr, err)
+	}
+	conn.local = localAddr(c.fd)
+	return conn, nil
+}
+
+// waitConnected waits in the netpoller until the connect completed, failed
+// or ctx ended.
+func (c *rawConn) waitConnected(ctx context.Context, cn *conn) error {
+	if e := cn.soError(); e != 0 {
+		return os.NewSyscallError("connect", e)
+	}
+	if !cn.connecting() {
+		return nil
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if err := c.f.SetWriteDeadline(dl); err != nil {
+			return err
+		}
+		defer func() { _ = c.f.SetWriteDeadline(time.Time{}) }()
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.f.SetWriteDeadline(time.Unix(1, 0)) })
+	defer stop()
+	var soErr unix.Errno
+	err := c.rc.Write(func(uintptr) bool {
+		soErr = cn.soError()
+		return soErr != 0 || !cn.connecting()
+	})
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		return err
+	case soErr != 0:
+		return os.NewSyscallError("connect", soErr)
+	}
+	return nil
+}
+
+func localAddr(fd int) *net.TCPAddr {
+	sa, err := unix.Getsockname(fd) // a raw system call in x/sys
+	if err != nil {
+		return nil
+	}
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		return &net.TCPAddr{IP: net.IP(sa.Addr[:]).To16(), Port: sa.Port}
+	case *unix.SockaddrInet6:
+		return &net.TCPAddr{IP: net.IP(sa.Addr[:]), Port: sa.Port}
+	}
+	return nil
+}
+
+// rawConn is DialRaw's connection.
+type rawConn struct {
+	f             *os.File
+	rc            syscall.RawConn
+	local, remote *net.TCPAddr
+}
+
+var _ net.Conn = (*rawConn)(nil)
+
+func (c *rawConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var n int
+	var errno unix.Errno
+	err := c.rc.Read(func(fd uintptr) bool {
+		r, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		n, errno = int(r), e
+		return e != unix.EAGAIN
+	})
+	switch {
+	case err != nil:
+		return 0, c.opError("read", err)
+	case errno != 0:
+		return 0, c.opError("read", os.NewSyscallError("read", errno))
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (c *rawConn) Write(p []byte) (int, error) {
+	written := 0
+	for written < len(p) {
+		var n int
+		var errno unix.Errno
+		err := c.rc.Write(func(fd uintptr) bool {
+			rest := p[written:]
+			r, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&rest[0])), uintptr(len(rest)))
+			n, errno = int(r), e
+			return e != unix.EAGAIN
+		})
+		switch {
+		case err != nil:
+			return written, c.opError("write", err)
+		case errno != 0:
+			return written, c.opError("write", os.NewSyscallError("write", errno))
+		}
+		written += n
+	}
+	return written, nil
+}
+
+// Close ends the connection as net's close with the kubelet's SO_LINGER
+// does on the wire (a FIN, or a RST with data unread), sending the FIN
+// first with a raw shutdown so that the close itself seldom waits.
+func (c *rawConn) Close() error {
+	_ = c.rc.Control(func(fd uintptr) {
+		var n int32
+		if _, _, e := unix.RawSyscall(unix.SYS_IOCTL, fd, unix.SIOCINQ, uintptr(unsafe.Pointer(&n))); e == 0 && n == 0 {
+			_, _, _ = unix.RawSyscall(unix.SYS_SHUTDOWN, fd, unix.SHUT_WR, 0)
+		}
+	})
+	if err := c.f.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return c.opError("close", err)
+	}
+	return nil
+}
+
+func (c *rawConn) LocalAddr() net.Addr                { return c.local }
+func (c *rawConn) RemoteAddr() net.Addr               { return c.remote }
+func (c *rawConn) SetDeadline(t time.Time) error      { return c.f.SetDeadline(t) }
+func (c *rawConn) SetReadDeadline(t time.Time) error  { return c.f.SetReadDeadline(t) }
+func (c *rawConn) SetWriteDeadline(t time.Time) error { return c.f.SetWriteDeadline(t) }
+
+// opError is net's error for op on the connection; os.File's deadline and
+// closed errors become net's.
+func (c *rawConn) opError(op string, err error) error {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		err = os.ErrDeadlineExceeded
+	case errors.Is(err, os.ErrClosed):
+		err = net.ErrClosed
+	}
+	return &net.OpError{Op: op, Net: "tcp", Source: c.local, Addr: c.remote, Err: err}
+}
