@@ -181,13 +181,17 @@ func (c *rawConn) SetDeadline(t time.Time) error      { return c.f.SetDeadline(t
 func (c *rawConn) SetReadDeadline(t time.Time) error  { return c.f.SetReadDeadline(t) }
 func (c *rawConn) SetWriteDeadline(t time.Time) error { return c.f.SetWriteDeadline(t) }
 
+// errFileClosing is the text of internal/poll's ErrFileClosing, which an
+// os.File's RawConn returns once closed (net's is net.ErrClosed).
+const errFileClosing = "use of closed file"
+
 // opError is net's error for op on the connection; os.File's deadline and
 // closed errors become net's.
 func (c *rawConn) opError(op string, err error) error {
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		err = os.ErrDeadlineExceeded
-	case errors.Is(err, os.ErrClosed):
+	case errors.Is(err, os.ErrClosed) || err.Error() == errFileClosing:
 		err = net.ErrClosed
 	}
 	return &net.OpError{Op: op, Net: "tcp", Source: c.local, Addr: c.remote, Err: err}

@@ -1,0 +1,116 @@
+//go:build linux
+
+package tcpprobe_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/probelet/probelet/prober/probe/internal/probetest"
+	"github.com/probelet/probelet/prober/probe/tcpprobe"
+)
+
+// echoPort echoes one line per connection, then closes it.
+func echoPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 64)
+				n, _ := c.Read(buf)
+				_, _ = c.Write(buf[:n])
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// DialRaw's connection behaves as net's, step by step: the same dial
+// errors, the same bytes, the same end of stream, the same deadline error.
+func TestDialRawBehavesAsNetsConnection(t *testing.T) {
+	d := tcpprobe.NewDialer()
+	dials := map[string]func(context.Context, string, string) (net.Conn, error){"net": d.DialContext, "raw": d.DialRaw}
+	closed := "127.0.0.1:" + strconv.Itoa(probetest.ClosedPort(t))
+	full := "127.0.0.1:" + strconv.Itoa(fullPort(t))
+	echo := "127.0.0.1:" + strconv.Itoa(echoPort(t))
+	silent := "127.0.0.1:" + strconv.Itoa(probetest.SilentPort(t))
+	results := map[string][]string{}
+	for name, dial := range dials {
+		var got []string
+		note := func(what string, err error) { got = append(got, what+": "+errText(err)) }
+
+		_, err := dial(context.Background(), "tcp", closed)
+		note("refused", err)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_, err = dial(ctx, "tcp", full)
+		cancel()
+		note("dial timeout", err)
+
+		c, err := dial(context.Background(), "tcp", echo)
+		if err != nil {
+			t.Fatalf("%s: dial %s: %v", name, echo, err)
+		}
+		if c.RemoteAddr().String() != echo || !strings.HasPrefix(c.LocalAddr().String(), "127.0.0.1:") {
+			t.Errorf("%s: addresses %v -> %v", name, c.LocalAddr(), c.RemoteAddr())
+		}
+		_, err = c.Write([]byte("hello"))
+		note("write", err)
+		b, err := io.ReadAll(c)
+		got = append(got, "echo: "+string(b))
+		note("read to the end", err)
+		_, err = c.Read(make([]byte, 1))
+		note("read after the end", err)
+		note("close", c.Close())
+		_, err = c.Read(make([]byte, 1))
+		note("read after close", stripAddrs(err))
+
+		c, err = dial(context.Background(), "tcp", silent)
+		if err != nil {
+			t.Fatalf("%s: dial %s: %v", name, silent, err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		_, err = c.Read(make([]byte, 1))
+		var ne net.Error
+		got = append(got, "deadline is a timeout: "+strconv.FormatBool(errors.As(err, &ne) && ne.Timeout()))
+		note("read past the deadline", stripAddrs(err))
+		_ = c.Close()
+		results[name] = got
+	}
+	if n, r := strings.Join(results["net"], "\n  "), strings.Join(results["raw"], "\n  "); n != r {
+		t.Fatalf("net's connection:\n  %s\nDialRaw's:\n  %s", n, r)
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+// stripAddrs drops a connection's ephemeral local port from its errors.
+func stripAddrs(err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		cp := *oe
+		cp.Source = nil
+		return &cp
+	}
+	return err
+}
