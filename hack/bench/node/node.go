@@ -54,6 +54,9 @@ type report struct {
 	probeletDialBase          window
 	hasDialBase               bool
 	rows                      []row
+	// floor is the wake-up floor in µs, measured before the pod count's
+	// windows.
+	floor float64
 }
 
 // measureNode runs every window for n pods: the no-probe baselines, then
@@ -62,6 +65,10 @@ func (e *env) measureNode(ctx context.Context, n int) (report, error) {
 	r := report{n: n}
 	var err error
 	fmt.Fprintf(os.Stderr, "node bench: %d pods\n", n)
+	if r.floor, err = wakeFloor(ctx, e.root, e.bed); err != nil {
+		return r, err
+	}
+	e.logf("wake-up floor: %.1f cpu-µs", r.floor)
 	if err := e.runPods(ctx, n, kindNone); err != nil {
 		return r, err
 	}
