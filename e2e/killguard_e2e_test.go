@@ -3,9 +3,11 @@
 package e2e_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -186,13 +188,32 @@ func (s *storm) waitListening() {
 }
 
 // arm breaks apps at the same second for down and returns that second.
+// armExecs is how many arming execs run at once.
+const armExecs = 4
+
 func (s *storm) arm(apps []app, down time.Duration) time.Time {
 	s.t.Helper()
 	// Every exec done before the second comes: a few hundred ms each, more
-	// on a loaded node.
+	// on a loaded node; armExecs at a time, so that a node busy with
+	// other work still arms every pod in time.
 	at := time.Now().Add(2*time.Second + time.Duration(len(apps))*600*time.Millisecond).Truncate(time.Second).Add(time.Second)
-	for _, a := range apps {
-		mustExec(s.t, s.bed, a.ctr, "sh", "-c", fmt.Sprintf("echo %d %d > /tmp/breakat", at.Unix(), int(down.Seconds())))
+	errs := make([]error, len(apps))
+	sem := make(chan struct{}, armExecs)
+	var wg sync.WaitGroup
+	for i, a := range apps {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			cmd := []string{"sh", "-c", fmt.Sprintf("echo %d %d > /tmp/breakat", at.Unix(), int(down.Seconds()))}
+			if out, code, err := s.bed.Exec(a.ctr, cmd...); err != nil || code != 0 {
+				errs[i] = fmt.Errorf("exec %q in %.12s: exit %d, %v: %s", cmd, a.ctr, code, err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		s.t.Fatal(err)
 	}
 	if time.Now().After(at) {
 		s.t.Fatalf("arming %d pods took past the break time %s: the node is too slow for a simultaneous break", len(apps), at)
