@@ -21,3 +21,20 @@ func BenchmarkProbeTCP(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStartTCP is the same probe begun as the engine's scheduling
+// goroutine begins it: raw system calls, answered within the connect.
+func BenchmarkStartTCP(b *testing.B) {
+	target := probe.TCPTarget{Host: "127.0.0.1", Port: openPort(b), Timeout: time.Second}
+	d := tcpprobe.NewDialer()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, out, _, pending, ok := d.StartTCP(target)
+		if !ok {
+			res, out, _, _ = pending.Finish(context.Background())
+		}
+		if res != probe.Success {
+			b.Fatalf("StartTCP = (%s, %q)", res, out)
+		}
+	}
+}
