@@ -18,6 +18,9 @@ const (
 	// containerd's NRI socket is back.
 	maxReconnect  = 2 * time.Second
 	logTimeLayout = "2006-01-02T15:04:05.000Z0700"
+	// engineHistory is how many runs the engine keeps per probe (its
+	// default), as the socket shows them.
+	engineHistory = 10
 )
 
 // TestContainerdRestart: containerd is stopped under running containers,
@@ -127,8 +130,12 @@ func checkResultsKept(t *testing.T, d *daemon, a app, before detailView) {
 			t.Errorf("%s after the restart: %+v; before: %+v", name, n, b)
 			continue
 		}
-		if first := n.History[0].Time; first.After(b.History[len(b.History)-1].Time) && len(b.History) < 10 {
-			t.Errorf("%s history restarted at %v: earlier runs were dropped", name, first)
+		// A history that kept its runs still holds those from before the
+		// restart, unless its ring (engineHistory runs) filled up since:
+		// containerd can take over ten seconds to stop and start again on
+		// a loaded node, and the probes that need no runtime run on.
+		if first := n.History[0].Time; first.After(b.History[len(b.History)-1].Time) && len(n.History) < engineHistory {
+			t.Errorf("%s history restarted at %v with %d runs: earlier runs were dropped", name, first, len(n.History))
 		}
 	}
 	if !after.Ready || after.RestartsIssued != 0 {
