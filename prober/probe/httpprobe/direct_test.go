@@ -23,29 +23,14 @@ import (
 // request when read is set.
 func rawServer(t *testing.T, read bool, script func(c net.Conn)) (string, int) {
 	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	return "127.0.0.1", probetest.ServePort(t, func(c net.Conn) {
+		if read {
+			if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				if read {
-					if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
-						return
-					}
-				}
-				script(c)
-			}()
 		}
-	}()
-	return splitHostPort(t, ln.Addr().String())
+		script(c)
+	})
 }
 
 // writes answers with the given raw bytes.

@@ -34,7 +34,7 @@ func (d *Dialer) DialRaw(ctx context.Context, network, address string) (net.Conn
 		return d.DialContext(ctx, network, address)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, dialError(addr, err)
+		return nil, dialError(addr, netContextError(err))
 	}
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	c, serr := connectRaw(addr)
@@ -83,7 +83,7 @@ func (c *rawConn) waitConnected(ctx context.Context, cn *conn) error {
 	})
 	switch {
 	case ctx.Err() != nil:
-		return ctx.Err()
+		return netContextError(ctx.Err())
 	case err != nil:
 		return err
 	case soErr != 0:
@@ -91,6 +91,24 @@ func (c *rawConn) waitConnected(ctx context.Context, cn *conn) error {
 	}
 	return nil
 }
+
+// netContextError is net's word for a dial's ctx that ended: "i/o
+// timeout" for a deadline, "operation was canceled" for a cancel.
+func netContextError(err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return os.ErrDeadlineExceeded
+	case errors.Is(err, context.Canceled):
+		return errCanceled{}
+	}
+	return err
+}
+
+// errCanceled is net's error for a cancelled dial.
+type errCanceled struct{}
+
+func (errCanceled) Error() string        { return "operation was canceled" }
+func (errCanceled) Is(target error) bool { return target == context.Canceled }
 
 func localAddr(fd int) *net.TCPAddr {
 	sa, err := unix.Getsockname(fd) // a raw system call in x/sys

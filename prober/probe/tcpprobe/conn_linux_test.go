@@ -19,26 +19,11 @@ import (
 // echoPort echoes one line per connection, then closes it.
 func echoPort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 64)
-				n, _ := c.Read(buf)
-				_, _ = c.Write(buf[:n])
-			}()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	return probetest.ServePort(t, func(c net.Conn) {
+		buf := make([]byte, 64)
+		n, _ := c.Read(buf)
+		_, _ = c.Write(buf[:n])
+	})
 }
 
 // DialRaw's connection behaves as net's, step by step: the same dial
@@ -61,6 +46,10 @@ func TestDialRawBehavesAsNetsConnection(t *testing.T) {
 		_, err = dial(ctx, "tcp", full)
 		cancel()
 		note("dial timeout", err)
+		ctx, cancel = context.WithCancel(context.Background())
+		time.AfterFunc(50*time.Millisecond, cancel)
+		_, err = dial(ctx, "tcp", full)
+		note("dial cancelled", err)
 
 		c, err := dial(context.Background(), "tcp", echo)
 		if err != nil {

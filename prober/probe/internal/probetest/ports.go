@@ -57,3 +57,24 @@ func listen(t testing.TB) net.Listener {
 	}
 	return ln
 }
+
+// ServePort returns a loopback port whose listener hands every connection
+// to handle on a goroutine of its own, and closes it after.
+func ServePort(t testing.TB, handle func(net.Conn)) int {
+	t.Helper()
+	ln := listen(t)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
