@@ -38,11 +38,11 @@ type Prober struct {
 	tlsConfig      *tls.Config
 	followNonLocal bool
 	netHTTPOnly    bool
-	// transport is the kubelet's; roundTripper is what the client uses:
-	// the direct exchange for plain HTTP in front of it, unless
-	// WithNetHTTPTransport.
-	transport    *http.Transport
-	roundTripper http.RoundTripper
+	// transport is the kubelet's; direct, in front of it, is the exchange
+	// on the probing goroutine for plain HTTP (nil with
+	// WithNetHTTPTransport).
+	transport *http.Transport
+	direct    *directTransport
 }
 
 // New returns a Prober configured like the kubelet's: TLS certificates are
@@ -67,9 +67,8 @@ func New(opts ...Option) *Prober {
 		// HTTP/2 (over TLS) takes its header list limit from this too.
 		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	})
-	p.roundTripper = p.transport
 	if !p.netHTTPOnly {
-		p.roundTripper = &directTransport{dial: dialer.DialRaw, next: p.transport}
+		p.direct = &directTransport{dial: dialer.DialRaw, next: p.transport}
 	}
 	return p
 }
@@ -150,11 +149,11 @@ func (p *Prober) client(ctx context.Context, t Target) (*http.Client, context.Co
 	if p.followNonLocal {
 		c.CheckRedirect = checkRedirectCount
 	}
-	if s, err := t.scheme(); err != nil || s != "http" || p.netHTTPOnly {
+	if s, err := t.scheme(); err != nil || s != "http" || p.direct == nil {
 		c.Timeout = t.Timeout
 		return c, ctx, time.Time{}, func() {}
 	}
-	c.Transport = p.roundTripper
+	c.Transport = p.direct
 	deadline := time.Now().Add(t.Timeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	return c, ctx, deadline, cancel

@@ -37,9 +37,9 @@ func (d *Dialer) DialRaw(ctx context.Context, network, address string) (net.Conn
 		return nil, dialError(addr, netContextError(err))
 	}
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
-	c, serr := connectRaw(addr)
-	if c == nil {
-		return nil, dialError(addr, os.NewSyscallError(serr.op, serr.errno))
+	c, err := dialRaw(addr)
+	if err != nil {
+		return nil, err
 	}
 	// A non-blocking descriptor makes a pollable File (registered with a
 	// runtime-internal fcntl and epoll_ctl: no system call through the
@@ -60,36 +60,14 @@ func (d *Dialer) DialRaw(ctx context.Context, network, address string) (net.Conn
 }
 
 // waitConnected waits in the netpoller until the connect completed, failed
-// or ctx ended.
+// or ctx (and its deadline) ended.
 func (c *rawConn) waitConnected(ctx context.Context, cn *conn) error {
-	if e := cn.soError(); e != 0 {
-		return os.NewSyscallError("connect", e)
+	deadline, _ := ctx.Deadline()
+	ctxErr, err := cn.await(ctx, c.f, c.rc, deadline)
+	if ctxErr != nil {
+		return netContextError(ctxErr)
 	}
-	if !cn.connecting() {
-		return nil
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		if err := c.f.SetWriteDeadline(dl); err != nil {
-			return err
-		}
-		defer func() { _ = c.f.SetWriteDeadline(time.Time{}) }()
-	}
-	stop := context.AfterFunc(ctx, func() { _ = c.f.SetWriteDeadline(time.Unix(1, 0)) })
-	defer stop()
-	var soErr unix.Errno
-	err := c.rc.Write(func(uintptr) bool {
-		soErr = cn.soError()
-		return soErr != 0 || !cn.connecting()
-	})
-	switch {
-	case ctx.Err() != nil:
-		return netContextError(ctx.Err())
-	case err != nil:
-		return err
-	case soErr != 0:
-		return os.NewSyscallError("connect", soErr)
-	}
-	return nil
+	return err
 }
 
 // netContextError is net's word for a dial's ctx that ended: "i/o
@@ -181,12 +159,7 @@ func (c *rawConn) Write(p []byte) (int, error) {
 // does on the wire (a FIN, or a RST with data unread), sending the FIN
 // first with a raw shutdown so that the close itself seldom waits.
 func (c *rawConn) Close() error {
-	_ = c.rc.Control(func(fd uintptr) {
-		var n int32
-		if _, _, e := unix.RawSyscall(unix.SYS_IOCTL, fd, unix.SIOCINQ, uintptr(unsafe.Pointer(&n))); e == 0 && n == 0 {
-			_, _, _ = unix.RawSyscall(unix.SYS_SHUTDOWN, fd, unix.SHUT_WR, 0)
-		}
-	})
+	_ = c.rc.Control(func(fd uintptr) { sendFIN(fd) })
 	if err := c.f.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
 		return c.opError("close", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -44,12 +45,10 @@ func (d *Dialer) StartTCP(target probe.TCPTarget) (res probe.Result, output stri
 		return probe.Unknown, "", probe.MethodDial, nil, false
 	}
 	d.lingering.sweep(time.Now())
-	ip = ip.Unmap()
-	addr := netip.AddrPortFrom(ip, uint16(target.Port))
-	c, errno := connectRaw(addr)
-	switch {
-	case c == nil:
-		return probe.Failure, dialError(addr, os.NewSyscallError(errno.op, errno.errno)).Error(), probe.MethodDial, nil, true
+	addr := netip.AddrPortFrom(ip.Unmap(), uint16(target.Port))
+	c, err := dialRaw(addr)
+	if err != nil {
+		return probe.Failure, err.Error(), probe.MethodDial, nil, true
 	}
 	if e := c.soError(); e != 0 {
 		_ = rawClose(c.fd)
@@ -60,8 +59,16 @@ func (d *Dialer) StartTCP(target probe.TCPTarget) (res probe.Result, output stri
 		return probe.Success, "", probe.MethodDial, nil, true
 	}
 	c.deadline = time.Now().Add(target.Timeout)
-	c.lingering = &d.lingering
 	return probe.Unknown, "", probe.MethodDial, c, false
+}
+
+// dialRaw is connectRaw with net's error for a failed step.
+func dialRaw(addr netip.AddrPort) (*conn, error) {
+	c, serr := connectRaw(addr)
+	if c == nil {
+		return nil, dialError(addr, os.NewSyscallError(serr.op, serr.errno))
+	}
+	return c, nil
 }
 
 // dialError is net's text for a failed dial: "dial tcp ADDR: connect: …".
@@ -71,10 +78,9 @@ func dialError(addr netip.AddrPort, err error) error {
 
 // conn is a probe socket whose connect was issued.
 type conn struct {
-	fd        int
-	addr      netip.AddrPort
-	deadline  time.Time
-	lingering *lingering
+	fd       int
+	addr     netip.AddrPort
+	deadline time.Time // StartTCP's: when the probe's timeout ends
 }
 
 type sysErr struct {
@@ -180,12 +186,37 @@ func (c *conn) Finish(ctx context.Context) (probe.Result, string, probe.Method, 
 		return probe.Unknown, "", probe.MethodDial, probeCancelled(c.addr, ctx.Err())
 	}
 	rc, err := f.SyscallConn()
-	if err == nil {
-		err = f.SetWriteDeadline(c.deadline)
-	}
 	if err != nil {
 		return probe.Unknown, "", probe.MethodDial, err
 	}
+	ctxErr, err := c.await(ctx, f, rc, c.deadline)
+	switch {
+	case ctxErr != nil:
+		return probe.Unknown, "", probe.MethodDial, probeCancelled(c.addr, ctxErr)
+	case err != nil:
+		return probe.Failure, dialError(c.addr, err).Error(), probe.MethodDial, nil
+	}
+	return probe.Success, "", probe.MethodDial, nil
+}
+
+// await waits in the netpoller, on c's File f, until c's connect
+// completed or failed, deadline (none when zero) passed, or ctx ended. It
+// returns ctx's error when ctx ended, else the connect's failure (the
+// deadline's os.ErrDeadlineExceeded, or the socket's error), nil once
+// connected. The File's write deadline is left unset; a connect that is
+// already done (the common case) sets none, which would arm a runtime
+// timer.
+func (c *conn) await(ctx context.Context, f *os.File, rc syscall.RawConn, deadline time.Time) (ctxErr, err error) {
+	if e := c.soError(); e != 0 {
+		return nil, os.NewSyscallError("connect", e)
+	}
+	if !c.connecting() {
+		return nil, nil
+	}
+	if err := f.SetWriteDeadline(deadline); err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.SetWriteDeadline(time.Time{}) }()
 	stop := context.AfterFunc(ctx, func() { _ = f.SetWriteDeadline(time.Unix(1, 0)) })
 	defer stop()
 	var soErr unix.Errno
@@ -195,13 +226,13 @@ func (c *conn) Finish(ctx context.Context) (probe.Result, string, probe.Method, 
 	})
 	switch {
 	case ctx.Err() != nil:
-		return probe.Unknown, "", probe.MethodDial, probeCancelled(c.addr, ctx.Err())
+		return ctx.Err(), nil
 	case werr != nil:
-		return probe.Failure, dialError(c.addr, werr).Error(), probe.MethodDial, nil
+		return nil, werr
 	case soErr != 0:
-		return probe.Failure, dialError(c.addr, os.NewSyscallError("connect", soErr)).Error(), probe.MethodDial, nil
+		return nil, os.NewSyscallError("connect", soErr)
 	}
-	return probe.Success, "", probe.MethodDial, nil
+	return nil, nil
 }
 
 // lingering holds probe sockets whose FIN is not acknowledged yet: closing
@@ -232,12 +263,7 @@ const lingerTime = time.Second
 // FIN goes out now and the socket is closed at once when the kernel has
 // it acknowledged already, or kept until a sweep finds it so.
 func (l *lingering) close(fd int, now time.Time) {
-	var n int32
-	if _, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCINQ, uintptr(unsafe.Pointer(&n))); e == 0 && n > 0 {
-		_ = rawClose(fd)
-		return
-	}
-	if _, _, e := unix.RawSyscall(unix.SYS_SHUTDOWN, uintptr(fd), unix.SHUT_WR, 0); e != 0 || !closeWouldWait(fd) {
+	if !sendFIN(uintptr(fd)) || !closeWouldWait(fd) {
 		_ = rawClose(fd)
 		return
 	}
@@ -252,6 +278,18 @@ func (l *lingering) close(fd int, now time.Time) {
 	for _, s := range over {
 		go closeBlocking(s.fd)
 	}
+}
+
+// sendFIN sends the FIN the kubelet's close would, with a raw shutdown,
+// and reports whether it did: with data unread it does not, for the close
+// to reset the connection as the kubelet's does.
+func sendFIN(fd uintptr) bool {
+	var n int32
+	if _, _, e := unix.RawSyscall(unix.SYS_IOCTL, fd, unix.SIOCINQ, uintptr(unsafe.Pointer(&n))); e == 0 && n > 0 {
+		return false
+	}
+	_, _, e := unix.RawSyscall(unix.SYS_SHUTDOWN, fd, unix.SHUT_WR, 0)
+	return e == 0
 }
 
 // sweep closes the held sockets whose close no longer waits, and hands
