@@ -263,7 +263,7 @@ func (k *kubeletModel) probe() probe.Result {
 	case "http":
 		res, _, _ = k.http.Probe(ctx, httpprobe.Target{Scheme: corev1.URISchemeHTTP, Host: "127.0.0.1", Port: k.port, Path: "/", Timeout: timeout})
 	case "grpc":
-		res, _, _ = grpcprobe.Probe(ctx, "127.0.0.1", k.port, "", timeout)
+		res, _, _ = grpcprobe.ProbeWithGRPCGo(ctx, "127.0.0.1", k.port, "", timeout)
 	}
 	return res
 }

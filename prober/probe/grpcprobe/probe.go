@@ -26,7 +26,25 @@ const UserAgent = "kube-probe/1.37"
 // together. SERVING is Success ("service healthy"); any other status, a
 // connect timeout, an RPC error or timeout is Failure with the kubelet's
 // output. An invalid target or a ctx that ends first is an error.
+//
+// The check runs on the calling goroutine (checkDirect); what it answers
+// is grpc-go's, which ProbeWithGRPCGo runs.
 func Probe(ctx context.Context, host string, port int, service string, timeout time.Duration) (probe.Result, string, error) {
+	return probeWith(ctx, checkDirect, host, port, service, timeout)
+}
+
+// ProbeWithGRPCGo is Probe through grpc-go's client, as the kubelet
+// probes: the reference Probe is tested against, and the kubelet's cost
+// in hack/bench/engine.
+func ProbeWithGRPCGo(ctx context.Context, host string, port int, service string, timeout time.Duration) (probe.Result, string, error) {
+	return probeWith(ctx, checkGRPCGo, host, port, service, timeout)
+}
+
+// check calls Health/Check for service at addr within ctx. An error is a
+// *connectError when no connection got ready, else the call's status.
+type check func(ctx context.Context, addr, service string) (healthpb.HealthCheckResponse_ServingStatus, error)
+
+func probeWith(ctx context.Context, call check, host string, port int, service string, timeout time.Duration) (probe.Result, string, error) {
 	if err := probe.CheckEndpoint("grpc", host, port, timeout); err != nil {
 		return probe.Unknown, "", err
 	}
@@ -35,26 +53,33 @@ func Probe(ctx context.Context, host string, port int, service string, timeout t
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	conn, err := connect(ctx, addr)
-	if err != nil {
-		if pctx.Err() != nil {
-			return probe.Unknown, "", fmt.Errorf("grpc probe of %s: %w", addr, pctx.Err())
-		}
-		return probe.Failure, connectFailure(addr, timeout, err), nil
-	}
-	defer func() { _ = conn.Close() }()
-
-	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
-	if err != nil {
-		if pctx.Err() != nil {
-			return probe.Unknown, "", fmt.Errorf("grpc probe of %s: %w", addr, pctx.Err())
-		}
+	s, err := call(ctx, addr, service)
+	var ce *connectError
+	switch {
+	case err != nil && pctx.Err() != nil:
+		return probe.Unknown, "", fmt.Errorf("grpc probe of %s: %w", addr, pctx.Err())
+	case errors.As(err, &ce):
+		return probe.Failure, connectFailure(addr, timeout, ce.err), nil
+	case err != nil:
 		return probe.Failure, rpcFailure(err, timeout), nil
-	}
-	if s := resp.GetStatus(); s != healthpb.HealthCheckResponse_SERVING {
+	case s != healthpb.HealthCheckResponse_SERVING:
 		return probe.Failure, fmt.Sprintf("service unhealthy (responded with %q)", s.String()), nil
 	}
 	return probe.Success, "service healthy", nil
+}
+
+// checkGRPCGo is the kubelet's call: a blocking connect, then the RPC.
+func checkGRPCGo(ctx context.Context, addr, service string) (healthpb.HealthCheckResponse_ServingStatus, error) {
+	conn, err := connect(ctx, addr)
+	if err != nil {
+		return 0, &connectError{err: err}
+	}
+	defer func() { _ = conn.Close() }()
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
+	if err != nil {
+		return 0, err
+	}
+	return resp.GetStatus(), nil
 }
 
 func connectFailure(addr string, timeout time.Duration, err error) string {

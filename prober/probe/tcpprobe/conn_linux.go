@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -37,6 +38,7 @@ func (d *Dialer) DialRaw(ctx context.Context, network, address string) (net.Conn
 		return nil, dialError(addr, netContextError(err))
 	}
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
+	d.lingering.sweep(time.Now())
 	c, err := dialRaw(addr)
 	if err != nil {
 		return nil, err
@@ -50,7 +52,7 @@ func (d *Dialer) DialRaw(ctx context.Context, network, address string) (net.Conn
 		_ = f.Close()
 		return nil, err
 	}
-	conn := &rawConn{f: f, rc: rc, remote: net.TCPAddrFromAddrPort(addr)}
+	conn := &rawConn{f: f, rc: rc, remote: net.TCPAddrFromAddrPort(addr), lingering: &d.lingering}
 	if err := conn.waitConnected(ctx, c); err != nil {
 		_ = f.Close()
 		return nil, dialError(addr, err)
@@ -107,11 +109,18 @@ type rawConn struct {
 	f             *os.File
 	rc            syscall.RawConn
 	local, remote *net.TCPAddr
+	// lingering takes the file on Close while its FIN is unacknowledged;
+	// closed is set then, for the connection to answer as a closed one.
+	lingering *lingering
+	closed    atomic.Bool
 }
 
 var _ net.Conn = (*rawConn)(nil)
 
 func (c *rawConn) Read(p []byte) (int, error) {
+	if c.closed.Load() {
+		return 0, c.opError("read", net.ErrClosed)
+	}
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -134,6 +143,9 @@ func (c *rawConn) Read(p []byte) (int, error) {
 }
 
 func (c *rawConn) Write(p []byte) (int, error) {
+	if c.closed.Load() {
+		return 0, c.opError("write", net.ErrClosed)
+	}
 	written := 0
 	for written < len(p) {
 		var n int
@@ -156,10 +168,27 @@ func (c *rawConn) Write(p []byte) (int, error) {
 }
 
 // Close ends the connection as net's close with the kubelet's SO_LINGER
-// does on the wire (a FIN, or a RST with data unread), sending the FIN
-// first with a raw shutdown so that the close itself seldom waits.
+// does on the wire (a FIN, or a RST with data unread). The FIN goes out
+// with a raw shutdown; a socket whose FIN the peer has not acknowledged
+// yet, which the close would wait for, is held by the dialer and closed
+// once it is (the next dial's sweep), as StartTCP's are. Either way the
+// connection is closed to its users at once: a read or write waiting on
+// it returns, and every later one fails, with net.ErrClosed.
 func (c *rawConn) Close() error {
-	_ = c.rc.Control(func(fd uintptr) { sendFIN(fd) })
+	if !c.closed.CompareAndSwap(false, true) {
+		return c.opError("close", net.ErrClosed)
+	}
+	var fd int
+	held := false
+	_ = c.rc.Control(func(s uintptr) {
+		fd = int(s)
+		held = sendFIN(s) && closeWouldWait(fd)
+	})
+	if held {
+		_ = c.f.SetDeadline(time.Unix(1, 0))
+		c.lingering.hold(lingeringSock{fd: fd, file: c.f, since: time.Now()})
+		return nil
+	}
 	if err := c.f.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
 		return c.opError("close", err)
 	}
@@ -168,9 +197,19 @@ func (c *rawConn) Close() error {
 
 func (c *rawConn) LocalAddr() net.Addr                { return c.local }
 func (c *rawConn) RemoteAddr() net.Addr               { return c.remote }
-func (c *rawConn) SetDeadline(t time.Time) error      { return c.f.SetDeadline(t) }
-func (c *rawConn) SetReadDeadline(t time.Time) error  { return c.f.SetReadDeadline(t) }
-func (c *rawConn) SetWriteDeadline(t time.Time) error { return c.f.SetWriteDeadline(t) }
+func (c *rawConn) SetDeadline(t time.Time) error      { return c.deadline("set", c.f.SetDeadline, t) }
+func (c *rawConn) SetReadDeadline(t time.Time) error  { return c.deadline("set", c.f.SetReadDeadline, t) }
+func (c *rawConn) SetWriteDeadline(t time.Time) error { return c.deadline("set", c.f.SetWriteDeadline, t) }
+
+// deadline sets one of the file's deadlines unless the connection is closed.
+func (c *rawConn) deadline(op string, set func(time.Time) error, t time.Time) error {
+	if !c.closed.Load() && set(t) == nil {
+		return nil
+	}
+	// The file refuses a deadline only once closed; net names the local
+	// address alone here.
+	return &net.OpError{Op: op, Net: "tcp", Addr: c.local, Err: net.ErrClosed}
+}
 
 // errFileClosing is the text of internal/poll's ErrFileClosing, which an
 // os.File's RawConn returns once closed (net's is net.ErrClosed).
@@ -180,6 +219,8 @@ const errFileClosing = "use of closed file"
 // closed errors become net's.
 func (c *rawConn) opError(op string, err error) error {
 	switch {
+	case c.closed.Load():
+		err = net.ErrClosed
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		err = os.ErrDeadlineExceeded
 	case errors.Is(err, os.ErrClosed) || err.Error() == errFileClosing:

@@ -247,8 +247,30 @@ type lingering struct {
 }
 
 type lingeringSock struct {
-	fd    int
+	fd int
+	// file is the descriptor's owner for DialRaw's connections (nil for
+	// StartTCP's raw ones): closing it deregisters it from the netpoller.
+	file  *os.File
 	since time.Time
+}
+
+// release closes the socket; with its FIN acknowledged it does not wait.
+func (s lingeringSock) release() {
+	if s.file != nil {
+		_ = s.file.Close()
+		return
+	}
+	_ = rawClose(s.fd)
+}
+
+// closeBlocking closes the socket through the runtime, which lets another
+// thread run while the close waits.
+func (s lingeringSock) closeBlocking() {
+	if s.file != nil {
+		_ = s.file.Close()
+		return
+	}
+	_ = unix.Close(s.fd)
 }
 
 // maxLingering bounds the sockets held: beyond it the oldest are closed
@@ -267,8 +289,13 @@ func (l *lingering) close(fd int, now time.Time) {
 		_ = rawClose(fd)
 		return
 	}
+	l.hold(lingeringSock{fd: fd, since: now})
+}
+
+// hold keeps s until its FIN is acknowledged.
+func (l *lingering) hold(s lingeringSock) {
 	l.mu.Lock()
-	l.socks = append(l.socks, lingeringSock{fd: fd, since: now})
+	l.socks = append(l.socks, s)
 	var over []lingeringSock
 	if len(l.socks) > maxLingering {
 		over = l.socks[:len(l.socks)-maxLingering]
@@ -276,7 +303,7 @@ func (l *lingering) close(fd int, now time.Time) {
 	}
 	l.mu.Unlock()
 	for _, s := range over {
-		go closeBlocking(s.fd)
+		go s.closeBlocking()
 	}
 }
 
@@ -301,9 +328,9 @@ func (l *lingering) sweep(now time.Time) {
 	for _, s := range l.socks {
 		switch {
 		case !closeWouldWait(s.fd):
-			_ = rawClose(s.fd)
+			s.release()
 		case now.Sub(s.since) >= lingerTime:
-			go closeBlocking(s.fd)
+			go s.closeBlocking()
 		default:
 			kept = append(kept, s)
 		}
@@ -318,10 +345,6 @@ func closeWouldWait(fd int) bool {
 	s, e := tcpState(fd)
 	return e == 0 && (s == stateFinWait1 || s == stateClosing || s == stateLastAck)
 }
-
-// closeBlocking closes through the runtime, which lets another thread run
-// while the close blocks.
-func closeBlocking(fd int) { _ = unix.Close(fd) }
 
 // probeCancelled is ProbeTCP's error for a probe whose ctx ended.
 func probeCancelled(addr netip.AddrPort, err error) error {
