@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/probe/deadline"
 )
 
 // UserAgent is the kubelet v1.37 probe User-Agent; grpc-go appends its own
@@ -50,7 +51,7 @@ func probeWith(ctx context.Context, call check, host string, port int, service s
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	pctx := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := deadline.WithTimeout(ctx, timeout)
 	defer cancel()
 
 	s, err := call(ctx, addr, service)

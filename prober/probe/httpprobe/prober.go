@@ -14,6 +14,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/probe/deadline"
 	"github.com/probelet/probelet/prober/probe/tcpprobe"
 )
 
@@ -142,7 +143,8 @@ func (p *Prober) newRequest(ctx context.Context, t Target) (*http.Request, error
 // deadline on ctx (returned, with when it falls and its cancel): an
 // http.Client with a Timeout and a transport it does not know starts a
 // goroutine and a timer per request to enforce it, which is what the
-// direct exchange is there to save; clientTimeout and bodyTimeout then
+// direct exchange is there to save (and the deadline is the process's
+// timer file's, not a Go timer: package deadline); clientTimeout and bodyTimeout then
 // word its errors as that Client would.
 func (p *Prober) client(ctx context.Context, t Target) (*http.Client, context.Context, time.Time, context.CancelFunc) {
 	c := &http.Client{Transport: p.transport, CheckRedirect: checkRedirect}
@@ -154,7 +156,7 @@ func (p *Prober) client(ctx context.Context, t Target) (*http.Client, context.Co
 		return c, ctx, time.Time{}, func() {}
 	}
 	c.Transport = p.direct
-	deadline := time.Now().Add(t.Timeout)
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	return c, ctx, deadline, cancel
+	at := time.Now().Add(t.Timeout)
+	ctx, cancel := deadline.WithDeadline(ctx, at)
+	return c, ctx, at, cancel
 }

@@ -64,8 +64,7 @@ func (d *Dialer) DialRaw(ctx context.Context, network, address string) (net.Conn
 // waitConnected waits in the netpoller until the connect completed, failed
 // or ctx (and its deadline) ended.
 func (c *rawConn) waitConnected(ctx context.Context, cn *conn) error {
-	deadline, _ := ctx.Deadline()
-	ctxErr, err := cn.await(ctx, c.f, c.rc, deadline)
+	ctxErr, err := cn.await(ctx, c.f, c.rc)
 	if ctxErr != nil {
 		return netContextError(ctxErr)
 	}
@@ -91,17 +90,29 @@ func (errCanceled) Error() string        { return "operation was canceled" }
 func (errCanceled) Is(target error) bool { return target == context.Canceled }
 
 func localAddr(fd int) *net.TCPAddr {
-	sa, err := unix.Getsockname(fd) // a raw system call in x/sys
-	if err != nil {
+	// A raw getsockname: x/sys's Getsockname asks the socket's protocol
+	// with a getsockopt through the runtime's path, the very wake-up
+	// DialRaw is there to save.
+	var sa unix.RawSockaddrAny
+	n := uint32(unix.SizeofSockaddrAny)
+	if _, _, e := unix.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&sa)), uintptr(unsafe.Pointer(&n))); e != 0 {
 		return nil
 	}
-	switch sa := sa.(type) {
-	case *unix.SockaddrInet4:
-		return &net.TCPAddr{IP: net.IP(sa.Addr[:]).To16(), Port: sa.Port}
-	case *unix.SockaddrInet6:
-		return &net.TCPAddr{IP: net.IP(sa.Addr[:]), Port: sa.Port}
+	switch sa.Addr.Family {
+	case unix.AF_INET:
+		in := (*unix.RawSockaddrInet4)(unsafe.Pointer(&sa))
+		return &net.TCPAddr{IP: net.IP(in.Addr[:]).To16(), Port: port(in.Port)}
+	case unix.AF_INET6:
+		in := (*unix.RawSockaddrInet6)(unsafe.Pointer(&sa))
+		return &net.TCPAddr{IP: net.IP(append([]byte(nil), in.Addr[:]...)), Port: port(in.Port)}
 	}
 	return nil
+}
+
+// port reads a port in network byte order.
+func port(p uint16) int {
+	b := (*[2]byte)(unsafe.Pointer(&p))
+	return int(b[0])<<8 | int(b[1])
 }
 
 // rawConn is DialRaw's connection.
@@ -169,24 +180,19 @@ func (c *rawConn) Write(p []byte) (int, error) {
 
 // Close ends the connection as net's close with the kubelet's SO_LINGER
 // does on the wire (a FIN, or a RST with data unread). The FIN goes out
-// with a raw shutdown; a socket whose FIN the peer has not acknowledged
-// yet, which the close would wait for, is held by the dialer and closed
-// once it is (the next dial's sweep), as StartTCP's are. Either way the
-// connection is closed to its users at once: a read or write waiting on
-// it returns, and every later one fails, with net.ErrClosed.
+// with a raw shutdown, and the File is left to the dialer's lingering set
+// (a later dial's sweep closes it: see lingering). The connection is
+// closed to its users at once: a read or write waiting on it returns, and
+// every later one fails, with net.ErrClosed.
 func (c *rawConn) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return c.opError("close", net.ErrClosed)
 	}
-	var fd int
-	held := false
-	_ = c.rc.Control(func(s uintptr) {
-		fd = int(s)
-		held = sendFIN(s) && closeWouldWait(fd)
-	})
+	var held bool
+	_ = c.rc.Control(func(fd uintptr) { held = c.lingering.closeFile(c.f, int(fd), time.Now()) })
 	if held {
+		// Whatever waits on the connection returns now.
 		_ = c.f.SetDeadline(time.Unix(1, 0))
-		c.lingering.hold(lingeringSock{fd: fd, file: c.f, since: time.Now()})
 		return nil
 	}
 	if err := c.f.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
@@ -195,11 +201,15 @@ func (c *rawConn) Close() error {
 	return nil
 }
 
-func (c *rawConn) LocalAddr() net.Addr                { return c.local }
-func (c *rawConn) RemoteAddr() net.Addr               { return c.remote }
-func (c *rawConn) SetDeadline(t time.Time) error      { return c.deadline("set", c.f.SetDeadline, t) }
-func (c *rawConn) SetReadDeadline(t time.Time) error  { return c.deadline("set", c.f.SetReadDeadline, t) }
-func (c *rawConn) SetWriteDeadline(t time.Time) error { return c.deadline("set", c.f.SetWriteDeadline, t) }
+func (c *rawConn) LocalAddr() net.Addr           { return c.local }
+func (c *rawConn) RemoteAddr() net.Addr          { return c.remote }
+func (c *rawConn) SetDeadline(t time.Time) error { return c.deadline("set", c.f.SetDeadline, t) }
+func (c *rawConn) SetReadDeadline(t time.Time) error {
+	return c.deadline("set", c.f.SetReadDeadline, t)
+}
+func (c *rawConn) SetWriteDeadline(t time.Time) error {
+	return c.deadline("set", c.f.SetWriteDeadline, t)
+}
 
 // deadline sets one of the file's deadlines unless the connection is closed.
 func (c *rawConn) deadline(op string, set func(time.Time) error, t time.Time) error {

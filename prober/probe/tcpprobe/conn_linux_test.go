@@ -158,3 +158,31 @@ func stripAddrs(err error) error {
 	}
 	return err
 }
+
+// DialRaw's connection names both ends as net's does, on either family.
+func TestDialRawAddresses(t *testing.T) {
+	d := tcpprobe.NewDialer()
+	for _, network := range []string{"tcp4", "tcp6"} {
+		ln, err := net.Listen(network, map[string]string{"tcp4": "127.0.0.1:0", "tcp6": "[::1]:0"}[network])
+		if err != nil {
+			t.Logf("%s: no loopback: %v", network, err)
+			continue
+		}
+		defer ln.Close()
+		go func() {
+			if c, err := ln.Accept(); err == nil {
+				_ = c.Close()
+			}
+		}()
+		c, err := d.DialRaw(context.Background(), "tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatalf("%s: %v", network, err)
+		}
+		host, _, _ := net.SplitHostPort(ln.Addr().String())
+		local := c.LocalAddr().(*net.TCPAddr)
+		if c.RemoteAddr().String() != ln.Addr().String() || local.IP.String() != host || local.Port == 0 {
+			t.Errorf("%s: %v -> %v, want %s:port -> %v", network, c.LocalAddr(), c.RemoteAddr(), host, ln.Addr())
+		}
+		_ = c.Close()
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/prober/probe/deadline"
 )
 
 // StartTCP is ProbeTCP begun without blocking, for the engine's scheduling
@@ -189,34 +190,36 @@ func (c *conn) Finish(ctx context.Context) (probe.Result, string, probe.Method, 
 	if err != nil {
 		return probe.Unknown, "", probe.MethodDial, err
 	}
-	ctxErr, err := c.await(ctx, f, rc, c.deadline)
-	switch {
-	case ctxErr != nil:
-		return probe.Unknown, "", probe.MethodDial, probeCancelled(c.addr, ctxErr)
-	case err != nil:
+	// The probe's timeout ends the wait as a failure, as the kubelet's
+	// dial timeout does; ctx's end is a cancelled probe.
+	timed, cancel := deadline.WithDeadline(ctx, c.deadline)
+	defer cancel()
+	ctxErr, err := c.await(timed, f, rc)
+	if ctx.Err() != nil {
+		return probe.Unknown, "", probe.MethodDial, probeCancelled(c.addr, ctx.Err())
+	}
+	if ctxErr != nil {
+		err = os.ErrDeadlineExceeded // net's "i/o timeout"
+	}
+	if err != nil {
 		return probe.Failure, dialError(c.addr, err).Error(), probe.MethodDial, nil
 	}
 	return probe.Success, "", probe.MethodDial, nil
 }
 
 // await waits in the netpoller, on c's File f, until c's connect
-// completed or failed, deadline (none when zero) passed, or ctx ended. It
-// returns ctx's error when ctx ended, else the connect's failure (the
-// deadline's os.ErrDeadlineExceeded, or the socket's error), nil once
-// connected. The File's write deadline is left unset; a connect that is
-// already done (the common case) sets none, which would arm a runtime
-// timer.
-func (c *conn) await(ctx context.Context, f *os.File, rc syscall.RawConn, deadline time.Time) (ctxErr, err error) {
+// completed or failed, or ctx ended (its deadline included: the wait has
+// no timer of its own, which would linger in the runtime's timer heap and
+// wake the process). It returns ctx's error when ctx ended, else the
+// connect's failure, nil once connected. A connect that is already done
+// (the common case) waits for nothing.
+func (c *conn) await(ctx context.Context, f *os.File, rc syscall.RawConn) (ctxErr, err error) {
 	if e := c.soError(); e != 0 {
 		return nil, os.NewSyscallError("connect", e)
 	}
 	if !c.connecting() {
 		return nil, nil
 	}
-	if err := f.SetWriteDeadline(deadline); err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.SetWriteDeadline(time.Time{}) }()
 	stop := context.AfterFunc(ctx, func() { _ = f.SetWriteDeadline(time.Unix(1, 0)) })
 	defer stop()
 	var soErr unix.Errno
@@ -235,15 +238,22 @@ func (c *conn) await(ctx context.Context, f *os.File, rc syscall.RawConn, deadli
 	return nil, nil
 }
 
-// lingering holds probe sockets whose FIN is not acknowledged yet: closing
-// one now would block for up to the linger second, as the kubelet's close
-// does. The FIN is out either way; each is closed once acknowledged (the
-// next sweep, on a later probe's start), and one still waiting after the
-// linger second is closed on a goroutine of its own, blocking as the
-// kubelet's would.
+// lingering holds probe sockets whose FIN is out but whose close would
+// cost more now than later. A socket whose FIN is not acknowledged yet
+// would block its close for up to the linger second, as the kubelet's
+// close does: it is held until a sweep (on a later probe's start) finds it
+// acknowledged, and one still waiting after the linger second is closed
+// on a goroutine of its own, blocking as the kubelet's would. A
+// connection's File (DialRaw's) is closed through the runtime's
+// system-call path, which wakes its sleeping monitor thread: acknowledged
+// ones are closed together, a batch at a time or once the oldest has
+// waited the linger second. The FIN, the only thing the target sees, goes
+// out at once either way.
 type lingering struct {
-	mu    sync.Mutex
-	socks []lingeringSock
+	mu sync.Mutex
+	// unacked wait for their FIN's ACK; acked are Files ready to close.
+	unacked []lingeringSock
+	acked   []lingeringSock
 }
 
 type lingeringSock struct {
@@ -252,15 +262,6 @@ type lingeringSock struct {
 	// StartTCP's raw ones): closing it deregisters it from the netpoller.
 	file  *os.File
 	since time.Time
-}
-
-// release closes the socket; with its FIN acknowledged it does not wait.
-func (s lingeringSock) release() {
-	if s.file != nil {
-		_ = s.file.Close()
-		return
-	}
-	_ = rawClose(s.fd)
 }
 
 // closeBlocking closes the socket through the runtime, which lets another
@@ -277,6 +278,9 @@ func (s lingeringSock) closeBlocking() {
 // the kubelet's way at once.
 const maxLingering = 1024
 
+// fileBatch is how many acknowledged Files are closed together.
+const fileBatch = 16
+
 // lingerTime is the kubelet's SO_LINGER timeout.
 const lingerTime = time.Second
 
@@ -292,14 +296,32 @@ func (l *lingering) close(fd int, now time.Time) {
 	l.hold(lingeringSock{fd: fd, since: now})
 }
 
+// closeFile ends a DialRaw connection's File as close does a raw socket,
+// except that an acknowledged one waits for its batch. It reports false
+// for a File with data unread, which the caller closes (a reset) at once.
+func (l *lingering) closeFile(f *os.File, fd int, now time.Time) bool {
+	if !sendFIN(uintptr(fd)) {
+		return false
+	}
+	s := lingeringSock{fd: fd, file: f, since: now}
+	if closeWouldWait(fd) {
+		l.hold(s)
+		return true
+	}
+	l.mu.Lock()
+	l.acked = append(l.acked, s)
+	l.mu.Unlock()
+	return true
+}
+
 // hold keeps s until its FIN is acknowledged.
 func (l *lingering) hold(s lingeringSock) {
 	l.mu.Lock()
-	l.socks = append(l.socks, s)
+	l.unacked = append(l.unacked, s)
 	var over []lingeringSock
-	if len(l.socks) > maxLingering {
-		over = l.socks[:len(l.socks)-maxLingering]
-		l.socks = append([]lingeringSock(nil), l.socks[len(over):]...)
+	if len(l.unacked) > maxLingering {
+		over = l.unacked[:len(l.unacked)-maxLingering]
+		l.unacked = append([]lingeringSock(nil), l.unacked[len(over):]...)
 	}
 	l.mu.Unlock()
 	for _, s := range over {
@@ -319,24 +341,36 @@ func sendFIN(fd uintptr) bool {
 	return e == 0
 }
 
-// sweep closes the held sockets whose close no longer waits, and hands
-// those past the linger second to a blocking close.
+// sweep closes the raw sockets whose close no longer waits and moves such
+// Files to the acknowledged, hands those past the linger second to a
+// blocking close, and closes the acknowledged Files when a batch is full
+// or its oldest has waited the linger second.
 func (l *lingering) sweep(now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	kept := l.socks[:0]
-	for _, s := range l.socks {
+	kept := l.unacked[:0]
+	for _, s := range l.unacked {
+		waits := closeWouldWait(s.fd)
 		switch {
-		case !closeWouldWait(s.fd):
-			s.release()
+		case !waits && s.file == nil:
+			_ = rawClose(s.fd)
+		case !waits:
+			l.acked = append(l.acked, s)
 		case now.Sub(s.since) >= lingerTime:
 			go s.closeBlocking()
 		default:
 			kept = append(kept, s)
 		}
 	}
-	clear(l.socks[len(kept):])
-	l.socks = kept
+	clear(l.unacked[len(kept):])
+	l.unacked = kept
+	if len(l.acked) >= fileBatch || (len(l.acked) > 0 && now.Sub(l.acked[0].since) >= lingerTime) {
+		for _, s := range l.acked {
+			_ = s.file.Close()
+		}
+		clear(l.acked)
+		l.acked = l.acked[:0]
+	}
 }
 
 // closeWouldWait reports whether close would block on SO_LINGER: the FIN
