@@ -28,7 +28,6 @@ type alarm interface {
 
 var (
 	once     sync.Once
-	theAlarm alarm
 	shared   *wheel
 )
 
