@@ -27,8 +27,8 @@ type alarm interface {
 }
 
 var (
-	once     sync.Once
-	shared   *wheel
+	once   sync.Once
+	shared *wheel
 )
 
 // theWheel is the process's wheel, started on first use; nil when no
