@@ -129,6 +129,10 @@ func TestConfiguredLoggerTakesOver(t *testing.T) {
 	go func() { done <- p.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	testutil.WaitFor(t, "the registration", p.Connected)
+	// Connected may turn true a moment before the line is logged.
+	testutil.WaitFor(t, "the registration line", func() bool {
+		return post.FilterMessage("Registered with the runtime over NRI").Len()+pre.FilterMessage("Registered with the runtime over NRI").Len() > 0
+	})
 	if n := post.FilterMessage("Registered with the runtime over NRI").Len(); n != 1 {
 		t.Errorf("the configured logger has %d registration lines, want 1", n)
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/probelet/probelet/prober/probe/deadline"
 	"github.com/probelet/probelet/prober/probe/execprobe"
 )
 
@@ -59,8 +60,11 @@ func (c *Client) ExecSync(ctx context.Context, containerID string, cmd []string,
 // callContext bounds a call that itself waits up to wait by wait plus the
 // client timeout; wait 0 means no own wait (the kubelet then sets no
 // deadline for ExecSync, probelet still bounds it by the client timeout).
+// The deadline is package deadline's, not a Go timer per call: an exec
+// probe is a call per period, and a stopped Go timer still wakes the idle
+// agent when it would have fired.
 func (c *Client) callContext(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, c.timeout+wait)
+	return deadline.WithTimeout(ctx, c.timeout+wait)
 }
 
 // tooLarge: gRPC refused a reply over the call's receive limit.

@@ -1,12 +1,16 @@
 package endpoint
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/probelet/probelet/internal/rawconn"
 )
 
 // runtimeBackoff paces reconnecting to a runtime: gRPC's default grows to
@@ -27,6 +31,11 @@ func DialRuntime(endpoint string, maxMsgSize int) (*grpc.ClientConn, error) {
 		return nil, fmt.Errorf("runtime endpoint %w", err)
 	}
 	conn, err := grpc.NewClient("unix://"+path,
+		// Reads and writes as raw system calls: an exec probe is a call
+		// per period, and net's would wake the idle agent's sysmon on each.
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return rawconn.DialUnix(ctx, path)
+		}),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
 		grpc.WithConnectParams(runtimeBackoff))

@@ -109,6 +109,7 @@ type exchange struct {
 	conn net.Conn
 	fr   *http2.Framer
 	bw   *bufio.Writer
+	br   *bufio.Reader
 	in   *budgetReader
 	stop func() bool
 	// The reply so far.
@@ -138,7 +139,8 @@ func open(ctx context.Context, addr string, msg []byte) (*exchange, error) {
 	x.stop = context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	x.deadline, _ = ctx.Deadline()
 	x.bw = bufio.NewWriterSize(conn, 1<<10)
-	x.fr = http2.NewFramer(x.bw, bufio.NewReaderSize(x.in, 4<<10))
+	x.br = bufio.NewReaderSize(x.in, 4<<10)
+	x.fr = http2.NewFramer(x.bw, x.br)
 	x.fr.SetMaxReadFrameSize(maxFrameSize)
 	x.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	x.fr.MaxHeaderListSize = MaxHeaderListBytes
@@ -151,13 +153,16 @@ func open(ctx context.Context, addr string, msg []byte) (*exchange, error) {
 		x.close()
 		return nil, err
 	}
-	if s, ok := f.(*http2.SettingsFrame); !ok || s.IsAck() {
+	s, ok := f.(*http2.SettingsFrame)
+	if !ok {
 		x.close()
 		return nil, errNotReady
 	}
-	if err := x.fr.WriteSettingsAck(); err != nil {
-		x.close()
-		return nil, err
+	if !s.IsAck() {
+		if err := x.fr.WriteSettingsAck(); err != nil {
+			x.close()
+			return nil, err
+		}
 	}
 	return x, nil
 }
@@ -246,6 +251,13 @@ func (x *exchange) close() {
 // and pings as grpc-go does, and returns the reply's status.
 func (x *exchange) await() (healthpb.HealthCheckResponse_ServingStatus, error) {
 	for {
+		// Answers go out before waiting for more: once the frames read so
+		// far are handled.
+		if x.bw.Buffered() > 0 && x.br.Buffered() == 0 {
+			if err := x.bw.Flush(); err != nil {
+				return 0, x.readError(err)
+			}
+		}
 		f, err := x.fr.ReadFrame()
 		if err != nil {
 			return 0, x.readError(err)
@@ -288,11 +300,6 @@ func (x *exchange) await() (healthpb.HealthCheckResponse_ServingStatus, error) {
 		}
 		if err != nil {
 			return 0, x.readError(err)
-		}
-		if x.bw.Buffered() > 0 {
-			if err := x.bw.Flush(); err != nil {
-				return 0, x.readError(err)
-			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -113,6 +114,7 @@ func TestProbeAnswersAsGRPCGo(t *testing.T) {
 		})},
 		{name: "reset: refused stream", port: serveH2(t, func(fr *http2.Framer) { _ = fr.WriteRSTStream(1, http2.ErrCodeRefusedStream) }),
 			differs: "error: health rpc probe failed: rpc error: code = Unavailable desc = stream terminated by RST_STREAM with error code: REFUSED_STREAM"},
+		{name: "a flood of pings", port: pingFlood(t), differs: fmt.Sprintf("error: health rpc probe failed: rpc error: code = Unavailable desc = error reading from server: the server sent over %d bytes", 2*grpcprobe.MaxHeaderListBytes+2*(grpcprobe.MaxReplyBytes+5+1024))},
 		{name: "goaway before the call", port: serveH2(t, func(fr *http2.Framer) {
 			_ = fr.WriteGoAway(0, http2.ErrCodeNo, nil)
 			waitClosed(fr)
@@ -136,6 +138,31 @@ func TestProbeAnswersAsGRPCGo(t *testing.T) {
 			t.Logf("both: %s %q", res, out)
 		})
 	}
+}
+
+// pingFlood answers every connection with its SETTINGS and then pings,
+// as fast as it can write them, reading whatever comes.
+func pingFlood(t *testing.T) int {
+	var b bytes.Buffer
+	fr := http2.NewFramer(&b, nil)
+	_ = fr.WriteSettings()
+	settings := append([]byte(nil), b.Bytes()...)
+	b.Reset()
+	for range 4096 {
+		_ = fr.WritePing(false, [8]byte{})
+	}
+	pings := b.Bytes()
+	return probetest.ServePort(t, func(c net.Conn) {
+		go func() { _, _ = io.Copy(io.Discard, c) }()
+		if _, err := c.Write(settings); err != nil {
+			return
+		}
+		for {
+			if _, err := c.Write(pings); err != nil {
+				return
+			}
+		}
+	})
 }
 
 // failingHealth answers every Check with st.
