@@ -21,6 +21,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/probelet/probelet/prober/probe"
 )
 
 // checkDirect is one Health/Check on the calling goroutine: dial, write
@@ -110,7 +112,7 @@ type exchange struct {
 	fr   *http2.Framer
 	bw   *bufio.Writer
 	br   *bufio.Reader
-	in   *budgetReader
+	in   *probe.LimitedReader
 	stop func() bool
 	// The reply so far.
 	headers bool   // a gRPC reply's headers came
@@ -132,7 +134,7 @@ func open(ctx context.Context, addr string, msg []byte) (*exchange, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &exchange{conn: conn, in: &budgetReader{r: conn, n: maxExchange}}
+	x := &exchange{conn: conn, in: &probe.LimitedReader{R: conn, N: maxExchange, Err: errExchangeTooLarge}}
 	// ctx's end (its deadline, or the parent's) interrupts whatever waits
 	// on the connection: no deadline timers of the connection's own, which
 	// would outlive it in the runtime's timer heap and wake the process.
@@ -578,21 +580,3 @@ func decodeMessage(msg string) string {
 }
 
 var errExchangeTooLarge = fmt.Errorf("the server sent over %d bytes", maxExchange)
-
-// budgetReader fails reads once n bytes were read.
-type budgetReader struct {
-	r io.Reader
-	n int64
-}
-
-func (b *budgetReader) Read(p []byte) (int, error) {
-	if b.n <= 0 {
-		return 0, errExchangeTooLarge
-	}
-	if int64(len(p)) > b.n {
-		p = p[:b.n]
-	}
-	n, err := b.r.Read(p)
-	b.n -= int64(n)
-	return n, err
-}

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/probelet/probelet/prober/probe"
 )
 
 // directTransport is the probe client's transport for plain HTTP: one
@@ -80,7 +82,7 @@ func exchange(req *http.Request, conn net.Conn) (*http.Response, error) {
 	if err := bw.Flush(); err != nil {
 		return nil, err
 	}
-	lr := &limitedReader{r: conn, n: MaxResponseHeaderBytes}
+	lr := &probe.LimitedReader{R: conn, N: MaxResponseHeaderBytes, Err: errHeaderLimit}
 	br := bufio.NewReaderSize(lr, bufferSize)
 	// The Transport's read error before any byte of a response comes
 	// back as it is.
@@ -90,7 +92,7 @@ func exchange(req *http.Request, conn net.Conn) (*http.Response, error) {
 	for {
 		res, err := http.ReadResponse(br, req)
 		if err != nil {
-			if lr.n <= 0 {
+			if lr.N <= 0 {
 				err = errHeaderLimit
 			}
 			return nil, fmt.Errorf("net/http: HTTP/1.x transport connection broken: %w", err)
@@ -98,7 +100,7 @@ func exchange(req *http.Request, conn net.Conn) (*http.Response, error) {
 		if res.StatusCode >= 100 && res.StatusCode <= 199 && res.StatusCode != http.StatusSwitchingProtocols {
 			continue
 		}
-		lr.n = math.MaxInt64 // bodies are bounded by their reader
+		lr.N = math.MaxInt64 // bodies are bounded by their reader
 		return res, nil
 	}
 }
@@ -110,25 +112,6 @@ func hostPort(req *http.Request) string {
 		return req.URL.Host
 	}
 	return net.JoinHostPort(req.URL.Hostname(), "80")
-}
-
-// limitedReader is the Transport's read limit: reads fail once n bytes
-// were read.
-type limitedReader struct {
-	r io.Reader
-	n int64
-}
-
-func (l *limitedReader) Read(p []byte) (int, error) {
-	if l.n <= 0 {
-		return 0, errHeaderLimit
-	}
-	if int64(len(p)) > l.n {
-		p = p[:l.n]
-	}
-	n, err := l.r.Read(p)
-	l.n -= int64(n)
-	return n, err
 }
 
 // directBody is the response body on its connection: a read that fails
