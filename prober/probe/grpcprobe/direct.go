@@ -112,7 +112,6 @@ type exchange struct {
 	fr   *http2.Framer
 	bw   *bufio.Writer
 	br   *bufio.Reader
-	in   *probe.LimitedReader
 	stop func() bool
 	// The reply so far.
 	headers bool   // a gRPC reply's headers came
@@ -134,14 +133,15 @@ func open(ctx context.Context, addr string, msg []byte) (*exchange, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &exchange{conn: conn, in: &probe.LimitedReader{R: conn, N: maxExchange, Err: errExchangeTooLarge}}
+	x := &exchange{conn: conn}
 	// ctx's end (its deadline, or the parent's) interrupts whatever waits
 	// on the connection: no deadline timers of the connection's own, which
 	// would outlive it in the runtime's timer heap and wake the process.
 	x.stop = context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	x.deadline, _ = ctx.Deadline()
 	x.bw = bufio.NewWriterSize(conn, 1<<10)
-	x.br = bufio.NewReaderSize(x.in, 4<<10)
+	// Reads past maxExchange fail: a flood of frames ends the call.
+	x.br = bufio.NewReaderSize(&probe.LimitedReader{R: conn, N: maxExchange, Err: errExchangeTooLarge}, 4<<10)
 	x.fr = http2.NewFramer(x.bw, x.br)
 	x.fr.SetMaxReadFrameSize(maxFrameSize)
 	x.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
