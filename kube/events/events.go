@@ -3,7 +3,7 @@
 // Kubernetes Events on the pod, with the container's field path as the
 // kubelet does, so `kubectl describe pod` and `kubectl events` show them.
 // Aggregation, spam filtering and rate limiting are client-go's event
-// correlator, the kubelet's; the writes are made on Run's goroutine, so
+// correlator's, the kubelet's (rewritten here: correlate.go); the writes are made on Run's goroutine, so
 // nothing of the recorder outlives Run.
 package events
 
@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/tools/record/util"
 	"k8s.io/utils/clock"
 
@@ -55,7 +54,7 @@ type Recorder struct {
 	client     kube.Client
 	status     prober.StatusSource
 	source     corev1.EventSource
-	correlator *record.EventCorrelator
+	correlator *correlator
 	clock      clock.WithTicker
 	retryWait  time.Duration
 	log        *zap.Logger
@@ -92,7 +91,7 @@ func New(client kube.Client, nodeName string, status prober.StatusSource, log *z
 			return nil, err
 		}
 	}
-	r.correlator = record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{QPS: eventQPS, BurstSize: eventBurst, Clock: r.clock})
+	r.correlator = newCorrelator(r.clock, eventQPS, eventBurst)
 	return r, nil
 }
 
@@ -145,11 +144,11 @@ func (r *Recorder) record(ctx context.Context, ev prober.Event) {
 		r.log.Error("Event of an unknown type not recorded", zap.String("type", ev.Type), zap.String("reason", ev.Reason))
 		return
 	}
-	result, err := r.correlator.EventCorrelate(r.makeEvent(ev))
+	result, err := r.correlator.correlate(r.makeEvent(ev))
 	if err != nil {
 		r.log.Warn("Event correlation failed", zap.Error(err))
 	}
-	if result == nil || result.Skip {
+	if result.event == nil || result.skip {
 		return
 	}
 	for tries := 1; ; tries++ {
@@ -176,12 +175,12 @@ func (r *Recorder) record(ctx context.Context, ev prober.Event) {
 
 // write makes one attempt; it reports whether the Event is done with
 // (written, or refused for good).
-func (r *Recorder) write(ctx context.Context, result *record.EventCorrelateResult) bool {
-	ev := result.Event
+func (r *Recorder) write(ctx context.Context, result correlation) bool {
+	ev := result.event
 	var out *corev1.Event
 	var err error
 	if ev.Count > 1 {
-		out, err = r.client.PatchEvent(ctx, ev.Namespace, ev.Name, result.Patch)
+		out, err = r.client.PatchEvent(ctx, ev.Namespace, ev.Name, result.patch)
 	}
 	if ev.Count <= 1 || util.IsKeyNotFoundError(err) {
 		cp := *ev
@@ -192,7 +191,7 @@ func (r *Recorder) write(ctx context.Context, result *record.EventCorrelateResul
 	var malformed *rest.RequestConstructionError
 	switch {
 	case err == nil:
-		r.correlator.UpdateState(out)
+		r.correlator.updateState(out)
 		r.failures = 0
 		return true
 	case ctx.Err() != nil:
