@@ -61,9 +61,10 @@ func buildExecHelper(out string) error {
 	return nil
 }
 
-// goBuild builds pkg of this module into out, as `make build` does.
+// goBuild builds pkg of this module into out, as `make build` does (its
+// BUILDTAGS too).
 func goBuild(out, pkg string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", "grpcnotrace", "-o", out, pkg)
 	cmd.Dir = repoRoot()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -36,7 +36,7 @@ usage() { die "usage: build.sh [--out FILE] [--name REF] [--version V] [--platfo
 compile() {
 	local arch=$1 dir=$2 pkgs=() b
 	for b in "${BINARIES[@]}"; do pkgs+=("./cmd/$b"); done
-	(cd "$REPO" && CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -buildvcs=false \
+	(cd "$REPO" && CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -buildvcs=false -tags grpcnotrace \
 		-ldflags "-s -w -buildid= -X $STAMP=$VERSION" -o "$dir/" "${pkgs[@]}")
 }
 

@@ -36,7 +36,7 @@ type bench struct {
 func newBench(ctx context.Context, r *runner, c config) *bench {
 	bed := testbed.Start(r)
 	bin := filepath.Join(bed.Dir(), "probelet")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/probelet")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "grpcnotrace", "-o", bin, "./cmd/probelet")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		r.Fatalf("go build ./cmd/probelet (run from the repository root): %v\n%s", err, out)
 	}

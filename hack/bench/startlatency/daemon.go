@@ -31,7 +31,7 @@ type daemon struct {
 // buildProbelet builds cmd/probelet into dir.
 func buildProbelet(ctx context.Context, root, dir string) (string, error) {
 	out := filepath.Join(dir, "probelet")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./cmd/probelet")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "grpcnotrace", "-o", out, "./cmd/probelet")
 	cmd.Dir = root
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/probelet: %w\n%s", err, msg)
