@@ -45,6 +45,11 @@ func TestProbeAnswersAsGRPCGo(t *testing.T) {
 		service string
 		// differs is probelet's answer where it deliberately differs.
 		differs string
+		// budget: probelet's answer comes from reading its byte budget,
+		// which the server must fill before the deadline even on a loaded
+		// machine, so its probe gets budgetTimeout (grpc-go's, which reads
+		// until the deadline, keeps timeout).
+		budget bool
 	}{
 		{name: "serving", port: withHealth},
 		{name: "service serving", port: withHealth, service: "web"},
@@ -114,18 +119,22 @@ func TestProbeAnswersAsGRPCGo(t *testing.T) {
 		})},
 		{name: "reset: refused stream", port: serveH2(t, func(fr *http2.Framer) { _ = fr.WriteRSTStream(1, http2.ErrCodeRefusedStream) }),
 			differs: "error: health rpc probe failed: rpc error: code = Unavailable desc = stream terminated by RST_STREAM with error code: REFUSED_STREAM"},
-		{name: "a flood of pings", port: pingFlood(t), differs: fmt.Sprintf("error: health rpc probe failed: rpc error: code = Unavailable desc = error reading from server: the server sent over %d bytes", 2*grpcprobe.MaxHeaderListBytes+2*(grpcprobe.MaxReplyBytes+5+1024))},
+		{name: "a flood of pings", port: pingFlood(t), budget: true, differs: fmt.Sprintf("error: health rpc probe failed: rpc error: code = Unavailable desc = error reading from server: the server sent over %d bytes", 2*grpcprobe.MaxHeaderListBytes+2*(grpcprobe.MaxReplyBytes+5+1024))},
 		{name: "goaway before the call", port: serveH2(t, func(fr *http2.Framer) {
 			_ = fr.WriteGoAway(0, http2.ErrCodeNo, nil)
 			waitClosed(fr)
 		}), differs: "error: health rpc probe failed: rpc error: code = Unavailable desc = the stream is rejected because server is draining the connection"},
 	}
-	const timeout = 300 * time.Millisecond
+	const timeout, budgetTimeout = 300 * time.Millisecond, 30 * time.Second
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			wantRes, wantOut, wantErr := grpcprobe.ProbeWithGRPCGo(context.Background(), "127.0.0.1", tc.port, tc.service, timeout)
-			res, out, err := grpcprobe.Probe(context.Background(), "127.0.0.1", tc.port, tc.service, timeout)
+			ours := timeout
+			if tc.budget {
+				ours = budgetTimeout
+			}
+			res, out, err := grpcprobe.Probe(context.Background(), "127.0.0.1", tc.port, tc.service, ours)
 			if tc.differs != "" {
 				if res != probe.Failure || out != tc.differs || err != nil {
 					t.Fatalf("Probe = (%s, %q, %v), want (failure, %q) where grpc-go says (%s, %q)", res, out, err, tc.differs, wantRes, wantOut)
