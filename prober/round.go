@@ -9,19 +9,41 @@ import (
 // worker's tick does. When is the scheduler's (scheduler.go); what is the
 // Manager's.
 
-// loop runs the scheduler goroutine until ctx ends.
+// loop runs the scheduling goroutines until ctx ends.
 func (m *Manager) loop(ctx context.Context) {
 	stop := context.AfterFunc(ctx, m.wakeToStop)
 	defer stop()
-	m.sched.run(ctx, m.dispatchDue)
+	m.sched.run(ctx, roles{round: m.dispatchDue, runInline: m.runInline, takeOver: m.takeOver})
 }
 
-// dispatchDue is one round of the scheduler under the lock.
-func (m *Manager) dispatchDue() {
+// dispatchDue is one round of the scheduler under the lock; it returns the
+// probe the round kept to run inline, if any.
+func (m *Manager) dispatchDue() *worker {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.sched.due(m.tick)
+	w := m.sched.due(m.tick)
 	m.notifyIdle()
+	return w
+}
+
+// runInline runs w's probe on the scheduling goroutine (see quickRun) and
+// reports whether that goroutine still leads the rounds. The inline run
+// ends before finish reschedules w: a nudge from that is for the lead's
+// own alarm, not the standby's.
+func (m *Manager) runInline(w *worker) bool {
+	o := m.probe(w)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	lead := m.sched.endInline()
+	m.finish(w, o)
+	return lead
+}
+
+// takeOver is the standby goroutine's: it reports whether it leads now.
+func (m *Manager) takeOver(stopping bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sched.takeOver(stopping)
 }
 
 // wakeToStop fires the alarm for the end of Run's context, unless the
@@ -55,7 +77,8 @@ func (m *Manager) tick(w *worker, now time.Time) {
 
 // dispatch runs w's probe: answered at once when the TCP prober can
 // answer from memory or within a non-blocking start, else handed to the
-// pool with a snapshot of its target (and the probe under way, if begun).
+// pool (or kept to run inline) with a snapshot of its target (and the
+// probe under way, if begun).
 func (m *Manager) dispatch(w *worker) {
 	if w.target == nil || w.target.containerID != w.containerID {
 		c, _ := w.pod.container(w.name)
@@ -69,7 +92,7 @@ func (m *Manager) dispatch(w *worker) {
 		m.finish(w, o)
 		return
 	}
-	m.sched.pool.submit(w)
+	m.sched.submit(w)
 }
 
 // instant answers j on the scheduling goroutine, under the lock, when the

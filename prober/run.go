@@ -22,6 +22,15 @@ type outcome struct {
 
 // execute runs w's probe on a pool goroutine, then records it under the lock.
 func (m *Manager) execute(w *worker) {
+	o := m.probe(w)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.finish(w, o)
+}
+
+// probe runs w's probe without the lock: the job dispatch gave it is w's
+// alone while it is in flight.
+func (m *Manager) probe(w *worker) outcome {
 	j := &w.job
 	o := outcome{start: m.clock.Now()}
 	switch {
@@ -33,15 +42,14 @@ func (m *Manager) execute(w *worker) {
 		o.result, o.output, o.method, o.err = m.handlers.runWithRetries(j.ctx, j.target)
 	}
 	o.duration = m.clock.Since(o.start)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.finish(w, o)
+	return o
 }
 
 // finish records a run and puts the worker back on the schedule. A run for
 // a container the worker has since left, or of a stopped worker, is dropped.
 func (m *Manager) finish(w *worker, o outcome) {
 	w.inFlight = false
+	w.quick = o.duration < quickRun
 	m.inflight--
 	if !w.stopped {
 		if m.current(w, w.job.containerID) {

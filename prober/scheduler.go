@@ -3,6 +3,7 @@ package prober
 import (
 	"context"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,10 +24,26 @@ const noRound = math.MinInt64
 // scheduler still wakes at the earliest due time.
 const coalesceWindow = 10 * time.Millisecond
 
+// A round's last probe that waits on its target (any but a TCP probe
+// answered at once) runs on the scheduling goroutine itself when its
+// previous run took under quickRun: handing it to a pool runner wakes a
+// second thread, which costs an idle agent more than a quick probe. While
+// it runs, a standby goroutine waits on a second timer file (the watch)
+// set for the next round or inlineLimit, whichever comes first, and takes
+// the rounds over if it goes off: a probe that turns out slow delays the
+// others by inlineLimit at most, the bound the pool's detachAfter keeps.
+// Only on the real clock (the watch is a timer file): with a fake one
+// every probe goes to the pool.
+const (
+	quickRun    = 5 * time.Millisecond
+	inlineLimit = detachAfter
+)
+
 // scheduler decides when each worker ticks: a min-heap of due times, the
 // alarm its goroutine sleeps on until the earliest, and the pool that runs
-// the probes a round hands over. It knows nothing of pods, results or
-// kills: the Manager's round asks it for the due workers and ticks them.
+// the probes a round hands over (but one it may run itself: quickRun). It
+// knows nothing of pods, results or kills: the Manager's round asks it for
+// the due workers and ticks them.
 // Every method but run and lag is called under the engine's lock
 // (Manager.mu), which also guards the workers' queue fields.
 type scheduler struct {
@@ -43,6 +60,23 @@ type scheduler struct {
 	alarm       alarm
 	parked      bool
 	dispatching bool
+	// Probes run inline (see quickRun). watch is the standby's timer file
+	// (nil: nothing runs inline). standby is set while a goroutine waits
+	// on it to take over; candidate is the round's probe kept for the
+	// scheduling goroutine; inline is the probe it runs, and tookOver says
+	// the standby took the rounds over meanwhile. The goroutines are
+	// counted in goroutines; leadGone is closed by the one that ends run.
+	watch     alarm
+	standby   bool
+	candidate *worker
+	inline    *worker
+	tookOver  bool
+	// inlined and takenOver count inline runs and takeovers (tests read
+	// them).
+	inlined    atomic.Int64
+	takenOver  atomic.Int64
+	goroutines sync.WaitGroup
+	leadGone   chan struct{}
 	// looping is set while the scheduler goroutine runs; nextRound is when
 	// it is due to go round next (unix nanoseconds, noRound when nothing is
 	// due). Both are read without the lock, by lag: a wedged engine may
@@ -61,31 +95,90 @@ func newScheduler(c clock.Clock, jitter func() float64, agentStart time.Time, p 
 // onAlarmError hears of an alarm that had to fall back on a Go timer.
 func (s *scheduler) start(onAlarmError func(error)) {
 	s.alarm = newAlarm(s.clock, onAlarmError)
+	if _, ok := s.alarm.(*timerfdAlarm); ok {
+		if w, err := newTimerfdAlarm(onAlarmError); err == nil {
+			s.watch, s.standby = w, true
+		}
+	}
+	s.leadGone = make(chan struct{})
 	s.nextRound.Store(s.clock.Now().UnixNano())
 }
 
-// run is the single scheduler goroutine: it goes round (round takes the
-// lock and calls due), sleeps on the alarm, and goes round again, until
-// ctx ends. Whoever ends ctx fires the alarm (Manager.wakeToStop).
-func (s *scheduler) run(ctx context.Context, round func()) {
+// roles are what the Manager does for the scheduling goroutines, each
+// under its lock but the probe itself: go round (returning a probe to run
+// inline, if any), run a probe inline and say whether its goroutine still
+// leads, take the rounds over from one that runs a probe inline (and,
+// stopping, stand by no more).
+type roles struct {
+	round     func() *worker
+	runInline func(*worker) (lead bool)
+	takeOver  func(stopping bool) bool
+}
+
+// run schedules until ctx ends. One goroutine leads: it goes round, sleeps
+// on the alarm and goes round again. With a watch a second one stands by
+// (see quickRun) and the two swap when it takes over. run returns once
+// the goroutine leading at the end stopped; one still in an inline probe
+// is waited for by close. Whoever ends ctx fires both timers
+// (Manager.wakeToStop).
+func (s *scheduler) run(ctx context.Context, r roles) {
 	s.looping.Store(true)
 	defer s.looping.Store(false)
+	if s.watch == nil {
+		s.serve(ctx, r, true)
+		return
+	}
+	s.goroutines.Add(2)
+	for _, lead := range []bool{true, false} {
+		go func() {
+			defer s.goroutines.Done()
+			s.serve(ctx, r, lead)
+		}()
+	}
+	<-s.leadGone
+}
+
+// serve is one scheduling goroutine, leading or standing by, until ctx
+// ends. At the end the standby takes over from a lead still in an inline
+// probe, which ends only once the engine cancels it, after run.
+func (s *scheduler) serve(ctx context.Context, r roles, lead bool) {
 	for {
-		round()
+		if !lead {
+			s.watch.wait()
+			stopping := ctx.Err() != nil
+			lead = r.takeOver(stopping)
+			if stopping {
+				if lead {
+					close(s.leadGone)
+				}
+				return
+			}
+			continue
+		}
+		if w := r.round(); w != nil && !r.runInline(w) {
+			lead = false
+			continue
+		}
 		// A fire from ctx's end that the round's alarm setting cleared
 		// came after ctx was done, so checking here cannot miss it.
 		if ctx.Err() != nil {
+			close(s.leadGone)
 			return
 		}
 		s.alarm.wait()
 	}
 }
 
-// close stops the pool's runners and releases the alarm; run has ended.
+// close stops the pool's runners and the scheduling goroutines and
+// releases the timers; run has ended and every probe's context is done.
 func (s *scheduler) close() {
 	s.pool.close()
+	s.goroutines.Wait()
 	if s.alarm != nil {
 		s.alarm.close()
+	}
+	if s.watch != nil {
+		s.watch.close()
 	}
 }
 
@@ -109,8 +202,9 @@ func (s *scheduler) lag() (lag time.Duration, running bool) {
 // due is one round: tick every worker due by now (or within
 // coalesceWindow), then set the alarm for the next one and park — one
 // critical section, so a nudge either happened before (and its worker
-// ticked, or is the next) or fires the alarm after.
-func (s *scheduler) due(tick func(w *worker, at time.Time)) {
+// ticked, or is the next) or fires the alarm after. It returns the probe
+// the round kept to run inline (submit), with the watch set for it.
+func (s *scheduler) due(tick func(w *worker, at time.Time)) *worker {
 	s.parked = false
 	s.dispatching = true
 	now := s.clock.Now()
@@ -126,6 +220,58 @@ func (s *scheduler) due(tick func(w *worker, at time.Time)) {
 	}
 	s.dispatching = false
 	s.sleep()
+	w := s.candidate
+	if w != nil {
+		s.candidate, s.inline = nil, w
+		s.inlined.Add(1)
+		watchUntil := now.Add(inlineLimit)
+		if _, next, ok := s.queue.next(); ok && next.Before(watchUntil) {
+			watchUntil = next
+		}
+		s.watch.set(watchUntil)
+	}
+	return w
+}
+
+// submit hands w's probe to the pool; in a round, with a goroutine
+// standing by, it keeps the last quick one for the scheduling goroutine
+// instead (see quickRun).
+func (s *scheduler) submit(w *worker) {
+	if !s.dispatching || !s.standby || !w.quick {
+		s.pool.submit(w)
+		return
+	}
+	if s.candidate != nil {
+		s.pool.submit(s.candidate)
+	}
+	s.candidate = w
+}
+
+// endInline is the end of an inline run: it reports whether its goroutine
+// still leads, or stands by now that the other took over.
+func (s *scheduler) endInline() (lead bool) {
+	s.inline = nil
+	if s.tookOver {
+		s.tookOver, s.standby = false, true
+		return false
+	}
+	s.watch.disarm()
+	return true
+}
+
+// takeOver is the standby's, woken by the watch: it leads from now on if a
+// probe still runs inline; a wake-up left over from an earlier run is
+// ignored. Once stopping, no probe runs inline any more.
+func (s *scheduler) takeOver(stopping bool) bool {
+	if stopping {
+		s.standby = false
+	}
+	if s.inline == nil || s.tookOver {
+		return false
+	}
+	s.tookOver, s.standby = true, false
+	s.takenOver.Add(1)
+	return true
 }
 
 // sleep sets the alarm for the earliest due worker and parks: only a
@@ -151,10 +297,13 @@ func (s *scheduler) idle() bool {
 	return !ok || due.After(s.clock.Now())
 }
 
-// stopAlarm makes the goroutine's wait return, for the end of run.
+// stopAlarm makes the goroutines' waits return, for the end of run.
 func (s *scheduler) stopAlarm() {
 	if s.alarm != nil {
 		s.alarm.fire()
+	}
+	if s.watch != nil {
+		s.watch.fire()
 	}
 }
 
@@ -227,6 +376,10 @@ func (s *scheduler) nudge() {
 	}
 	s.parked = false
 	s.alarm.fire()
+	if s.inline != nil {
+		// The lead is in a probe: the standby takes the round.
+		s.watch.fire()
+	}
 }
 
 // nextTick returns the worker's next due time on its period grid. A worker

@@ -34,6 +34,9 @@ type worker struct {
 	inFlight bool
 	rewake   bool
 	stopped  bool
+	// quick: the last probe took under quickRun, so the next may run on
+	// the scheduling goroutine.
+	quick bool
 
 	// What the last UpdatePod showed, to wake the worker on a change.
 	seenID       string
