@@ -148,7 +148,14 @@ func TestInlineProbesAndTheWatchdog(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("inline runs %d, takeovers %d; the victim's intervals %v", m.sched.inlined.Load(), m.sched.takenOver.Load(), it.intervals(victim))
+	inlined, takenOver, wakes := m.sched.inlined.Load(), m.sched.takenOver.Load(), m.sched.standbyWakes.Load()
+	t.Logf("inline runs %d, takeovers %d, the standby's wake-ups %d; the victim's intervals %v", inlined, takenOver, wakes, it.intervals(victim))
+	// The standby wakes when the watch goes off or is fired (at most once
+	// an inline run), and for the stop: never spins on a watch whose time
+	// passed.
+	if wakes > inlined+2 {
+		t.Errorf("the standby woke %d times for %d inline runs", wakes, inlined)
+	}
 	if err := <-it.hung; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the probe hanging at shutdown ended with %v, want it cancelled", err)
 	}

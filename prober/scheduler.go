@@ -71,12 +71,13 @@ type scheduler struct {
 	candidate *worker
 	inline    *worker
 	tookOver  bool
-	// inlined and takenOver count inline runs and takeovers (tests read
-	// them).
-	inlined    atomic.Int64
-	takenOver  atomic.Int64
-	goroutines sync.WaitGroup
-	leadGone   chan struct{}
+	// inlined, takenOver and standbyWakes count inline runs, takeovers
+	// and the standby's wake-ups (tests read them).
+	inlined      atomic.Int64
+	takenOver    atomic.Int64
+	standbyWakes atomic.Int64
+	goroutines   sync.WaitGroup
+	leadGone     chan struct{}
 	// looping is set while the scheduler goroutine runs; nextRound is when
 	// it is due to go round next (unix nanoseconds, noRound when nothing is
 	// due). Both are read without the lock, by lag: a wedged engine may
@@ -144,7 +145,14 @@ func (s *scheduler) run(ctx context.Context, r roles) {
 func (s *scheduler) serve(ctx context.Context, r roles, lead bool) {
 	for {
 		if !lead {
+			// One that just ended an inline run the other took over
+			// checks first: the stop's fire may have come before the
+			// takeover disarmed the watch.
+			if ctx.Err() != nil {
+				return
+			}
 			s.watch.wait()
+			s.standbyWakes.Add(1)
 			stopping := ctx.Err() != nil
 			lead = r.takeOver(stopping)
 			if stopping {
@@ -251,11 +259,11 @@ func (s *scheduler) submit(w *worker) {
 // still leads, or stands by now that the other took over.
 func (s *scheduler) endInline() (lead bool) {
 	s.inline = nil
+	s.watch.disarm()
 	if s.tookOver {
 		s.tookOver, s.standby = false, true
 		return false
 	}
-	s.watch.disarm()
 	return true
 }
 
@@ -267,10 +275,22 @@ func (s *scheduler) takeOver(stopping bool) bool {
 		s.standby = false
 	}
 	if s.inline == nil || s.tookOver {
+		if !stopping {
+			// A wake-up left over from an earlier run: the watch must
+			// not stay in the past, or every wait would return at once.
+			s.watch.disarm()
+		}
 		return false
 	}
 	s.tookOver, s.standby = true, false
 	s.takenOver.Add(1)
+	if !stopping {
+		// The watch went off (its time stays in the past) or was fired:
+		// disarmed, the next standby's wait blocks until the next inline
+		// run sets it. A stop's fire stays, for the goroutine still in
+		// the probe.
+		s.watch.disarm()
+	}
 	return true
 }
 
@@ -376,7 +396,7 @@ func (s *scheduler) nudge() {
 	}
 	s.parked = false
 	s.alarm.fire()
-	if s.inline != nil {
+	if s.inline != nil && !s.tookOver {
 		// The lead is in a probe: the standby takes the round.
 		s.watch.fire()
 	}
