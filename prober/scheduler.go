@@ -67,6 +67,7 @@ type scheduler struct {
 	// the standby took the rounds over meanwhile. The goroutines are
 	// counted in goroutines; leadGone is closed by the one that ends run.
 	watch     alarm
+	stopping  bool // set by stopAlarm: the watch is never disarmed again
 	standby   bool
 	candidate *worker
 	inline    *worker
@@ -245,7 +246,7 @@ func (s *scheduler) due(tick func(w *worker, at time.Time)) *worker {
 // standing by, it keeps the last quick one for the scheduling goroutine
 // instead (see quickRun).
 func (s *scheduler) submit(w *worker) {
-	if !s.dispatching || !s.standby || !w.quick {
+	if !s.dispatching || !s.standby || s.stopping || !w.quick {
 		s.pool.submit(w)
 		return
 	}
@@ -259,7 +260,11 @@ func (s *scheduler) submit(w *worker) {
 // still leads, or stands by now that the other took over.
 func (s *scheduler) endInline() (lead bool) {
 	s.inline = nil
-	s.watch.disarm()
+	if !s.stopping {
+		// Once stopping, the stop's fire must stay for a standby that
+		// has not woken yet.
+		s.watch.disarm()
+	}
 	if s.tookOver {
 		s.tookOver, s.standby = false, true
 		return false
@@ -275,7 +280,7 @@ func (s *scheduler) takeOver(stopping bool) bool {
 		s.standby = false
 	}
 	if s.inline == nil || s.tookOver {
-		if !stopping {
+		if !stopping && !s.stopping {
 			// A wake-up left over from an earlier run: the watch must
 			// not stay in the past, or every wait would return at once.
 			s.watch.disarm()
@@ -284,7 +289,7 @@ func (s *scheduler) takeOver(stopping bool) bool {
 	}
 	s.tookOver, s.standby = true, false
 	s.takenOver.Add(1)
-	if !stopping {
+	if !stopping && !s.stopping {
 		// The watch went off (its time stays in the past) or was fired:
 		// disarmed, the next standby's wait blocks until the next inline
 		// run sets it. A stop's fire stays, for the goroutine still in
@@ -319,6 +324,7 @@ func (s *scheduler) idle() bool {
 
 // stopAlarm makes the goroutines' waits return, for the end of run.
 func (s *scheduler) stopAlarm() {
+	s.stopping = true
 	if s.alarm != nil {
 		s.alarm.fire()
 	}
