@@ -110,6 +110,13 @@ func httpProbe(path string, period, failures int32) *corev1.Probe {
 	}
 }
 
+func grpcProbe(port int, period, failures int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: int32(port)}},
+		PeriodSeconds: period, FailureThreshold: failures,
+	}
+}
+
 func execProbe(period, failures int32, cmd ...string) *corev1.Probe {
 	return &corev1.Probe{
 		ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: cmd}},

@@ -42,11 +42,12 @@ type probeView struct {
 
 // runView is one recent run in `probectl describe -o json`.
 type runView struct {
-	Time   time.Time `json:"time"`
-	Result string    `json:"result"`
-	Output string    `json:"output"`
-	Method string    `json:"method"`
-	Error  string    `json:"error"`
+	Time     time.Time `json:"time"`
+	Result   string    `json:"result"`
+	Duration string    `json:"duration"` // Go's notation
+	Output   string    `json:"output"`
+	Method   string    `json:"method"`
+	Error    string    `json:"error"`
 }
 
 // detailView is `probectl describe -o json`.

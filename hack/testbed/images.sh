@@ -30,7 +30,7 @@ busybox_rootfs() {
 	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$root/etc/passwd"
 	printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
 	printf 'probelet test bed\n' >"$root/var/www/index.html"
-	gobuild "$root/bin/grpc-health" "$TESTBED_HACK"/grpchealth/main.go
+	gobuild "$root/bin/grpc-health" "$TESTBED_HACK"/grpchealth/*.go
 }
 
 main() {

@@ -4,9 +4,12 @@
 // Protocols.SetUnencryptedHTTP2) answering grpc.health.v1.Health/Check with
 // a fixed status, enough for the kubelet's and probelet's gRPC probes.
 //
-//	grpc-health -port 9090 [-status SERVING|NOT_SERVING] [-hang]
+//	grpc-health -port 9090 [-status SERVING|NOT_SERVING] [-hang] [-hostile MODE]
 //
 // -hang accepts connections and never answers: a target that hangs.
+// -hostile plays a hostile target (hostile.go): ping-flood, header-flood,
+// data-flood or goaway on HTTP/2, or full-backlog, a port whose TCP
+// handshake never completes.
 package main
 
 import (
@@ -27,11 +30,15 @@ func main() {
 	port := flag.Int("port", 9090, "port to listen on")
 	status := flag.String("status", "SERVING", "SERVING or NOT_SERVING")
 	hang := flag.Bool("hang", false, "accept connections and never answer")
+	hostile := flag.String("hostile", "", "ping-flood, header-flood, data-flood, goaway or full-backlog")
 	flag.Parse()
 	code, ok := statuses[*status]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "grpc-health: unknown status %q\n", *status)
 		os.Exit(2)
+	}
+	if *hostile == "full-backlog" {
+		fullBacklog(*port)
 	}
 	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", *port))
 	if err != nil {
@@ -39,6 +46,9 @@ func main() {
 	}
 	if *hang {
 		holdForever(ln)
+	}
+	if *hostile != "" {
+		serveHostile(ln, *hostile)
 	}
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true)
