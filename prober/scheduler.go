@@ -277,10 +277,11 @@ func (s *scheduler) endInline() (lead bool) {
 // ignored. Once stopping, no probe runs inline any more.
 func (s *scheduler) takeOver(stopping bool) bool {
 	if stopping {
-		s.standby = false
+		// The standby saw ctx end before stopAlarm ran: the same.
+		s.stopping, s.standby = true, false
 	}
 	if s.inline == nil || s.tookOver {
-		if !stopping && !s.stopping {
+		if !s.stopping {
 			// A wake-up left over from an earlier run: the watch must
 			// not stay in the past, or every wait would return at once.
 			s.watch.disarm()
@@ -289,7 +290,7 @@ func (s *scheduler) takeOver(stopping bool) bool {
 	}
 	s.tookOver, s.standby = true, false
 	s.takenOver.Add(1)
-	if !stopping && !s.stopping {
+	if !s.stopping {
 		// The watch went off (its time stays in the past) or was fired:
 		// disarmed, the next standby's wait blocks until the next inline
 		// run sets it. A stop's fire stays, for the goroutine still in

@@ -78,22 +78,15 @@ func serveHostile(ln net.Listener, mode string) {
 		fmt.Fprintf(os.Stderr, "grpc-health: unknown -hostile mode %q\n", mode)
 		os.Exit(2)
 	}
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			log.Fatal(err)
-		}
+	serveEach(ln, func(c net.Conn) {
+		gone := make(chan struct{})
 		go func() {
-			defer c.Close()
-			gone := make(chan struct{})
-			go func() {
-				_, _ = io.Copy(io.Discard, c)
-				close(gone)
-			}()
-			_ = play(c)
-			<-gone
+			_, _ = io.Copy(io.Discard, c)
+			close(gone)
 		}()
-	}
+		_ = play(c)
+		<-gone
+	})
 }
 
 // repeat writes first, then again and again, batched, until the client

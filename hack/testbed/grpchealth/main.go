@@ -80,6 +80,12 @@ func handler(code byte) http.HandlerFunc {
 // holdForever accepts connections and keeps them open, silent: each is
 // read until the client gives up.
 func holdForever(ln net.Listener) {
+	serveEach(ln, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+}
+
+// serveEach runs handle on each connection ln accepts, on a goroutine of
+// its own, and closes the connection after it.
+func serveEach(ln net.Listener, handle func(net.Conn)) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -87,7 +93,7 @@ func holdForever(ln net.Listener) {
 		}
 		go func() {
 			defer c.Close()
-			_, _ = io.Copy(io.Discard, c)
+			handle(c)
 		}()
 	}
 }
