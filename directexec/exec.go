@@ -98,28 +98,30 @@ func (r *Runner) run(ctx context.Context, p *profile, cmd []string, timeout time
 // waitDrains waits until both outputs are read to their end. A process
 // the command left behind may hold them open for as long as the drains'
 // deadline; a caller that gives up meanwhile (the kubelet through the CRI
-// proxy, probelet stopping) ends the reads at once instead.
+// proxy, probelet stopping) ends the reads at once instead. It waits on
+// the calling goroutine: one more goroutine per probe to watch ctx would
+// cost a thread wake-up more than the wait itself.
 func waitDrains(ctx context.Context, wg *sync.WaitGroup, files ...*os.File) error {
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		stopDrains(wg, files...)
+	stop := context.AfterFunc(ctx, func() { endReads(files) })
+	wg.Wait()
+	if !stop() {
+		// ctx ended before both outputs were read to their end.
 		return ctx.Err()
 	}
+	return nil
 }
 
 // stopDrains ends the reads of an output nobody will look at.
 func stopDrains(wg *sync.WaitGroup, files ...*os.File) {
+	endReads(files)
+	wg.Wait()
+}
+
+// endReads makes every read of files in progress (or to come) return.
+func endReads(files []*os.File) {
 	for _, f := range files {
 		_ = f.SetReadDeadline(time.Now())
 	}
-	wg.Wait()
 }
 
 // socketpair returns probelet's end (pollable, for deadlines) and the

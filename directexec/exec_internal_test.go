@@ -3,7 +3,9 @@ package directexec
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,5 +79,67 @@ func TestRecords(t *testing.T) {
 		if err := readRecords(b, func(byte, []byte) error { return nil }); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// TestWaitDrains: the wait ends when both outputs are read to their end,
+// or, with a writer still holding one open, as soon as the caller's ctx
+// ends — and then with ctx's error and both reads over.
+func TestWaitDrains(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		holdOpen bool // a writer keeps stdout open
+		cancel   bool
+		want     error
+	}{
+		{name: "both-closed", want: nil},
+		{name: "held-open-ctx-ends", holdOpen: true, cancel: true, want: context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			outR, outW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			errR, errW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer outW.Close()
+			var wg sync.WaitGroup
+			var stdout, stderr capped
+			stdout.limit, stderr.limit = 16, 16
+			wg.Add(2)
+			far := time.Now().Add(time.Hour)
+			go drain(outR, far, &stdout, &wg)
+			go drain(errR, far, &stderr, &wg)
+			if _, err := outW.WriteString("out"); err != nil {
+				t.Fatal(err)
+			}
+			errW.Close()
+			if !tc.holdOpen {
+				outW.Close()
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancel {
+				time.AfterFunc(10*time.Millisecond, cancel)
+			}
+			done := make(chan error, 1)
+			go func() { done <- waitDrains(ctx, &wg, outR, errR) }()
+			select {
+			case err := <-done:
+				if !errors.Is(err, tc.want) || (err == nil) != (tc.want == nil) {
+					t.Fatalf("waitDrains = %v, want %v", err, tc.want)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("waitDrains did not return")
+			}
+			if string(stdout.b) != "out" {
+				t.Errorf("stdout read %q, want %q", stdout.b, "out")
+			}
+			if stdout.late != tc.holdOpen {
+				t.Errorf("stdout ended by the deadline: %v, want %v", stdout.late, tc.holdOpen)
+			}
+		})
 	}
 }
