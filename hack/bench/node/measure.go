@@ -46,30 +46,35 @@ func rssBytes(pid int) (int64, error) {
 	return 0, fmt.Errorf("/proc/%d/status has no VmRSS", pid)
 }
 
-// syscallEvents are the tracepoints counted by perf stat: every syscall,
-// and the three the agents' wake-ups are made of.
+// syscallEvents are what perf stat counts: every syscall, the three the
+// agents' wake-ups are made of, and the context switches — a thread going
+// to sleep to be woken again (or preempted): the wake-ups themselves. The
+// Go runtime makes two epoll_pwait calls per wake-up of an idle process (a
+// non-blocking poll, then the blocking one), the wake-up floor's C program
+// one, so a wake-up is counted by its switch.
 var syscallEvents = []string{
 	"raw_syscalls:sys_enter",
 	"syscalls:sys_enter_futex",
 	"syscalls:sys_enter_epoll_pwait",
 	"syscalls:sys_enter_nanosleep",
+	"context-switches",
 }
 
 // syscalls are counts over a window.
 type syscalls struct {
-	total, futex, epoll, nanosleep float64
+	total, futex, epoll, nanosleep, switches float64
 }
 
 func (s syscalls) minus(o syscalls) syscalls {
-	return syscalls{s.total - o.total, s.futex - o.futex, s.epoll - o.epoll, s.nanosleep - o.nanosleep}
+	return syscalls{s.total - o.total, s.futex - o.futex, s.epoll - o.epoll, s.nanosleep - o.nanosleep, s.switches - o.switches}
 }
 
 func (s syscalls) plus(o syscalls) syscalls {
-	return syscalls{s.total + o.total, s.futex + o.futex, s.epoll + o.epoll, s.nanosleep + o.nanosleep}
+	return syscalls{s.total + o.total, s.futex + o.futex, s.epoll + o.epoll, s.nanosleep + o.nanosleep, s.switches + o.switches}
 }
 
 func (s syscalls) scale(f float64) syscalls {
-	return syscalls{s.total * f, s.futex * f, s.epoll * f, s.nanosleep * f}
+	return syscalls{s.total * f, s.futex * f, s.epoll * f, s.nanosleep * f, s.switches * f}
 }
 
 // countSyscalls counts process pid's syscalls (every thread, new ones
@@ -105,7 +110,7 @@ func countSyscalls(ctx context.Context, pid int, d time.Duration) (syscalls, err
 	if _, ok := counts[syscallEvents[0]]; !ok {
 		return syscalls{}, fmt.Errorf("perf stat counted nothing: %s", out.String())
 	}
-	return syscalls{counts[syscallEvents[0]], counts[syscallEvents[1]], counts[syscallEvents[2]], counts[syscallEvents[3]]}, nil
+	return syscalls{counts[syscallEvents[0]], counts[syscallEvents[1]], counts[syscallEvents[2]], counts[syscallEvents[3]], counts[syscallEvents[4]]}, nil
 }
 
 // havePerf reports whether perf can count syscall tracepoints here.

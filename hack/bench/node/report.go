@@ -16,7 +16,7 @@ import (
 const (
 	// targetFloor: a short-circuited TCP probe costs at most this many
 	// wake-up floors (hack/bench/wakefloor, measured in the same run) per
-	// wake-up it takes.
+	// wake-up it takes (context switches per probe).
 	targetFloor = 1.25
 	// targetIO: a dial, HTTP GET or gRPC probe costs at most this share
 	// of the kubelet's.
@@ -95,16 +95,16 @@ func printReport(w io.Writer, c config, r report) {
 	printDetail(w, r)
 }
 
-// printDetail shows probelet's wake-up syscalls per probe, runs that did
+// printDetail shows probelet's wake-ups and their syscalls per probe, runs that did
 // not succeed, and how TCP probes were answered.
 func printDetail(w io.Writer, r report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "probelet per probe\tfutex\tepoll_pwait\tnanosleep\tnot successful k|p\tanswered as intended\t\n")
+	fmt.Fprintf(tw, "probelet per probe\tswitches\tfutex\tepoll_pwait\tnanosleep\tnot successful k|p\tanswered as intended\t\n")
 	for _, x := range r.rows {
 		s, ok := sysPerProbe(x.probelet, r.probeletBaseFor(x))
-		sys := "-\t-\t-"
+		sys := "-\t-\t-\t-"
 		if ok {
-			sys = fmt.Sprintf("%.2f\t%.2f\t%.2f", s.futex, s.epoll, s.nanosleep)
+			sys = fmt.Sprintf("%.2f\t%.2f\t%.2f\t%.2f", s.switches, s.futex, s.epoll, s.nanosleep)
 		}
 		share := "-"
 		if x.methodShare >= 0 {
@@ -132,7 +132,7 @@ func printSummary(w io.Writer, reports []report) {
 		shortCircuit := x.kind == kindTCP && x.tcpMode == "auto"
 		switch {
 		case shortCircuit:
-			target = fmt.Sprintf("≤ %.2f × the wake-up floor × wake-ups (epoll_pwait) per probe", targetFloor)
+			target = fmt.Sprintf("≤ %.2f × the wake-up floor × wake-ups (context switches) per probe", targetFloor)
 		case x.kind == kindExec:
 			limit, target = targetExec, "≤ "+ratioString(targetExec)+" of the kubelet"
 		}
@@ -145,8 +145,8 @@ func printSummary(w io.Writer, reports []report) {
 			bound, against := k.median*limit, us(k.median)
 			if shortCircuit {
 				wakes := 1.0
-				if s, ok := sysPerProbe(y.probelet, r.probeletBaseFor(y)); ok && s.epoll > 0 {
-					wakes = s.epoll
+				if s, ok := sysPerProbe(y.probelet, r.probeletBaseFor(y)); ok && s.switches > 0 {
+					wakes = s.switches
 				}
 				bound = targetFloor * r.floor * wakes
 				against = fmt.Sprintf("%.1f×%.2f", r.floor, wakes)
