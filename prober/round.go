@@ -112,6 +112,7 @@ func (m *Manager) instant(j *job) (outcome, bool) {
 	}
 	if !ok && m.startTCP != nil {
 		o.result, o.output, o.method, j.pending, ok = m.startTCP.StartTCP(t.tcp)
+		j.begun = o.start
 	}
 	o.duration = m.clock.Since(o.start)
 	return o, ok

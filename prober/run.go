@@ -35,8 +35,10 @@ func (m *Manager) probe(w *worker) outcome {
 	o := outcome{start: m.clock.Now()}
 	switch {
 	case j.pending != nil:
-		// Begun by the scheduling goroutine; Finish also releases it
-		// when ctx has ended meanwhile.
+		// Begun by the scheduling goroutine, and timed from its connect:
+		// the hand-over to this runner is part of the probe's time.
+		// Finish also releases it when ctx has ended meanwhile.
+		o.start = j.begun
 		o.result, o.output, o.method, o.err = j.pending.Finish(j.ctx)
 	case j.ctx.Err() == nil:
 		o.result, o.output, o.method, o.err = m.handlers.runWithRetries(j.ctx, j.target)

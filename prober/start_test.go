@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
@@ -27,6 +29,10 @@ type startingTCP struct {
 	// wanted).
 	finished chan error
 	gate     chan struct{}
+	// handOver, with clock, is how long after a start the runner takes it
+	// (the fake clock moves on by that much within StartTCP).
+	handOver time.Duration
+	clock    *clocktesting.FakeClock
 }
 
 var _ probe.TCPStarter = (*startingTCP)(nil)
@@ -44,6 +50,9 @@ func (f *startingTCP) StartTCP(t probe.TCPTarget) (probe.Result, string, probe.M
 		return a.res, a.out, probe.MethodDial, nil, true
 	}
 	if a, ok := f.later[t.Port]; ok {
+		if f.clock != nil {
+			f.clock.Step(f.handOver)
+		}
 		return "", "", probe.MethodDial, &pendingTCP{f: f, port: t.Port, a: a, gate: f.gate}, false
 	}
 	return "", "", probe.MethodDial, nil, false
@@ -140,5 +149,26 @@ func TestTCPProbeBegunIsReleasedWhenItsWorkerStops(t *testing.T) {
 	h.settle()
 	if _, ok := h.m.Container("c1"); ok {
 		t.Fatal("c1 still known after its pod was removed")
+	}
+}
+
+// A probe begun on the scheduling goroutine and finished by a runner is
+// timed from its start, not from the hand-over: its record's time is when
+// the connect was issued and its duration includes the wait for a runner.
+func TestTCPProbeBegunIsTimedFromItsStart(t *testing.T) {
+	const handOver = 300 * time.Millisecond
+	tcp := newStartingTCP(nil, map[int]answer{readyPort: success})
+	h := newHarness(t, prober.WithTCPProber(tcp))
+	tcp.clock, tcp.handOver = h.clock, handOver
+	h.update(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(10))}))
+	h.settle()
+	ps := h.probeStatus("c1", probe.Readiness)
+	if len(ps.History) == 0 {
+		t.Fatal("no run recorded")
+	}
+	rec := ps.History[len(ps.History)-1]
+	if end := rec.Time.Add(rec.Duration); rec.Duration < handOver || !end.Equal(h.clock.Now()) {
+		t.Fatalf("run recorded at %v for %v (ends %v); want %v before now (%v), for at least %v",
+			rec.Time, rec.Duration, end, handOver, h.clock.Now(), handOver)
 	}
 }

@@ -73,9 +73,10 @@ type job struct {
 	ctx         context.Context
 	containerID string
 	target      *target
-	// pending is a TCP probe the scheduling goroutine began, for the
-	// runner to finish instead of running the handler.
+	// pending is a TCP probe the scheduling goroutine began at begun, for
+	// the runner to finish instead of running the handler.
 	pending probe.TCPPending
+	begun   time.Time
 }
 
 // newWorker returns a worker for the probe of type t of container name,
