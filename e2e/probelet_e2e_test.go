@@ -41,6 +41,9 @@ type daemon struct {
 	err     error  // the process's exit, once done is closed
 	metrics string // HOST:PORT of /metrics and /healthz
 	runs    int
+	// synced: the daemon is probelet fed over NRI; ready once it handled
+	// the runtime's Synchronize, not only registered.
+	synced bool
 }
 
 // startProbelet starts probelet against bed with its socket in the bed's
@@ -56,7 +59,7 @@ func startProbelet(t *testing.T, bed *testbed.Bed, extra ...string) *daemon {
 // wrap (e.g. setpriv with a narrower bounding set).
 func startProbeletUnder(t *testing.T, bed *testbed.Bed, wrap []string, extra ...string) *daemon {
 	t.Helper()
-	d := &daemon{t: t, bed: bed, name: "probelet", wrap: wrap, socket: "unix://" + filepath.Join(bed.Dir(), "pl.sock")}
+	d := &daemon{t: t, bed: bed, name: "probelet", wrap: wrap, socket: "unix://" + filepath.Join(bed.Dir(), "pl.sock"), synced: true}
 	d.args = append([]string{
 		"--nri-socket", bed.NRISocket(),
 		"--runtime-endpoint", bed.CRIEndpoint(),
@@ -111,7 +114,11 @@ func (d *daemon) launch() {
 }
 
 // waitReady waits for the metrics address in the log, then for /healthz to
-// say NRI is connected.
+// say NRI is connected and, for probelet, for the runtime's Synchronize to
+// be handled: the runtime sends it after the registration /healthz
+// reports, and until then probelet knows none of the running containers
+// (on a busy machine, for long enough that a test asking at once is told
+// "not found").
 func (d *daemon) waitReady() {
 	d.t.Helper()
 	d.metrics = ""
@@ -124,9 +131,18 @@ func (d *daemon) waitReady() {
 			return false, "no metrics address in the log yet"
 		}
 		code, body := d.healthz()
-		return code == http.StatusOK, fmt.Sprintf("/healthz: %d %s", code, body)
+		if code != http.StatusOK {
+			return false, fmt.Sprintf("/healthz: %d %s", code, body)
+		}
+		if d.synced && len(d.logsMatching(msgSynchronized)) == 0 {
+			return false, "registered over NRI, the runtime's Synchronize not handled yet"
+		}
+		return true, ""
 	})
 }
+
+// msgSynchronized is what probelet logs once it handled Synchronize.
+const msgSynchronized = "Synchronized with the runtime"
 
 func (d *daemon) exited() bool {
 	select {

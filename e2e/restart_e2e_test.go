@@ -42,10 +42,9 @@ func TestProbeletRestart(t *testing.T) {
 		}
 		restarted := time.Now()
 		d.start()
-		// /healthz turns ready at registration; containerd's Synchronize
-		// follows it, so its log line may come a moment after start returns.
+		// start waited for Synchronize to be handled: it gave both.
 		eventually(t, daemonStartTimeout, fmt.Sprintf("crash=%v: Synchronize to give 2 containers", crash), func() (bool, string) {
-			got := d.logField("Synchronized with the runtime", "containers")
+			got := d.logField(msgSynchronized, "containers")
 			return got == "2", fmt.Sprintf("Synchronize logged %q containers", got)
 		})
 		for _, a := range []app{web, ex} {
