@@ -64,8 +64,8 @@ var hostileGRPC = []struct {
 	// timeout ends each run.
 	waits bool
 }{
-	// PING frames, as fast as the connection takes them: the exchange's
-	// byte budget ends the call.
+	// PING frames, as fast as the connection takes them: the count of
+	// frames a call answers ends it.
 	{"ping-flood", "-hostile ping-flood", "the server sent over", false},
 	// The reply's headers never ended, CONTINUATION after CONTINUATION:
 	// the header list's bound ends the call.

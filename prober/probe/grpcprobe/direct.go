@@ -95,9 +95,15 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // The exchange's limits: grpc-go's 16 KiB frames, a flow-control window
 // that takes a reply of MaxReplyBytes at once, and what a whole exchange
 // may read — a reply's headers, message and trailers with room to spare;
-// a target that sends more (a flood of pings or settings) fails the call
-// where grpc-go would go on answering it until the deadline.
+// a target that sends more fails the call where grpc-go would go on
+// answering it until the deadline. Frames the client must answer (PING,
+// SETTINGS) are bounded by count too: answering is the probe working, not
+// waiting, and a flood of them within the byte budget held a runner busy
+// for tens of milliseconds of CPU per run, enough on a saturated node to
+// make other pods' probes wait for a P. A server sends a few in one call
+// (its SETTINGS, a PING to estimate the bandwidth), never maxAnswered.
 const (
+	maxAnswered    = 100
 	maxFrameSize   = 16 << 10
 	replyWindow    = MaxReplyBytes + 5 + nonGRPCDataMax
 	defaultWindow  = 65535
@@ -121,6 +127,8 @@ type exchange struct {
 	status  *status.Status // from the trailers
 	// deadline is the call's, for a reset that cancels it.
 	deadline time.Time
+	// answered counts the server's frames answered (maxAnswered).
+	answered int
 }
 
 var errNotReady = errors.New("the server's first frame was not its SETTINGS")
@@ -268,11 +276,11 @@ func (x *exchange) await() (healthpb.HealthCheckResponse_ServingStatus, error) {
 		switch f := f.(type) {
 		case *http2.SettingsFrame:
 			if !f.IsAck() {
-				err = x.fr.WriteSettingsAck()
+				err = x.answer(x.fr.WriteSettingsAck)
 			}
 		case *http2.PingFrame:
 			if !f.IsAck() {
-				err = x.fr.WritePing(true, f.Data)
+				err = x.answer(func() error { return x.fr.WritePing(true, f.Data) })
 			}
 		case *http2.MetaHeadersFrame:
 			if f.StreamID == streamID {
@@ -304,6 +312,14 @@ func (x *exchange) await() (healthpb.HealthCheckResponse_ServingStatus, error) {
 			return 0, x.readError(err)
 		}
 	}
+}
+
+// answer writes the answer to a frame of the server's, up to maxAnswered.
+func (x *exchange) answer(write func() error) error {
+	if x.answered++; x.answered > maxAnswered {
+		return errTooManyToAnswer
+	}
+	return write()
 }
 
 // readError is a broken connection's status: the deadline's, or grpc-go's
@@ -579,4 +595,7 @@ func decodeMessage(msg string) string {
 	return b.String()
 }
 
-var errExchangeTooLarge = fmt.Errorf("the server sent over %d bytes", maxExchange)
+var (
+	errExchangeTooLarge = fmt.Errorf("the server sent over %d bytes", maxExchange)
+	errTooManyToAnswer  = fmt.Errorf("the server sent over %d pings and settings", maxAnswered)
+)

@@ -119,7 +119,9 @@ func TestProbeAnswersAsGRPCGo(t *testing.T) {
 		})},
 		{name: "reset: refused stream", port: serveH2(t, func(fr *http2.Framer) { _ = fr.WriteRSTStream(1, http2.ErrCodeRefusedStream) }),
 			differs: "error: health rpc probe failed: rpc error: code = Unavailable desc = stream terminated by RST_STREAM with error code: REFUSED_STREAM"},
-		{name: "a flood of pings", port: pingFlood(t), budget: true, differs: fmt.Sprintf("error: health rpc probe failed: rpc error: code = Unavailable desc = error reading from server: the server sent over %d bytes", 2*grpcprobe.MaxHeaderListBytes+2*(grpcprobe.MaxReplyBytes+5+1024))},
+		{name: "a flood of pings", port: pingFlood(t, false), differs: "error: health rpc probe failed: rpc error: code = Unavailable desc = error reading from server: the server sent over 100 pings and settings"},
+		// Frames that need no answer: only the exchange's byte budget ends them.
+		{name: "a flood of ping acks", port: pingFlood(t, true), budget: true, differs: fmt.Sprintf("error: health rpc probe failed: rpc error: code = Unavailable desc = error reading from server: the server sent over %d bytes", 2*grpcprobe.MaxHeaderListBytes+2*(grpcprobe.MaxReplyBytes+5+1024))},
 		{name: "goaway before the call", port: serveH2(t, func(fr *http2.Framer) {
 			_ = fr.WriteGoAway(0, http2.ErrCodeNo, nil)
 			waitClosed(fr)
@@ -149,16 +151,17 @@ func TestProbeAnswersAsGRPCGo(t *testing.T) {
 	}
 }
 
-// pingFlood answers every connection with its SETTINGS and then pings,
-// as fast as it can write them, reading whatever comes.
-func pingFlood(t *testing.T) int {
+// pingFlood answers every connection with its SETTINGS and then pings (or
+// ping acknowledgements), as fast as it can write them, reading whatever
+// comes.
+func pingFlood(t *testing.T, ack bool) int {
 	var b bytes.Buffer
 	fr := http2.NewFramer(&b, nil)
 	_ = fr.WriteSettings()
 	settings := append([]byte(nil), b.Bytes()...)
 	b.Reset()
 	for range 4096 {
-		_ = fr.WritePing(false, [8]byte{})
+		_ = fr.WritePing(ack, [8]byte{})
 	}
 	pings := b.Bytes()
 	return probetest.ServePort(t, func(c net.Conn) {
