@@ -124,6 +124,10 @@ func (c *conn) Close() error {
 	return nil
 }
 
+// SyscallConn is the socket's, for a caller's own non-waiting system
+// calls (a peek).
+func (c *conn) SyscallConn() (syscall.RawConn, error) { return c.rc, nil }
+
 func (c *conn) LocalAddr() net.Addr                { return c.local }
 func (c *conn) RemoteAddr() net.Addr               { return c.remote }
 func (c *conn) SetDeadline(t time.Time) error      { return c.deadline(c.f.SetDeadline, t) }

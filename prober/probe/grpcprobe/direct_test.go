@@ -233,13 +233,20 @@ func serveHTTP(t *testing.T, h2 bool, h http.HandlerFunc) int {
 func serveH2(t *testing.T, script func(fr *http2.Framer)) int {
 	return serveH2Raw(t, func(fr *http2.Framer) {
 		_ = fr.WriteSettings()
-		for {
+		// The call, and the client's ack of the settings (before the call
+		// from grpc-go, after it from the direct client): a script that
+		// closed with the ack unread would reset the connection, and the
+		// client read ECONNRESET or EOF as the race went.
+		for sent, acked := false, false; !sent || !acked; {
 			f, err := fr.ReadFrame()
 			if err != nil {
 				return
 			}
-			if d, ok := f.(*http2.DataFrame); ok && d.StreamID == 1 && d.StreamEnded() {
-				break
+			switch f := f.(type) {
+			case *http2.DataFrame:
+				sent = sent || f.StreamID == 1 && f.StreamEnded()
+			case *http2.SettingsFrame:
+				acked = acked || f.IsAck()
 			}
 		}
 		script(fr)

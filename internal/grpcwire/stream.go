@@ -1,0 +1,293 @@
+package grpcwire
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/net/http2"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// nonGRPCDataMax is how much of a non-gRPC reply's body grpc-go keeps for
+// its status.
+const nonGRPCDataMax = 1024
+
+// Stream is one call's reply as it comes, read as grpc-go's transport and
+// unary call read it.
+type Stream struct {
+	id       uint32
+	maxReply uint32
+	window   uint32    // the reply's flow-control window
+	deadline time.Time // the call's, for a reset that cancels it
+	headers  bool      // a gRPC reply's headers came
+	encoded  string    // the reply's grpc-encoding
+	data     []byte    // the reply's message bytes, prefix included
+	nonGRPC  *status.Status
+	status   *status.Status // from the trailers
+}
+
+// onHeaders is grpc-go's operateHeaders for the call's stream: the reply's
+// headers, or its trailers (or both at once), or a reply that is not gRPC.
+func (s *Stream) onHeaders(f *http2.MetaHeadersFrame) (done bool, err error) {
+	end := f.StreamEnded()
+	if s.headers && !end {
+		return true, status.Error(codes.Internal, "a HEADERS frame cannot appear in the middle of a stream")
+	}
+	if f.Truncated {
+		return true, status.Error(codes.Internal, "peer header list size exceeded limit")
+	}
+	if s.nonGRPC != nil {
+		if end {
+			return true, s.nonGRPCStatus().Err()
+		}
+		return false, nil
+	}
+	var (
+		isGRPC         = s.headers
+		contentTypeErr = "malformed header: missing HTTP content-type"
+		grpcCode       = codes.Unknown
+		grpcMessage    string
+		httpStatus     string
+		encoding       string
+	)
+	for _, hf := range f.Fields {
+		switch hf.Name {
+		case "content-type":
+			if !validContentType(hf.Value) {
+				contentTypeErr = fmt.Sprintf("transport: received unexpected content-type %q", hf.Value)
+				break
+			}
+			contentTypeErr, isGRPC = "", true
+		case "grpc-encoding":
+			encoding = hf.Value
+		case "grpc-status":
+			code, err := strconv.ParseInt(hf.Value, 10, 32)
+			if err != nil {
+				return true, status.Error(codes.Unknown, fmt.Sprintf("transport: malformed grpc-status: %v", err))
+			}
+			grpcCode = codes.Code(uint32(code))
+		case "grpc-message":
+			grpcMessage = decodeMessage(hf.Value)
+		case ":status":
+			httpStatus = hf.Value
+		}
+	}
+	if !isGRPC {
+		st, informational, err := nonGRPCReply(httpStatus, contentTypeErr, end)
+		switch {
+		case err != nil:
+			return true, err
+		case informational:
+			return false, nil
+		case end:
+			return true, st.Err()
+		}
+		s.nonGRPC = st
+		return false, nil
+	}
+	if !end {
+		s.headers, s.encoded = true, encoding
+		return false, nil
+	}
+	s.status = status.New(grpcCode, grpcMessage)
+	return true, nil
+}
+
+// nonGRPCReply is grpc-go's status for a reply that is not gRPC: from its
+// HTTP status, with the content-type's complaint.
+func nonGRPCReply(httpStatus, contentTypeErr string, end bool) (st *status.Status, informational bool, err error) {
+	code := codes.Internal
+	var errs []string
+	if httpStatus == "" {
+		errs = append(errs, "malformed header: missing HTTP status")
+	} else {
+		n, perr := strconv.Atoi(httpStatus)
+		if perr != nil {
+			return nil, false, status.Error(codes.Internal, fmt.Sprintf("transport: malformed http-status: %v", perr))
+		}
+		if n >= 100 && n < 200 {
+			if end {
+				return nil, false, status.Error(codes.Internal, fmt.Sprintf("protocol error: informational header with status code %d must not have END_STREAM set", n))
+			}
+			return nil, true, nil
+		}
+		errs = append(errs, fmt.Sprintf("unexpected HTTP status code received from server: %d (%s)", n, http.StatusText(n)))
+		var ok bool
+		if code, ok = httpStatusCodes[n]; !ok {
+			code = codes.Unknown
+		}
+	}
+	if contentTypeErr != "" {
+		errs = append(errs, contentTypeErr)
+	}
+	return status.New(code, strings.Join(errs, "; ")), false, nil
+}
+
+// httpStatusCodes is grpc-go's mapping of HTTP statuses to codes.
+var httpStatusCodes = map[int]codes.Code{
+	http.StatusBadRequest:         codes.Internal,
+	http.StatusUnauthorized:       codes.Unauthenticated,
+	http.StatusForbidden:          codes.PermissionDenied,
+	http.StatusNotFound:           codes.Unimplemented,
+	http.StatusTooManyRequests:    codes.Unavailable,
+	http.StatusBadGateway:         codes.Unavailable,
+	http.StatusServiceUnavailable: codes.Unavailable,
+	http.StatusGatewayTimeout:     codes.Unavailable,
+}
+
+// resetCodes is grpc-go's mapping of a stream reset's error code.
+var resetCodes = map[http2.ErrCode]codes.Code{
+	http2.ErrCodeNo:                 codes.Internal,
+	http2.ErrCodeProtocol:           codes.Internal,
+	http2.ErrCodeInternal:           codes.Internal,
+	http2.ErrCodeFlowControl:        codes.ResourceExhausted,
+	http2.ErrCodeSettingsTimeout:    codes.Internal,
+	http2.ErrCodeStreamClosed:       codes.Internal,
+	http2.ErrCodeFrameSize:          codes.Internal,
+	http2.ErrCodeRefusedStream:      codes.Unavailable,
+	http2.ErrCodeCancel:             codes.Canceled,
+	http2.ErrCodeCompression:        codes.Internal,
+	http2.ErrCodeConnect:            codes.Internal,
+	http2.ErrCodeEnhanceYourCalm:    codes.ResourceExhausted,
+	http2.ErrCodeInadequateSecurity: codes.PermissionDenied,
+	http2.ErrCodeHTTP11Required:     codes.Internal,
+}
+
+func (s *Stream) onReset(f *http2.RSTStreamFrame) error {
+	code, ok := resetCodes[f.ErrCode]
+	if !ok {
+		code = codes.Unknown
+	}
+	if code == codes.Canceled && s.expired() {
+		code = codes.DeadlineExceeded
+	}
+	return status.Errorf(code, "stream terminated by RST_STREAM with error code: %v", f.ErrCode)
+}
+
+func (s *Stream) expired() bool {
+	return !s.deadline.IsZero() && !s.deadline.After(time.Now())
+}
+
+// onData keeps the reply's bytes: the message (its length checked against
+// the reply limit as soon as its prefix is in), or the start of a non-gRPC
+// reply's body for its status.
+func (s *Stream) onData(f *http2.DataFrame) (done bool, err error) {
+	p := f.Data()
+	if s.nonGRPC != nil {
+		n := min(len(p), nonGRPCDataMax-len(s.data))
+		s.data = append(s.data, p[:n]...)
+		if len(s.data) >= nonGRPCDataMax || f.StreamEnded() {
+			return true, s.nonGRPCStatus().Err()
+		}
+		return false, nil
+	}
+	if len(s.data)+len(p) > int(s.window) {
+		// More than its window: grpc-go's flow control ends the call.
+		return true, status.Error(codes.Internal, fmt.Sprintf("received %d-bytes data exceeding the limit %d bytes", len(s.data)+len(p), s.window))
+	}
+	s.data = append(s.data, p...)
+	if len(s.data) >= 5 {
+		if n := binary.BigEndian.Uint32(s.data[1:5]); n > s.maxReply {
+			return true, status.Errorf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", n, s.maxReply)
+		}
+	}
+	if f.StreamEnded() {
+		// Ended without trailers: grpc-go's reader reports it so.
+		return true, status.Error(codes.Internal, "server closed the stream without sending trailers")
+	}
+	return false, nil
+}
+
+func (s *Stream) nonGRPCStatus() *status.Status {
+	return status.New(s.nonGRPC.Code(), fmt.Sprintf("%s\ndata: %q", s.nonGRPC.Message(), s.data))
+}
+
+// reply is the end of a call whose trailers came, as grpc-go's unary call
+// reads it: the message first (its flaws before the status), then that no
+// second one follows, then the trailers' status.
+func (s *Stream) reply(m proto.Message) error {
+	if len(s.data) == 0 {
+		if err := s.status.Err(); err != nil {
+			return err
+		}
+		return status.Error(codes.Internal, "cardinality violation: received no response message from non-server-streaming RPC")
+	}
+	msg, rest, err := s.nextMessage(s.data)
+	if err != nil {
+		return err
+	}
+	switch flag := s.data[0]; {
+	case flag == 1 && (s.encoded == "" || s.encoded == "identity"):
+		return status.Error(codes.Internal, "grpc: compressed flag set with identity or empty encoding")
+	case flag == 1:
+		return status.Errorf(codes.Internal, "grpc: Decompressor is not installed for grpc-encoding %q", s.encoded)
+	case flag > 1:
+		return status.Errorf(codes.Internal, "grpc: received unexpected payload format %d", flag)
+	}
+	if err := proto.Unmarshal(msg, m); err != nil {
+		return status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
+	}
+	if len(rest) > 0 {
+		if _, _, err := s.nextMessage(rest); err != nil {
+			return err
+		}
+		return status.Error(codes.Internal, "cardinality violation: expected <EOF> for non server-streaming RPCs, but received another message")
+	}
+	return s.status.Err()
+}
+
+// nextMessage splits a length-prefixed message off b, as grpc-go's parser
+// reads one: a prefix or message cut short is an unexpected EOF.
+func (s *Stream) nextMessage(b []byte) (msg, rest []byte, err error) {
+	if len(b) < 5 {
+		return nil, nil, status.Error(codes.Internal, io.ErrUnexpectedEOF.Error())
+	}
+	n := binary.BigEndian.Uint32(b[1:5])
+	if n > s.maxReply {
+		return nil, nil, status.Errorf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", n, s.maxReply)
+	}
+	if uint32(len(b)-5) < n {
+		return nil, nil, status.Error(codes.Internal, io.ErrUnexpectedEOF.Error())
+	}
+	return b[5 : 5+n], b[5+n:], nil
+}
+
+// validContentType is grpc-go's: application/grpc, alone or with a
+// subtype after '+' or ';'.
+func validContentType(ct string) bool {
+	const base = "application/grpc"
+	if !strings.HasPrefix(ct, base) {
+		return false
+	}
+	if len(ct) == len(base) {
+		return true
+	}
+	return ct[len(base)] == '+' || ct[len(base)] == ';'
+}
+
+// decodeMessage is grpc-go's grpc-message decoding: %XX escapes decoded,
+// anything else kept as it is.
+func decodeMessage(msg string) string {
+	if !strings.Contains(msg, "%") {
+		return msg
+	}
+	var b strings.Builder
+	for i := 0; i < len(msg); i++ {
+		if msg[i] == '%' && i+2 < len(msg) {
+			if v, err := strconv.ParseUint(msg[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(msg[i])
+	}
+	return b.String()
+}
