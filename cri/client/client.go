@@ -33,8 +33,13 @@ type Client struct {
 	endpoint string
 	conn     *grpc.ClientConn
 	rt       runtimeapi.RuntimeServiceClient
-	timeout  time.Duration
-	log      *zap.Logger
+	// wire makes ExecSync calls on the caller's goroutine (wire.go);
+	// nil sends them through rt.
+	wire *wirePool
+	// viaGRPCGo sends ExecSync through rt (tests compare the two).
+	viaGRPCGo bool
+	timeout   time.Duration
+	log       *zap.Logger
 }
 
 // Option configures a Client.
@@ -79,6 +84,10 @@ func New(ep string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	c.conn, c.rt = conn, runtimeapi.NewRuntimeServiceClient(conn)
+	if !c.viaGRPCGo {
+		path, _ := SocketPath(ep)
+		c.wire = newWirePool(path, MaxExecReply)
+	}
 	return c, nil
 }
 
@@ -95,5 +104,10 @@ func SocketPath(ep string) (string, error) {
 // Endpoint returns the endpoint the client was made for.
 func (c *Client) Endpoint() string { return c.endpoint }
 
-// Close releases the connection.
-func (c *Client) Close() error { return c.conn.Close() }
+// Close releases the connections.
+func (c *Client) Close() error {
+	if c.wire != nil {
+		c.wire.close()
+	}
+	return c.conn.Close()
+}

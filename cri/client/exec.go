@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/probelet/probelet/internal/grpcwire"
 	"github.com/probelet/probelet/prober/probe/deadline"
 	"github.com/probelet/probelet/prober/probe/execprobe"
 )
@@ -37,11 +38,8 @@ const MaxExecReply = 1 << 20
 func (c *Client) ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, []byte, int32, error) {
 	callCtx, cancel := c.callContext(ctx, timeout)
 	defer cancel()
-	resp, err := c.rt.ExecSync(callCtx, &runtimeapi.ExecSyncRequest{
-		ContainerId: containerID,
-		Cmd:         cmd,
-		Timeout:     seconds(timeout),
-	}, grpc.MaxCallRecvMsgSize(MaxExecReply))
+	req := &runtimeapi.ExecSyncRequest{ContainerId: containerID, Cmd: cmd, Timeout: seconds(timeout)}
+	resp, err := c.execSync(callCtx, req)
 	if err != nil {
 		if tooLarge(err) {
 			return nil, nil, 0, fmt.Errorf("exec in container %s: command %q printed over %d KiB, more than probelet reads through the runtime (--exec-mode direct reads any amount): %w",
@@ -55,6 +53,20 @@ func (c *Client) ExecSync(ctx context.Context, containerID string, cmd []string,
 		return nil, nil, 0, fmt.Errorf("exec in container %s: %w", containerID, err)
 	}
 	return resp.GetStdout(), resp.GetStderr(), resp.GetExitCode(), nil
+}
+
+// execSync makes the call on the caller's goroutine, or through grpc-go
+// for a request too large to go out at once (a command line of tens of
+// KiB) or a client told to.
+func (c *Client) execSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
+	if c.wire != nil {
+		resp := new(runtimeapi.ExecSyncResponse)
+		err := c.wire.call(ctx, execSyncPath, req, resp)
+		if !errors.Is(err, grpcwire.ErrNoRoom) {
+			return resp, err
+		}
+	}
+	return c.rt.ExecSync(ctx, req, grpc.MaxCallRecvMsgSize(MaxExecReply))
 }
 
 // callContext bounds a call that itself waits up to wait by wait plus the

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -125,16 +126,19 @@ type criServer struct {
 	path string
 	fake *fakeCRI
 	srv  *grpc.Server
+	// opts are the gRPC server's; accepted counts its connections.
+	opts     []grpc.ServerOption
+	accepted atomic.Int32
 }
 
-func newCRIServer(t *testing.T, fake *fakeCRI) *criServer {
+func newCRIServer(t *testing.T, fake *fakeCRI, opts ...grpc.ServerOption) *criServer {
 	t.Helper()
 	dir, err := os.MkdirTemp("/tmp", "cri")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	s := &criServer{t: t, path: filepath.Join(dir, "containerd.sock"), fake: fake}
+	s := &criServer{t: t, path: filepath.Join(dir, "containerd.sock"), fake: fake, opts: opts}
 	s.serve()
 	t.Cleanup(s.stop)
 	return s
@@ -147,9 +151,9 @@ func (s *criServer) serve() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	s.srv = grpc.NewServer()
+	s.srv = grpc.NewServer(s.opts...)
 	runtimeapi.RegisterRuntimeServiceServer(s.srv, s.fake)
-	go s.srv.Serve(l)
+	go s.srv.Serve(countingListener{l, &s.accepted})
 }
 
 func (s *criServer) stop() {
@@ -160,3 +164,17 @@ func (s *criServer) stop() {
 }
 
 func (s *criServer) endpoint() string { return "unix://" + s.path }
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int32
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}

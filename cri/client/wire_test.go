@@ -1,0 +1,144 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+
+	"github.com/probelet/probelet/cri/client"
+)
+
+// TestExecSyncAnswersAsGRPCGo: ExecSync on the caller's goroutine answers
+// every runtime reply as the same call through grpc-go does.
+func TestExecSyncAnswersAsGRPCGo(t *testing.T) {
+	srv := newCRIServer(t, &fakeCRI{})
+	direct := newClient(t, srv.endpoint())
+	viaGRPCGo := newClient(t, srv.endpoint(), client.ExecThroughGRPCGo())
+	for _, tt := range []struct {
+		name    string
+		cmd     []string
+		timeout time.Duration // the caller's, beside the command's 1 s
+	}{
+		{"success", []string{"exit", "0"}, 0},
+		{"non-zero exit", []string{"exit", "3"}, 0},
+		{"no output", []string{"true"}, 0},
+		{"a reply just under the bound", []string{"print", "1MiB-1KiB"}, 0},
+		{"a reply over the bound", []string{"print", "2MiB"}, 0},
+		{"the runtime's timeout", []string{"timeout"}, 0},
+		{"the runtime's timeout in text only", []string{"timeout-text"}, 0},
+		{"the runtime's own error", []string{"missing"}, 0},
+		{"the caller's deadline", []string{"hang"}, 20 * time.Millisecond},
+		{"a command line larger than the runtime's window", []string{"exit", "1", strings.Repeat("a", 100<<10)}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			call := func(c *client.Client) string {
+				ctx := context.Background()
+				if tt.timeout > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tt.timeout)
+					defer cancel()
+				}
+				out, errOut, code, err := c.ExecSync(ctx, "c1", tt.cmd, time.Second)
+				return fmt.Sprintf("%d bytes out, %q err, exit %d, error %v", len(out), errOut, code, err)
+			}
+			got, want := call(direct), call(viaGRPCGo)
+			if got != want {
+				t.Errorf("ExecSync = %s\ngrpc-go = %s", got, want)
+			}
+			if req := srv.fake.lastExec(); strings.Join(req.Cmd, " ") != strings.Join(tt.cmd, " ") {
+				t.Errorf("the runtime got a command of %d bytes, want %d", len(strings.Join(req.Cmd, " ")), len(strings.Join(tt.cmd, " ")))
+			}
+		})
+	}
+}
+
+// TestExecSyncKeepsConnections: calls one after another share a
+// connection, replies larger than the connection's window included (the
+// window is given back); calls at once open one each, kept for later.
+func TestExecSyncKeepsConnections(t *testing.T) {
+	srv := newCRIServer(t, &fakeCRI{})
+	c := newClient(t, srv.endpoint())
+	for i := range 5 {
+		if out, _, _, err := c.ExecSync(context.Background(), "c1", []string{"print", "1MiB-1KiB"}, time.Second); err != nil || len(out) != client.MaxExecReply-1<<10 {
+			t.Fatalf("call %d: %d bytes, %v", i, len(out), err)
+		}
+	}
+	if n := srv.accepted.Load(); n != 1 {
+		t.Fatalf("5 calls one after another made %d connections, want 1", n)
+	}
+
+	const atOnce = 4
+	hanging := make(chan struct{}, atOnce)
+	srv.fake.mu.Lock()
+	srv.fake.hanging = hanging
+	srv.fake.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range atOnce {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, _, _ = c.ExecSync(ctx, "c1", []string{"hang"}, time.Second)
+		}()
+	}
+	for range atOnce {
+		<-hanging // all in the runtime at once
+	}
+	cancel()
+	wg.Wait()
+	// A cancelled call's connection is not trusted again; the rest are.
+	before := srv.accepted.Load()
+	for i := range atOnce {
+		if _, _, _, err := c.ExecSync(context.Background(), "c1", []string{"exit", "0"}, time.Second); err != nil {
+			t.Fatalf("call %d after: %v", i, err)
+		}
+	}
+	if n := srv.accepted.Load(); n != before+1 {
+		t.Errorf("calls after made %d new connections, want 1", n-before)
+	}
+}
+
+// TestExecSyncAfterTheRuntimeLetGo: a kept connection the runtime closed
+// while it was idle (its restart, its idle limit) costs no call: the
+// first call after goes out on a new connection and succeeds.
+func TestExecSyncAfterTheRuntimeLetGo(t *testing.T) {
+	t.Run("restart", func(t *testing.T) {
+		srv := newCRIServer(t, &fakeCRI{})
+		c := newClient(t, srv.endpoint())
+		if _, _, _, err := c.ExecSync(context.Background(), "c1", []string{"exit", "0"}, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		srv.stop()
+		_, _, _, err := c.ExecSync(context.Background(), "c1", []string{"exit", "0"}, time.Second)
+		if status.Code(errors.Unwrap(err)) != codes.Unavailable || !strings.Contains(err.Error(), "Error while dialing") {
+			t.Fatalf("runtime down: %v, want Unavailable while dialing", err)
+		}
+		srv.serve()
+		if _, _, _, err := c.ExecSync(context.Background(), "c1", []string{"exit", "0"}, time.Second); err != nil {
+			t.Fatalf("first call after the restart: %v", err)
+		}
+	})
+	t.Run("idle limit", func(t *testing.T) {
+		const idle = 50 * time.Millisecond
+		srv := newCRIServer(t, &fakeCRI{}, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: idle}))
+		c := newClient(t, srv.endpoint())
+		for i := range 3 {
+			if _, _, _, err := c.ExecSync(context.Background(), "c1", []string{"exit", "0"}, time.Second); err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+			time.Sleep(4 * idle) // the server sends GOAWAY and closes
+		}
+		if n := srv.accepted.Load(); n != 3 {
+			t.Errorf("3 calls past the idle limit made %d connections, want 3", n)
+		}
+	})
+}
