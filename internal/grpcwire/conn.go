@@ -115,7 +115,7 @@ func NewConn(nc net.Conn, lim Limits) *Conn {
 		nextID: 1, sendWindow: defaultWindow, peerWindow: defaultWindow, peerFrame: defaultFrame,
 	}
 	c.in = &probe.LimitedReader{R: nc, N: budget, Err: fmt.Errorf("the server sent over %d bytes", budget)}
-	c.bw = bufio.NewWriterSize(nc, 4<<10)
+	c.bw = bufio.NewWriterSize(nc, 1<<10) // a request and its frames: a larger one goes out in two writes
 	c.br = bufio.NewReaderSize(c.in, 4<<10)
 	c.fr = http2.NewFramer(c.bw, c.br)
 	c.fr.SetMaxReadFrameSize(maxFrameSize)
