@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -103,6 +104,14 @@ func SocketPath(ep string) (string, error) {
 
 // Endpoint returns the endpoint the client was made for.
 func (c *Client) Endpoint() string { return c.endpoint }
+
+// Collectors are the client's metrics series, not registered.
+func (c *Client) Collectors() []prometheus.Collector {
+	if c.wire == nil {
+		return nil
+	}
+	return []prometheus.Collector{c.wire.connections()}
+}
 
 // Close releases the connections.
 func (c *Client) Close() error {

@@ -18,7 +18,8 @@ import (
 
 // fakeCRI is an in-process CRI RuntimeService on a unix socket. Commands
 // given to ExecSync pick its answer: "exit N", "print 1MiB-1KiB|2MiB"
-// (that much stdout, exit 1), "timeout" (containerd's
+// (that much stdout, exit 1), "wait" (block until release is closed),
+// "timeout" (containerd's
 // answer to a command outliving its timeout), "timeout-text" (the same
 // without the gRPC code), "hang" (block until the caller gives up),
 // anything else succeeds.
@@ -34,8 +35,11 @@ type fakeCRI struct {
 	ctrStatus map[string]*runtimeapi.ContainerStatusResponse
 	// ctrStatusErr, when set, is ContainerStatus's answer.
 	ctrStatusErr error
-	// hanging, when set, receives a value each time a "hang" exec starts.
+	// hanging, when set, receives a value each time a "hang" or "wait"
+	// exec starts ("wait" needs it).
 	hanging chan<- struct{}
+	// release ends every "wait" exec once closed.
+	release chan struct{}
 }
 
 func (f *fakeCRI) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
@@ -55,6 +59,13 @@ func (f *fakeCRI) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 		return nil, status.Error(codes.Unknown, "failed to exec in container: timeout 1s exceeded: context deadline exceeded")
 	case "missing":
 		return nil, status.Error(codes.NotFound, "container not found")
+	case "wait":
+		f.mu.Lock()
+		hanging, release := f.hanging, f.release
+		f.mu.Unlock()
+		hanging <- struct{}{}
+		<-release
+		return &runtimeapi.ExecSyncResponse{}, nil
 	case "hang":
 		f.mu.Lock()
 		hanging := f.hanging

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -44,6 +47,8 @@ var wireUserAgent = "grpc-go/" + grpc.Version
 type wirePool struct {
 	path string
 	lim  grpcwire.Limits
+	// open counts the connections kept or in a call.
+	open atomic.Int64
 	mu   sync.Mutex
 	kept []keptConn // oldest first
 	shut bool
@@ -76,10 +81,11 @@ func (p *wirePool) call(ctx context.Context, method string, req, reply proto.Mes
 				return status.Errorf(codes.Unavailable, "connection error: desc = %q", "transport: Error while dialing: "+err.Error())
 			}
 			conn = grpcwire.NewConn(nc, p.lim)
+			p.open.Add(1)
 		}
 		err := conn.Call(ctx, method, wireAuthority, wireUserAgent, req, reply)
 		if errors.Is(err, grpcwire.ErrSpent) && kept {
-			_ = conn.Close()
+			p.closeConn(conn)
 			continue
 		}
 		p.give(conn)
@@ -97,7 +103,7 @@ func (p *wirePool) take() (*grpcwire.Conn, bool) {
 	defer p.mu.Unlock()
 	stale := time.Now().Add(-keptConnLife)
 	for len(p.kept) > 0 && p.kept[0].used.Before(stale) {
-		_ = p.kept[0].conn.Close()
+		p.closeConn(p.kept[0].conn)
 		p.kept = p.kept[1:]
 	}
 	if len(p.kept) == 0 {
@@ -113,7 +119,7 @@ func (p *wirePool) give(conn *grpcwire.Conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.shut || !conn.Usable() || len(p.kept) >= maxKeptConns {
-		_ = conn.Close()
+		p.closeConn(conn)
 		return
 	}
 	p.kept = append(p.kept, keptConn{conn: conn, used: time.Now()})
@@ -125,7 +131,22 @@ func (p *wirePool) close() {
 	defer p.mu.Unlock()
 	p.shut = true
 	for _, k := range p.kept {
-		_ = k.conn.Close()
+		p.closeConn(k.conn)
 	}
 	p.kept = nil
+}
+
+func (p *wirePool) closeConn(conn *grpcwire.Conn) {
+	_ = conn.Close()
+	p.open.Add(-1)
+}
+
+// connections is a gauge of the pool's connections: bounded by the most
+// calls at once, each an open file of probelet's and a connection
+// containerd serves.
+func (p *wirePool) connections() prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "probelet_runtime_exec_connections",
+		Help: "Connections to the runtime's socket that ExecSync calls use, kept between calls (as many as calls at once, up to 16 idle) or in a call.",
+	}, func() float64 { return float64(p.open.Load()) })
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
@@ -77,34 +79,55 @@ func TestExecSyncKeepsConnections(t *testing.T) {
 	}
 
 	const atOnce = 4
-	hanging := make(chan struct{}, atOnce)
+	hanging, release := make(chan struct{}), make(chan struct{})
 	srv.fake.mu.Lock()
-	srv.fake.hanging = hanging
+	srv.fake.hanging, srv.fake.release = hanging, release
 	srv.fake.mu.Unlock()
-	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for range atOnce {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, _, _, _ = c.ExecSync(ctx, "c1", []string{"hang"}, time.Second)
-		}()
+		wg.Go(func() {
+			if _, _, _, err := c.ExecSync(context.Background(), "c1", []string{"wait"}, time.Second); err != nil {
+				t.Errorf("a call at once: %v", err)
+			}
+		})
 	}
 	for range atOnce {
 		<-hanging // all in the runtime at once
 	}
-	cancel()
+	close(release)
 	wg.Wait()
-	// A cancelled call's connection is not trusted again; the rest are.
-	before := srv.accepted.Load()
-	for i := range atOnce {
+	if n := srv.accepted.Load(); n != atOnce {
+		t.Errorf("%d calls at once made %d connections in all, want %d", atOnce, n, atOnce)
+	}
+	if got := connections(t, c); got != atOnce {
+		t.Errorf("probelet_runtime_exec_connections = %v, want %d", got, atOnce)
+	}
+	for i := range 2 * atOnce {
 		if _, _, _, err := c.ExecSync(context.Background(), "c1", []string{"exit", "0"}, time.Second); err != nil {
 			t.Fatalf("call %d after: %v", i, err)
 		}
 	}
-	if n := srv.accepted.Load(); n != before+1 {
-		t.Errorf("calls after made %d new connections, want 1", n-before)
+	if n := srv.accepted.Load(); n != atOnce {
+		t.Errorf("calls after made %d new connections, want none", n-atOnce)
 	}
+
+	// A cancelled call's connection is not trusted again: closed.
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-hanging; cancel() }()
+	if _, _, _, err := c.ExecSync(ctx, "c1", []string{"hang"}, time.Second); err == nil {
+		t.Fatal("a cancelled call succeeded")
+	}
+	if got := connections(t, c); got != atOnce-1 {
+		t.Errorf("after a cancelled call: probelet_runtime_exec_connections = %v, want %d", got, atOnce-1)
+	}
+}
+
+// connections reads the client's connection gauge.
+func connections(t *testing.T, c *client.Client) float64 {
+	t.Helper()
+	cs := c.Collectors()
+	prometheus.NewPedanticRegistry().MustRegister(cs...)
+	return testutil.ToFloat64(cs[0])
 }
 
 // TestExecSyncAfterTheRuntimeLetGo: a kept connection the runtime closed

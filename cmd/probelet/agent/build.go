@@ -7,6 +7,7 @@ import (
 
 	"github.com/probelet/probelet/cri/client"
 	"github.com/probelet/probelet/history"
+	"github.com/probelet/probelet/internal/promutil"
 	"github.com/probelet/probelet/killer"
 	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/lifecycle"
@@ -39,6 +40,9 @@ func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 	}()
 	if p.cri, err = client.New(a.cfg.RuntimeEndpoint, client.WithLogger(a.log.Named("cri"))); err != nil {
 		return nil, err
+	}
+	if err = promutil.Register(a.reg, p.cri.Collectors()...); err != nil {
+		return nil, fmt.Errorf("CRI client: %w", err)
 	}
 	// The runtime end of a kill: is the instance still running, then the stop.
 	if p.stopper, err = killer.New(p.cri, killer.WithLogger(a.log.Named("killer"))); err != nil {
