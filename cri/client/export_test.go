@@ -8,3 +8,6 @@ func ExecThroughGRPCGo() Option {
 		return nil
 	}
 }
+
+// CountAccepts counts the connections a listener accepts.
+type CountAccepts = countAccepts

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/probelet/probelet/cri/client"
 )
 
 // fakeCRI is an in-process CRI RuntimeService on a unix socket. Commands
@@ -164,7 +166,7 @@ func (s *criServer) serve() {
 	}
 	s.srv = grpc.NewServer(s.opts...)
 	runtimeapi.RegisterRuntimeServiceServer(s.srv, s.fake)
-	go s.srv.Serve(countingListener{l, &s.accepted})
+	go s.srv.Serve(client.CountAccepts{Listener: l, N: &s.accepted})
 }
 
 func (s *criServer) stop() {
@@ -175,17 +177,3 @@ func (s *criServer) stop() {
 }
 
 func (s *criServer) endpoint() string { return "unix://" + s.path }
-
-// countingListener counts the connections it accepts.
-type countingListener struct {
-	net.Listener
-	n *atomic.Int32
-}
-
-func (l countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err == nil {
-		l.n.Add(1)
-	}
-	return c, err
-}

@@ -52,6 +52,7 @@ type wirePool struct {
 	mu   sync.Mutex
 	kept []keptConn // oldest first
 	shut bool
+	now  func() time.Time
 }
 
 type keptConn struct {
@@ -60,7 +61,7 @@ type keptConn struct {
 }
 
 func newWirePool(path string, maxReply uint32) *wirePool {
-	return &wirePool{path: path, lim: grpcwire.Limits{MaxReply: maxReply, MaxHeaderList: maxReplyHeaders}}
+	return &wirePool{path: path, lim: grpcwire.Limits{MaxReply: maxReply, MaxHeaderList: maxReplyHeaders}, now: time.Now}
 }
 
 // call makes a call of method on a kept connection, or a new one. A kept
@@ -101,7 +102,7 @@ func (p *wirePool) call(ctx context.Context, method string, req, reply proto.Mes
 func (p *wirePool) take() (*grpcwire.Conn, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	stale := time.Now().Add(-keptConnLife)
+	stale := p.now().Add(-keptConnLife)
 	for len(p.kept) > 0 && p.kept[0].used.Before(stale) {
 		p.closeConn(p.kept[0].conn)
 		p.kept = p.kept[1:]
@@ -122,7 +123,7 @@ func (p *wirePool) give(conn *grpcwire.Conn) {
 		p.closeConn(conn)
 		return
 	}
-	p.kept = append(p.kept, keptConn{conn: conn, used: time.Now()})
+	p.kept = append(p.kept, keptConn{conn: conn, used: p.now()})
 }
 
 // close closes the kept connections, and those in use as their calls end.
