@@ -35,12 +35,10 @@ type Client struct {
 	conn     *grpc.ClientConn
 	rt       runtimeapi.RuntimeServiceClient
 	// wire makes ExecSync calls on the caller's goroutine (wire.go);
-	// nil sends them through rt.
-	wire *wirePool
-	// viaGRPCGo sends ExecSync through rt (tests compare the two).
-	viaGRPCGo bool
-	timeout   time.Duration
-	log       *zap.Logger
+	// nil sends them through rt (tests compare the two).
+	wire    *wirePool
+	timeout time.Duration
+	log     *zap.Logger
 }
 
 // Option configures a Client.
@@ -71,10 +69,11 @@ func WithLogger(l *zap.Logger) Option {
 // New returns a client for endpoint (see endpoint.UnixPath). It does not
 // dial; the first call does.
 func New(ep string, opts ...Option) (*Client, error) {
-	if _, err := SocketPath(ep); err != nil {
+	path, err := SocketPath(ep)
+	if err != nil {
 		return nil, err
 	}
-	c := &Client{endpoint: ep, timeout: DefaultTimeout, log: zap.NewNop()}
+	c := &Client{endpoint: ep, wire: newWirePool(path, MaxExecReply), timeout: DefaultTimeout, log: zap.NewNop()}
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, err
@@ -85,10 +84,6 @@ func New(ep string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	c.conn, c.rt = conn, runtimeapi.NewRuntimeServiceClient(conn)
-	if !c.viaGRPCGo {
-		path, _ := SocketPath(ep)
-		c.wire = newWirePool(path, MaxExecReply)
-	}
 	return c, nil
 }
 

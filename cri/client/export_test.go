@@ -4,7 +4,7 @@ package client
 // the calls on the caller's goroutine are tested against.
 func ExecThroughGRPCGo() Option {
 	return func(c *Client) error {
-		c.viaGRPCGo = true
+		c.wire = nil
 		return nil
 	}
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -77,9 +77,9 @@ func (p *wirePool) call(ctx context.Context, method string, req, reply proto.Mes
 				if ctx.Err() != nil {
 					return status.FromContextError(ctx.Err()).Err()
 				}
-				// grpc-go's status for a runtime that is down: a call
-				// fails at once.
-				return status.Errorf(codes.Unavailable, "connection error: desc = %q", "transport: Error while dialing: "+err.Error())
+				// A runtime that is down: the call fails at once, as
+				// grpc-go's does.
+				return grpcwire.ConnectionError(fmt.Errorf("Error while dialing: %w", err))
 			}
 			conn = grpcwire.NewConn(nc, p.lim)
 			p.open.Add(1)
@@ -90,9 +90,6 @@ func (p *wirePool) call(ctx context.Context, method string, req, reply proto.Mes
 			continue
 		}
 		p.give(conn)
-		if errors.Is(err, grpcwire.ErrSpent) {
-			return status.Error(codes.Unavailable, "the runtime's new connection carries no calls")
-		}
 		return err
 	}
 }

@@ -80,6 +80,7 @@ type Conn struct {
 	nc     net.Conn
 	lim    Limits
 	window uint32 // each reply's flow-control window, and the connection's
+	budget int64  // what a call may read
 	in     *probe.LimitedReader
 	br     *bufio.Reader
 	bw     *bufio.Writer
@@ -87,8 +88,8 @@ type Conn struct {
 	// stop ends the watch on a call's ctx (Watch).
 	stop func() bool
 
-	prefaced, ready bool
-	nextID          uint32
+	prefaced bool
+	nextID   uint32
 	// What the server lets the client send: the connection's window left,
 	// each new stream's window, the largest frame.
 	sendWindow int64
@@ -111,7 +112,7 @@ func NewConn(nc net.Conn, lim Limits) *Conn {
 	// would go on reading it until the deadline.
 	budget := 2*int64(lim.MaxHeaderList) + 2*int64(window)
 	c := &Conn{
-		nc: nc, lim: lim, window: window, stop: func() bool { return true },
+		nc: nc, lim: lim, window: window, budget: budget, stop: func() bool { return true },
 		nextID: 1, sendWindow: defaultWindow, peerWindow: defaultWindow, peerFrame: defaultFrame,
 	}
 	c.in = &probe.LimitedReader{R: nc, N: budget, Err: fmt.Errorf("the server sent over %d bytes", budget)}
@@ -167,7 +168,7 @@ func (c *Conn) Send(ctx context.Context, path, authority, userAgent string, msg 
 	if int64(len(body)) > min(c.sendWindow, c.peerWindow) {
 		return nil, ErrNoRoom
 	}
-	c.in.N = 2*int64(c.lim.MaxHeaderList) + 2*int64(c.window)
+	c.in.N = c.budget
 	c.answered = 0
 	if !c.prefaced {
 		c.prefaced = true
@@ -215,7 +216,6 @@ func (c *Conn) AwaitSettings() error {
 		c.broken = true
 		return ErrNotReady
 	}
-	c.ready = true
 	if !s.IsAck() {
 		c.settings(s)
 		return c.fr.WriteSettingsAck()
@@ -417,14 +417,14 @@ func (c *Conn) Call(ctx context.Context, path, authority, userAgent string, req,
 		// to it fails at once): it took nothing of this one.
 		return ErrSpent
 	case err != nil:
-		return connectionError(err)
+		return ConnectionError(err)
 	}
 	if fresh {
 		if err := c.AwaitSettings(); err != nil {
 			if ctx.Err() != nil {
 				return status.FromContextError(ctx.Err()).Err()
 			}
-			return connectionError(err)
+			return ConnectionError(err)
 		}
 	}
 	if err := c.Await(s, reply); err != nil {
@@ -436,9 +436,9 @@ func (c *Conn) Call(ctx context.Context, path, authority, userAgent string, req,
 	return nil
 }
 
-// connectionError is grpc-go's status for a connection that failed before
-// it was ready.
-func connectionError(err error) error {
+// ConnectionError is grpc-go's status for a connection that failed before
+// it was ready (its dial, or its first exchange).
+func ConnectionError(err error) error {
 	return status.Errorf(codes.Unavailable, "connection error: desc = %q", "transport: "+err.Error())
 }
 
