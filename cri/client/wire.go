@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,7 +78,7 @@ func (p *wirePool) call(ctx context.Context, method string, req, reply proto.Mes
 				}
 				// A runtime that is down: the call fails at once, as
 				// grpc-go's does.
-				return grpcwire.ConnectionError(fmt.Errorf("Error while dialing: %w", err))
+				return grpcwire.DialError(err)
 			}
 			conn = grpcwire.NewConn(nc, p.lim)
 			p.open.Add(1)

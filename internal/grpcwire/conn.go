@@ -417,14 +417,14 @@ func (c *Conn) Call(ctx context.Context, path, authority, userAgent string, req,
 		// to it fails at once): it took nothing of this one.
 		return ErrSpent
 	case err != nil:
-		return ConnectionError(err)
+		return connectionError(err.Error())
 	}
 	if fresh {
 		if err := c.AwaitSettings(); err != nil {
 			if ctx.Err() != nil {
 				return status.FromContextError(ctx.Err()).Err()
 			}
-			return ConnectionError(err)
+			return connectionError(err.Error())
 		}
 	}
 	if err := c.Await(s, reply); err != nil {
@@ -436,10 +436,16 @@ func (c *Conn) Call(ctx context.Context, path, authority, userAgent string, req,
 	return nil
 }
 
-// ConnectionError is grpc-go's status for a connection that failed before
-// it was ready (its dial, or its first exchange).
-func ConnectionError(err error) error {
-	return status.Errorf(codes.Unavailable, "connection error: desc = %q", "transport: "+err.Error())
+// DialError is grpc-go's status for a call whose connection could not be
+// dialled: it fails at once.
+func DialError(err error) error {
+	return connectionError("Error while dialing: " + err.Error())
+}
+
+// connectionError is grpc-go's status for a connection that failed before
+// it was ready.
+func connectionError(desc string) error {
+	return status.Errorf(codes.Unavailable, "connection error: desc = %q", "transport: "+desc)
 }
 
 // idle handles what the server sent since the last call (its pings,
