@@ -111,9 +111,16 @@ func TestExecSyncKeepsConnections(t *testing.T) {
 		t.Errorf("calls after made %d new connections, want none", n-atOnce)
 	}
 
-	// A cancelled call's connection is not trusted again: closed.
+	// A cancelled call's connection is not trusted again: closed. The
+	// fake signals a "hang" without waiting for a reader, so the signal
+	// needs room: unbuffered, a receiver not yet scheduled (a busy
+	// machine) missed it and the call waited out the client's timeout.
+	hung := make(chan struct{}, 1)
+	srv.fake.mu.Lock()
+	srv.fake.hanging = hung
+	srv.fake.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { <-hanging; cancel() }()
+	go func() { <-hung; cancel() }()
 	if _, _, _, err := c.ExecSync(ctx, "c1", []string{"hang"}, time.Second); err == nil {
 		t.Fatal("a cancelled call succeeded")
 	}
