@@ -80,6 +80,16 @@ func TestBehavesAsContextWithDeadline(t *testing.T) {
 			<-child.Done()
 			return []string{observe("ctx", ctx), observe("child", child)}
 		}},
+		{"the parent has ended already", func(with withDeadline) []string {
+			// The parent tells the new context on a goroutine of its own,
+			// which may run before the constructor returns.
+			parent, stopParent := context.WithCancelCause(context.Background())
+			stopParent(errStop)
+			ctx, cancel := with(parent, time.Now().Add(time.Hour))
+			defer cancel()
+			<-ctx.Done()
+			return []string{observe("ctx", ctx)}
+		}},
 		{"the parent's deadline is earlier", func(with withDeadline) []string {
 			at := time.Now().Add(d)
 			parent, stopParent := context.WithDeadline(context.Background(), at)

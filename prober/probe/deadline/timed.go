@@ -37,7 +37,11 @@ var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 func newTimed(parent context.Context, d time.Time) *timed {
 	t := &timed{parent: parent, deadline: d, index: -1}
+	// A parent that has ended runs the func at once on a goroutine of its
+	// own: the lock makes end wait until stopParent is set.
+	t.mu.Lock()
 	t.stopParent = context.AfterFunc(parent, func() { t.end(parent.Err()) })
+	t.mu.Unlock()
 	return t
 }
 
@@ -99,10 +103,10 @@ func (t *timed) end(err error) {
 	if t.done != nil {
 		close(t.done)
 	}
-	funcs := t.funcs
+	funcs, stopParent := t.funcs, t.stopParent
 	t.funcs = nil
 	t.mu.Unlock()
-	t.stopParent()
+	stopParent()
 	for f := range funcs {
 		(*f)()
 	}
