@@ -298,7 +298,11 @@ func TestMemoStaysOffWithoutARuntimeEventStream(t *testing.T) {
 	rt.failNext["GetContainerEvents"] = status.Error(codes.Unimplemented, "unknown method GetContainerEvents")
 	rt.mu.Unlock()
 	h := startProxy(t, rt)
-	itu.WaitFor(t, "the proxy to try the runtime's event stream", func() bool { return rt.count("GetContainerEvents") == 1 })
+	// The stream opens before the runtime refuses it on the first read:
+	// wait for the proxy to have read the refusal, not only asked.
+	itu.WaitFor(t, "the proxy to read the runtime's refusal of its event stream", func() bool {
+		return h.counter("probelet_cri_proxy_invalidations_total", "source", "runtime_stream") == 1
+	})
 	for range 3 {
 		listContainers(t, h, nil)
 	}
