@@ -86,6 +86,14 @@ func checkCrictlLists(t *testing.T, d *daemon, a app) {
 	if !slices.Contains(info.Status.Conditions, condition{"NRIConnected", true}) {
 		t.Errorf("crictl info has no NRIConnected condition that is true:\n%s", out)
 	}
+	// --tcp-mode auto, as root on this kernel: the short-circuit is in force
+	// (the liveness probe below is answered by ebpf), and both tools say so.
+	if !slices.Contains(info.Status.Conditions, condition{"TCPShortCircuit", true}) {
+		t.Errorf("crictl info has no TCPShortCircuit condition that is true:\n%s", out)
+	}
+	if out := d.mustProbectl("version"); !strings.Contains(out, "TCP Probes: eBPF short-circuit (--tcp-mode auto)") {
+		t.Errorf("probectl version does not say the short-circuit is in force:\n%s", out)
+	}
 	want := map[string][]string{
 		"pods": {a.pod[:13], "Ready", a.name, "default"},
 		"ps":   {a.ctr[:13], "Running", a.name, a.pod[:13]},

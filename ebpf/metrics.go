@@ -11,6 +11,9 @@ type metrics struct {
 	fallback *prometheus.CounterVec
 	drift    *prometheus.CounterVec
 	mode     *prometheus.GaugeVec
+	// unavailable alerts: 1 while --tcp-mode auto dials because the
+	// tracker did not load, by the kind of load error.
+	unavailable *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -35,9 +38,13 @@ func newMetrics() *metrics {
 			Name: "probelet_tcp_mode",
 			Help: "The effective TCP probe mode (1 for the mode in use).",
 		}, []string{"mode"}),
+		unavailable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "probelet_tcp_shortcircuit_unavailable",
+			Help: "1 while --tcp-mode auto dials because the eBPF listener tracker did not load, by cause: permission, unsupported, verifier (the kernel refused the programs) or error.",
+		}, []string{"cause"}),
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.mismatch, m.answered, m.fallback, m.drift, m.mode}
+	return []prometheus.Collector{m.mismatch, m.answered, m.fallback, m.drift, m.mode, m.unavailable}
 }

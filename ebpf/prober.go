@@ -25,7 +25,7 @@ type TCPProber struct {
 	verify   bool
 	reg      prometheus.Registerer
 
-	mode    Mode
+	status  Status       // its Mode is the mode in force
 	sc      shortCircuit // nil when dialing
 	viaEBPF prometheus.Counter
 	viaDial prometheus.Counter
@@ -45,6 +45,8 @@ type shortCircuit interface {
 	sync(ctx context.Context) error
 	// collectors are the short-circuit's own metrics.
 	collectors() []prometheus.Collector
+	// features are the tracker's optional kernel capabilities in use.
+	features() tracker.Features
 	close() error
 }
 
@@ -93,7 +95,7 @@ func NewTCPProber(ctx context.Context, mode Mode, opts ...Option) (*TCPProber, e
 }
 
 func (p *TCPProber) start(ctx context.Context, mode Mode) error {
-	p.mode = ModeDial
+	p.status.Requested, p.status.Mode = mode, ModeDial
 	if mode == ModeDial {
 		p.log.Info("TCP probes dial (tcp mode dial)")
 		return nil
@@ -101,12 +103,14 @@ func (p *TCPProber) start(ctx context.Context, mode Mode) error {
 	sc, err := newShortCircuit(ctx, p.scConfig)
 	switch {
 	case err == nil:
-		p.sc, p.mode = sc, ModeEBPF
+		p.sc, p.status.Mode = sc, ModeEBPF
+		p.status.Features = sc.features().String()
 		p.log.Info("TCP probes are answered from the eBPF listener table", zap.Bool("verify", p.verify))
 	case mode == ModeEBPF:
 		return fmt.Errorf("tcp mode ebpf: %w", err)
 	default:
-		p.log.Warn("eBPF TCP short-circuit unavailable; TCP probes dial", zap.Error(err))
+		p.status.Reason, p.status.Cause = err.Error(), loadCause(err)
+		p.log.Warn("eBPF TCP short-circuit unavailable; TCP probes dial", zap.String("cause", p.status.Cause), zap.Error(err))
 	}
 	return nil
 }
@@ -114,7 +118,10 @@ func (p *TCPProber) start(ctx context.Context, mode Mode) error {
 func (p *TCPProber) registerMetrics() error {
 	p.viaEBPF = p.metrics.answered.WithLabelValues(string(probe.MethodEBPF))
 	p.viaDial = p.metrics.answered.WithLabelValues(string(probe.MethodDial))
-	p.metrics.mode.WithLabelValues(string(p.mode)).Set(1)
+	p.metrics.mode.WithLabelValues(string(p.status.Mode)).Set(1)
+	if p.status.FellBack() {
+		p.metrics.unavailable.WithLabelValues(p.status.Cause).Set(1)
+	}
 	cs := p.metrics.collectors()
 	if p.sc != nil {
 		cs = append(cs, p.sc.collectors()...)
@@ -128,7 +135,11 @@ func (p *TCPProber) registerMetrics() error {
 
 // Mode is the effective mode: ModeEBPF when the short-circuit is in use,
 // else ModeDial.
-func (p *TCPProber) Mode() Mode { return p.mode }
+func (p *TCPProber) Mode() Mode { return p.status.Mode }
+
+// Status says how TCP probes are answered and, when ModeAuto fell back to
+// dialing, why.
+func (p *TCPProber) Status() Status { return p.status }
 
 // ProbeTCP answers target from the listener table, or dials when the
 // table cannot decide. The Method says which one answered.

@@ -150,6 +150,8 @@ func (s *linuxSC) verify(path string, ino uint32) (fresh, ok bool) {
 
 func (s *linuxSC) sync(ctx context.Context) error { return s.tr.Sync(ctx) }
 
+func (s *linuxSC) features() tracker.Features { return s.tr.Features() }
+
 func (s *linuxSC) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

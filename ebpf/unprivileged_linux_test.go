@@ -14,12 +14,14 @@ import (
 	"testing"
 
 	cebpf "github.com/cilium/ebpf"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 	"golang.org/x/sys/unix"
 
 	"github.com/probelet/probelet/ebpf"
 	"github.com/probelet/probelet/ebpf/ebpftest"
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/tcpprobe"
 )
@@ -101,13 +103,22 @@ func unprivilegedChild(t *testing.T) {
 		t.Errorf("Close of the failed prober: %v", err)
 	}
 	core, logs := observer.New(zap.InfoLevel)
-	p, err := ebpf.NewTCPProber(ctx, ebpf.ModeAuto, ebpf.WithLogger(zap.New(core)))
+	reg := prometheus.NewRegistry()
+	p, err := ebpf.NewTCPProber(ctx, ebpf.ModeAuto, ebpf.WithLogger(zap.New(core)), ebpf.WithRegisterer(reg))
 	if err != nil {
 		t.Fatalf("NewTCPProber(auto) as nobody: %v", err)
 	}
 	defer p.Close()
 	if p.Mode() != ebpf.ModeDial {
 		t.Fatalf("effective mode = %s, want dial", p.Mode())
+	}
+	// The fallback is where an operator looks, not in the log alone.
+	st := p.Status()
+	if !st.FellBack() || st.Requested != ebpf.ModeAuto || st.Cause != "permission" || !strings.Contains(st.Reason, "tracker") {
+		t.Errorf("Status = %+v, want auto fallen back to dial for lack of permission, with the tracker's error", st)
+	}
+	if got := testutil.Metric(t, reg, "probelet_tcp_shortcircuit_unavailable", map[string]string{"cause": "permission"}); got != 1 {
+		t.Errorf("probelet_tcp_shortcircuit_unavailable{cause=permission} = %v, want 1", got)
 	}
 	if n := logs.FilterMessageSnippet("unavailable").Len(); n != 1 {
 		t.Errorf("%d log lines say the short-circuit is unavailable, want 1: %v", n, logs.All())

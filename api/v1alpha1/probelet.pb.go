@@ -294,7 +294,15 @@ type VersionResponse struct {
 	// api_version is this API's version, "v1alpha1".
 	ApiVersion string `protobuf:"bytes,2,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
 	// nri_connected tells whether probelet is registered with the runtime.
-	NriConnected  bool `protobuf:"varint,3,opt,name=nri_connected,json=nriConnected,proto3" json:"nri_connected,omitempty"`
+	NriConnected bool `protobuf:"varint,3,opt,name=nri_connected,json=nriConnected,proto3" json:"nri_connected,omitempty"`
+	// tcp_mode is how TCP probes are answered: "ebpf" (the listener
+	// tracker's table) or "dial"; empty while the tracker loads.
+	TcpMode string `protobuf:"bytes,4,opt,name=tcp_mode,json=tcpMode,proto3" json:"tcp_mode,omitempty"`
+	// tcp_mode_requested is --tcp-mode: "auto", "ebpf" or "dial".
+	TcpModeRequested string `protobuf:"bytes,5,opt,name=tcp_mode_requested,json=tcpModeRequested,proto3" json:"tcp_mode_requested,omitempty"`
+	// tcp_mode_reason says why tcp_mode is not what was requested: the
+	// tracker's load error when --tcp-mode auto fell back to dialing.
+	TcpModeReason string `protobuf:"bytes,6,opt,name=tcp_mode_reason,json=tcpModeReason,proto3" json:"tcp_mode_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -348,6 +356,27 @@ func (x *VersionResponse) GetNriConnected() bool {
 		return x.NriConnected
 	}
 	return false
+}
+
+func (x *VersionResponse) GetTcpMode() string {
+	if x != nil {
+		return x.TcpMode
+	}
+	return ""
+}
+
+func (x *VersionResponse) GetTcpModeRequested() string {
+	if x != nil {
+		return x.TcpModeRequested
+	}
+	return ""
+}
+
+func (x *VersionResponse) GetTcpModeReason() string {
+	if x != nil {
+		return x.TcpModeReason
+	}
+	return ""
 }
 
 type ListContainersRequest struct {
@@ -1665,12 +1694,15 @@ var File_api_v1alpha1_probelet_proto protoreflect.FileDescriptor
 const file_api_v1alpha1_probelet_proto_rawDesc = "" +
 	"\n" +
 	"\x1bapi/v1alpha1/probelet.proto\x12\x11probelet.v1alpha1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x10\n" +
-	"\x0eVersionRequest\"q\n" +
+	"\x0eVersionRequest\"\xe2\x01\n" +
 	"\x0fVersionResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1f\n" +
 	"\vapi_version\x18\x02 \x01(\tR\n" +
 	"apiVersion\x12#\n" +
-	"\rnri_connected\x18\x03 \x01(\bR\fnriConnected\"5\n" +
+	"\rnri_connected\x18\x03 \x01(\bR\fnriConnected\x12\x19\n" +
+	"\btcp_mode\x18\x04 \x01(\tR\atcpMode\x12,\n" +
+	"\x12tcp_mode_requested\x18\x05 \x01(\tR\x10tcpModeRequested\x12&\n" +
+	"\x0ftcp_mode_reason\x18\x06 \x01(\tR\rtcpModeReason\"5\n" +
 	"\x15ListContainersRequest\x12\x1c\n" +
 	"\tcontainer\x18\x01 \x01(\tR\tcontainer\"V\n" +
 	"\x16ListContainersResponse\x12<\n" +

@@ -18,9 +18,15 @@ type apiService struct {
 
 var _ apiv1.ProbeletServer = (*apiService)(nil)
 
-// Version reports the build and the NRI connection.
+// Version reports the build, the NRI connection and how TCP probes are
+// answered.
 func (a *apiService) Version(context.Context, *apiv1.VersionRequest) (*apiv1.VersionResponse, error) {
-	return &apiv1.VersionResponse{Version: a.s.version, ApiVersion: apiVersion, NriConnected: a.s.nri.Connected()}, nil
+	v := &apiv1.VersionResponse{Version: a.s.version, ApiVersion: apiVersion, NriConnected: a.s.nri.Connected()}
+	if a.s.tcp != nil {
+		st := a.s.tcp()
+		v.TcpMode, v.TcpModeRequested, v.TcpModeReason = st.Mode, st.Requested, st.Reason
+	}
+	return v, nil
 }
 
 // ListContainers lists containers with their probe state (no history).

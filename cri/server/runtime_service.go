@@ -48,6 +48,9 @@ func (r *runtimeService) Status(_ context.Context, req *runtimeapi.StatusRequest
 			Message: "probelet does not manage pod networking; ask the container runtime"},
 		nriCondition(nri),
 	}
+	if r.s.tcp != nil {
+		conds = append(conds, tcpCondition(r.s.tcp()))
+	}
 	resp := &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: conds}}
 	if req.GetVerbose() {
 		info, err := r.statusInfo(nri)
@@ -77,10 +80,15 @@ func (r *runtimeService) statusInfo(nri bool) (map[string]string, error) {
 			probed++
 		}
 	}
-	b, err := json.Marshal(map[string]any{
+	info := map[string]any{
 		"version": r.s.version, "nriConnected": nri,
 		"pods": len(c.pods), "containers": len(c.entries), "probedContainers": probed,
-	})
+	}
+	if r.s.tcp != nil {
+		st := r.s.tcp()
+		info["tcpMode"], info["tcpModeRequested"], info["tcpModeReason"] = st.Mode, st.Requested, st.Reason
+	}
+	b, err := json.Marshal(info)
 	if err != nil {
 		return nil, err
 	}

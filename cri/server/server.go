@@ -28,6 +28,7 @@ type Server struct {
 	status prober.StatusSource
 	view   lifecycle.View
 	nri    NRIStatus
+	tcp    func() TCPStatus // nil: not reported
 	log    *zap.Logger
 	clock  clock.Clock
 

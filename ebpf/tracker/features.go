@@ -17,9 +17,17 @@ const (
 	// is read where something already generated it, and learned from
 	// sock_diag otherwise.
 	TracingCookie
+	// SnapshotCookie: the snapshot gives the listeners it finds their
+	// cookie too, which needs SockFromFile, TracingCookie and a verifier
+	// that accepts the socket bpf_sock_from_file leads to as a socket
+	// pointer. That is not a matter of release: Linux 6.18.44 types it
+	// untrusted and refuses the call. Without it the snapshot's listeners
+	// whose cookie nothing generated yet get it from the first sock_diag
+	// reconciliation of their namespace.
+	SnapshotCookie
 
 	// AllFeatures is every optional capability.
-	AllFeatures = SockFromFile | TracingCookie
+	AllFeatures = SockFromFile | TracingCookie | SnapshotCookie
 	// NoFeatures forces the paths of the oldest supported kernels.
 	NoFeatures Features = 0
 )
@@ -30,10 +38,20 @@ var featureNames = []struct {
 }{
 	{SockFromFile, "sock_from_file"},
 	{TracingCookie, "tracing_cookie"},
+	{SnapshotCookie, "snapshot_cookie"},
 }
 
 // Has reports whether f includes every capability in g.
 func (f Features) Has(g Features) bool { return f&g == g }
+
+// usable drops the capabilities f has without the ones they build on:
+// tracker.c takes SnapshotCookie's path only with both of its parts.
+func (f Features) usable() Features {
+	if !f.Has(SockFromFile | TracingCookie) {
+		f &^= SnapshotCookie
+	}
+	return f
+}
 
 // String lists the capabilities, comma-separated, or says "none".
 func (f Features) String() string {

@@ -39,7 +39,9 @@ var (
 		asm.FnRingbufSubmit:     {"5.8", "457f44363a88 (bcc)", ""},
 		asm.FnSockFromFile:      {"5.11", "4f19cab76136 (bcc; depsurf: absent 5.8, present 5.11)", "have_sock_from_file"},
 		// bpf_get_socket_cookie exists since 4.12 for socket programs;
-		// tracing programs may call it since c5dbb89fc2ac, in 5.12.
+		// tracing programs may call it since c5dbb89fc2ac, in 5.12. The
+		// snapshot's call is also behind have_snapshot_cookie, which no
+		// release decides (features.go, SnapshotCookie).
 		asm.FnGetSocketCookie: {"5.12", "c5dbb89fc2ac, for tracing programs (depsurf: bpf_get_socket_ptr_cookie absent 5.11, present 5.13)", "have_tracing_cookie"},
 	}
 	// kfuncSince is empty: kfuncs need BTF-typed kernel functions and most

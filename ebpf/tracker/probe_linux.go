@@ -11,20 +11,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// featureProbe is how one optional capability is detected: whether a
-// program of the given kind may call helper.
+// featureProbe is how one optional capability is detected.
 type featureProbe struct {
-	feature    Features
-	attachType ebpf.AttachType
-	attachTo   string
-	helper     asm.BuiltinFunc
+	feature Features
+	have    func() (bool, error)
 }
 
-// featureProbes are the probes, one per capability, each at the hook that
-// uses it.
+// featureProbes are the probes, one per capability: whether a program at
+// the hook that uses a helper may call it, and for SnapshotCookie, whether
+// the verifier takes the very code that needs it.
 var featureProbes = []featureProbe{
-	{SockFromFile, ebpf.AttachTraceIter, "task_file", asm.FnSockFromFile},
-	{TracingCookie, ebpf.AttachTraceRawTp, "inet_sock_set_state", asm.FnGetSocketCookie},
+	{SockFromFile, func() (bool, error) {
+		return haveTracingHelper(ebpf.AttachTraceIter, "task_file", asm.FnSockFromFile)
+	}},
+	{TracingCookie, func() (bool, error) {
+		return haveTracingHelper(ebpf.AttachTraceRawTp, "inet_sock_set_state", asm.FnGetSocketCookie)
+	}},
+	{SnapshotCookie, haveSnapshotCookie},
 }
 
 var (
@@ -40,7 +43,7 @@ func kernelFeatures() (Features, error) {
 	probeOnce.Do(func() {
 		var errs []error
 		for _, p := range featureProbes {
-			ok, err := haveTracingHelper(p.attachType, p.attachTo, p.helper)
+			ok, err := p.have()
 			if err != nil {
 				errs = append(errs, fmt.Errorf("probe %s: %w", p.feature, err))
 			}
@@ -96,4 +99,35 @@ func logSays(log []string, needles ...string) bool {
 		}
 	}
 	return false
+}
+
+// haveSnapshotCookie loads tracker.c's snapshot program alone with every
+// gate on its way to bpf_get_socket_cookie set. Whether the verifier
+// accepts the socket the snapshot reaches through bpf_sock_from_file as a
+// socket pointer changed within a stable series (Linux 6.18.44 types it
+// untrusted), so no helper list or release number can say; the verifier's
+// answer on the exact code can. A refusal means absent: the gate off is the
+// path every supported kernel loads. Other errors cannot decide.
+func haveSnapshotCookie() (bool, error) {
+	spec, err := loadTracker()
+	if err != nil {
+		return false, err
+	}
+	for _, name := range []string{trackerVarHaveSockFromFile, trackerVarHaveTracingCookie, trackerVarHaveSnapshotCookie} {
+		if err := spec.Variables[name].Set(true); err != nil {
+			return false, fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	var objs struct {
+		Snapshot *ebpf.Program `ebpf:"snapshot"`
+	}
+	err = spec.LoadAndAssign(&objs, nil)
+	if err == nil {
+		return true, objs.Snapshot.Close()
+	}
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		return false, nil
+	}
+	return false, err
 }

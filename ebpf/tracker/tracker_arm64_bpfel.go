@@ -45,18 +45,19 @@ type trackerPortVal struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	trackerMapCounters          = "counters"
-	trackerMapEvents            = "events"
-	trackerMapLive              = "live"
-	trackerMapPending           = "pending"
-	trackerMapPorts             = "ports"
-	trackerProgMarker           = "marker"
-	trackerProgOnListenExit     = "on_listen_exit"
-	trackerProgOnState          = "on_state"
-	trackerProgSnapshot         = "snapshot"
-	trackerVarHaveSockFromFile  = "have_sock_from_file"
-	trackerVarHaveTracingCookie = "have_tracing_cookie"
-	trackerVarUnusedEvent       = "unused_event"
+	trackerMapCounters           = "counters"
+	trackerMapEvents             = "events"
+	trackerMapLive               = "live"
+	trackerMapPending            = "pending"
+	trackerMapPorts              = "ports"
+	trackerProgMarker            = "marker"
+	trackerProgOnListenExit      = "on_listen_exit"
+	trackerProgOnState           = "on_state"
+	trackerProgSnapshot          = "snapshot"
+	trackerVarHaveSnapshotCookie = "have_snapshot_cookie"
+	trackerVarHaveSockFromFile   = "have_sock_from_file"
+	trackerVarHaveTracingCookie  = "have_tracing_cookie"
+	trackerVarUnusedEvent        = "unused_event"
 )
 
 // loadTracker returns the embedded CollectionSpec for tracker.
@@ -122,9 +123,10 @@ type trackerMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type trackerVariableSpecs struct {
-	HaveSockFromFile  *ebpf.VariableSpec `ebpf:"have_sock_from_file"`
-	HaveTracingCookie *ebpf.VariableSpec `ebpf:"have_tracing_cookie"`
-	UnusedEvent       *ebpf.VariableSpec `ebpf:"unused_event"`
+	HaveSnapshotCookie *ebpf.VariableSpec `ebpf:"have_snapshot_cookie"`
+	HaveSockFromFile   *ebpf.VariableSpec `ebpf:"have_sock_from_file"`
+	HaveTracingCookie  *ebpf.VariableSpec `ebpf:"have_tracing_cookie"`
+	UnusedEvent        *ebpf.VariableSpec `ebpf:"unused_event"`
 }
 
 // trackerObjects contains all objects after they have been loaded into the kernel.
@@ -168,9 +170,10 @@ func (m *trackerMaps) Close() error {
 //
 // It can be passed to loadTrackerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type trackerVariables struct {
-	HaveSockFromFile  *ebpf.Variable `ebpf:"have_sock_from_file"`
-	HaveTracingCookie *ebpf.Variable `ebpf:"have_tracing_cookie"`
-	UnusedEvent       *ebpf.Variable `ebpf:"unused_event"`
+	HaveSnapshotCookie *ebpf.Variable `ebpf:"have_snapshot_cookie"`
+	HaveSockFromFile   *ebpf.Variable `ebpf:"have_sock_from_file"`
+	HaveTracingCookie  *ebpf.Variable `ebpf:"have_tracing_cookie"`
+	UnusedEvent        *ebpf.Variable `ebpf:"unused_event"`
 }
 
 // trackerPrograms contains all programs after they have been loaded into the kernel.

@@ -102,6 +102,13 @@ func removeMemlock() error {
 	return nil
 }
 
+// gates are tracker.c's have_* constants and the capability each stands for.
+var gates = map[string]Features{
+	trackerVarHaveSockFromFile:   SockFromFile,
+	trackerVarHaveTracingCookie:  TracingCookie,
+	trackerVarHaveSnapshotCookie: SnapshotCookie,
+}
+
 // load probes the kernel's optional capabilities, sets tracker.c's have_*
 // constants from them and loads the objects.
 func (t *Tracker) load() error {
@@ -113,11 +120,8 @@ func (t *Tracker) load() error {
 	if err != nil {
 		t.log.Debug("kernel feature probe inconclusive; using the fallback path", zap.Error(err))
 	}
-	t.features = probed & t.allowed
-	for name, f := range map[string]Features{
-		trackerVarHaveSockFromFile:  SockFromFile,
-		trackerVarHaveTracingCookie: TracingCookie,
-	} {
+	t.features = (probed & t.allowed).usable()
+	for name, f := range gates {
 		if err := spec.Variables[name].Set(t.features.Has(f)); err != nil {
 			return fmt.Errorf("tracker: set %s: %w", name, err)
 		}

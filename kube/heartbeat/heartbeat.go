@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -59,6 +60,24 @@ const (
 	recheckInterval = time.Second
 )
 
+// The Lease says how the node answers TCP probes, so that a node whose eBPF
+// short-circuit did not load is found from the cluster:
+// `kubectl get leases -n probelet-system -L probelet.io/tcp-mode`.
+const (
+	// LabelTCPMode is the mode in force: "ebpf" or "dial".
+	LabelTCPMode = "probelet.io/tcp-mode"
+	// AnnotationTCPModeReason says why the mode in force is not the one
+	// asked for: the tracker's load error when --tcp-mode auto dials.
+	AnnotationTCPModeReason = "probelet.io/tcp-mode-reason"
+	// maxReason bounds the annotation: a verifier's words can run long.
+	maxReason = 1024
+)
+
+// TCPMode says how TCP probes are answered: the mode in force ("ebpf",
+// "dial", or "" while it is not known yet) and why it is not the one asked
+// for ("" when it is).
+type TCPMode func() (mode, reason string)
+
 // Runtime is the NRI connection as the heartbeat sees it.
 type Runtime interface {
 	// Connected reports whether probelet is registered with the runtime.
@@ -89,6 +108,9 @@ type Options struct {
 	// not ""): the readiness writer rewrites the conditions it left to
 	// probelet-controller meanwhile.
 	OnResumed func()
+	// TCPMode, when set, is written into the Lease at each renewal
+	// (LabelTCPMode, AnnotationTCPModeReason).
+	TCPMode TCPMode
 }
 
 // Heartbeat renews the node's Lease. Run it once.
@@ -101,6 +123,7 @@ type Heartbeat struct {
 	clock      clock.WithTicker
 	log        *zap.Logger
 	onResumed  func()
+	tcpMode    TCPMode
 
 	// latest is the Lease as last written: the next renewal updates it
 	// without reading it first. Only Run's goroutine touches it.
@@ -118,7 +141,8 @@ func New(o Options) (*Heartbeat, error) {
 		return nil, errors.New("heartbeat: a client, the node name, the NRI plugin and the probe engine are required")
 	}
 	h := &Heartbeat{client: o.Client, node: o.NodeName, ns: o.Namespace, runtime: o.Runtime,
-		scheduler: o.Scheduler, stallAfter: o.StallAfter, clock: o.Clock, log: o.Log, onResumed: o.OnResumed}
+		scheduler: o.Scheduler, stallAfter: o.StallAfter, clock: o.Clock, log: o.Log, onResumed: o.OnResumed,
+		tcpMode: o.TCPMode}
 	if h.ns == "" {
 		h.ns = DefaultNamespace
 	}
@@ -281,11 +305,32 @@ func (h *Heartbeat) create(ctx context.Context) error {
 	return nil
 }
 
-// fill asserts the Lease's spec and stamps it now.
+// fill asserts the Lease's spec and how TCP probes are answered, and
+// stamps it now. The renewal carries them: no write of their own.
 func (h *Heartbeat) fill(lease *coordinationv1.Lease) {
 	lease.Spec.HolderIdentity = ptr.To(h.node)
 	lease.Spec.LeaseDurationSeconds = ptr.To[int32](LeaseDurationSeconds)
 	lease.Spec.RenewTime = &metav1.MicroTime{Time: h.clock.Now()}
+	if h.tcpMode != nil {
+		mode, reason := h.tcpMode()
+		setOrDelete(&lease.Labels, LabelTCPMode, mode)
+		if len(reason) > maxReason {
+			reason = strings.ToValidUTF8(reason[:maxReason-len("…")], "") + "…"
+		}
+		setOrDelete(&lease.Annotations, AnnotationTCPModeReason, reason)
+	}
+}
+
+// setOrDelete sets key to value in *m, or removes it when value is "".
+func setOrDelete(m *map[string]string, key, value string) {
+	if value == "" {
+		delete(*m, key)
+		return
+	}
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	(*m)[key] = value
 }
 
 // ownerRef makes node the owner, as the kubelet does for its own Lease.

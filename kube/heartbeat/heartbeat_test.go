@@ -3,6 +3,7 @@ package heartbeat_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -50,6 +51,7 @@ type env struct {
 	engine  *engine
 	h       *heartbeat.Heartbeat
 	resumed atomic.Int32 // OnResumed calls
+	tcpMode heartbeat.TCPMode
 	stop    func()
 }
 
@@ -62,7 +64,8 @@ func newEnv(t *testing.T, objs ...runtime.Object) *env {
 // run starts the heartbeat and waits for its first wait.
 func (e *env) run() {
 	h, err := heartbeat.New(heartbeat.Options{Client: kubetest.Client(e.cs), NodeName: nodeName,
-		Runtime: e.engine, Scheduler: e.engine, Clock: e.clk, OnResumed: func() { e.resumed.Add(1) }})
+		Runtime: e.engine, Scheduler: e.engine, Clock: e.clk, OnResumed: func() { e.resumed.Add(1) },
+		TCPMode: e.tcpMode})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -305,5 +308,44 @@ func TestRenewsWithinASecondOfProbingAgain(t *testing.T) {
 	e.step(heartbeat.RenewInterval)
 	if n := e.resumed.Load(); n != 1 {
 		t.Fatalf("OnResumed called %d times, want once", n)
+	}
+}
+
+// TestTheLeaseSaysHowTCPProbesAreAnswered: each renewal carries the TCP
+// mode in force and, when --tcp-mode auto fell back to dialing, why (cut
+// to a bound); a mode that comes back clears the reason. No write of its
+// own.
+func TestTheLeaseSaysHowTCPProbesAreAnswered(t *testing.T) {
+	var mode, reason atomic.Pointer[string]
+	set := func(m, r string) { mode.Store(&m); reason.Store(&r) }
+	set("ebpf", "")
+	e := newEnv(t)
+	e.tcpMode = func() (string, string) { return *mode.Load(), *reason.Load() }
+	e.run()
+	long := "tracker: verifier rejected tracker.c: " + strings.Repeat("R1 type=untrusted_ptr_ ", 100)
+	for i, tc := range []struct {
+		mode, reason string
+		wantReason   string
+	}{
+		{"ebpf", "", ""},
+		{"dial", "tracker: load: operation not permitted", "tracker: load: operation not permitted"},
+		{"dial", long, long[:1021] + "…"},
+		{"ebpf", "", ""},
+		{"", "", ""}, // not known yet: neither is written
+	} {
+		set(tc.mode, tc.reason)
+		if i > 0 {
+			e.step(10 * time.Second)
+		}
+		l := e.lease()
+		if got, ok := l.Labels[heartbeat.LabelTCPMode]; got != tc.mode || ok != (tc.mode != "") {
+			t.Errorf("step %d: label %s = %q (set %v), want %q", i, heartbeat.LabelTCPMode, got, ok, tc.mode)
+		}
+		if got, ok := l.Annotations[heartbeat.AnnotationTCPModeReason]; got != tc.wantReason || ok != (tc.wantReason != "") {
+			t.Errorf("step %d: annotation %s = %q (set %v), want %q", i, heartbeat.AnnotationTCPModeReason, got, ok, tc.wantReason)
+		}
+	}
+	if n := e.writes(); n != 5 {
+		t.Errorf("%d Lease writes, want 5: one per renewal, none of the TCP mode's own", n)
 	}
 }

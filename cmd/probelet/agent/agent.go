@@ -34,9 +34,10 @@ type SocketServer interface {
 }
 
 // SocketServerFunc builds the socket server over the engine's probe state,
-// the cache's pods and the NRI plugin's connection; past are the probe
-// events kept from before this run (the history file), oldest first.
-type SocketServerFunc func(status prober.StatusSource, view lifecycle.View, nri server.NRIStatus, past []prober.Event, log *zap.Logger) (SocketServer, error)
+// the cache's pods, the NRI plugin's connection and how TCP probes are
+// answered; past are the probe events kept from before this run (the
+// history file), oldest first.
+type SocketServerFunc func(status prober.StatusSource, view lifecycle.View, nri server.NRIStatus, tcp func() server.TCPStatus, past []prober.Event, log *zap.Logger) (SocketServer, error)
 
 // TCPProberFunc builds the TCP prober for a --tcp-mode. A nil prober
 // leaves TCP probes to the engine's kubelet-style dialer. The prober lives

@@ -80,7 +80,7 @@ func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 		if p.history != nil {
 			past = p.history.Events()
 		}
-		if p.socket, err = a.socket(p.engine, p.cache, nriConnection{p}, past, a.log.Named("socket")); err != nil {
+		if p.socket, err = a.socket(p.engine, p.cache, nriConnection{p}, p.tcp.socketStatus, past, a.log.Named("socket")); err != nil {
 			return nil, fmt.Errorf("socket server: %w", err)
 		}
 	}

@@ -70,7 +70,7 @@ func (a *Agent) buildKube(p *parts, cfg *rest.Config, err error) (*kubeParts, er
 	if k.heartbeat, err = heartbeat.New(heartbeat.Options{Client: client, NodeName: a.cfg.NodeName,
 		Namespace: a.cfg.LeaseNamespace, Runtime: nriConnection{p}, Scheduler: p.engine, Log: log.Named("heartbeat"),
 		// Read when called: the writer is made next.
-		OnResumed: func() { k.readiness.Recheck() }}); err != nil {
+		OnResumed: func() { k.readiness.Recheck() }, TCPMode: p.tcp.leaseMode}); err != nil {
 		return nil, err
 	}
 	if k.readiness, err = readiness.New(readiness.Options{Client: client, Informer: k.pods.Informer(),

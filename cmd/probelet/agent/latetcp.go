@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/probelet/probelet/cri/server"
+	"github.com/probelet/probelet/ebpf"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/tcpprobe"
 )
@@ -17,6 +19,7 @@ import (
 // prober is loaded, so no probe ever runs on the stand-in. Should one
 // (a caller outside Run), ProbeTCPInstant declines and ProbeTCP waits.
 type lateTCP struct {
+	mode    string // --tcp-mode
 	loaded  chan struct{}
 	p       probe.TCPProber        // set before loaded closes; nil on error
 	instant probe.InstantTCPProber // p, when it answers from memory
@@ -33,7 +36,7 @@ var (
 // loadTCP starts building the prober for --tcp-mode mode. A nil prober
 // from build means the kubelet-style dialer.
 func loadTCP(mode string, build func() (probe.TCPProber, error)) *lateTCP {
-	l := &lateTCP{loaded: make(chan struct{})}
+	l := &lateTCP{mode: mode, loaded: make(chan struct{})}
 	go func() {
 		defer close(l.loaded)
 		p, err := build()
@@ -49,6 +52,35 @@ func loadTCP(mode string, build func() (probe.TCPProber, error)) *lateTCP {
 		l.starter, _ = p.(probe.TCPStarter)
 	}()
 	return l
+}
+
+// tcpStatuser is a prober that says how it answers (ebpf.TCPProber).
+type tcpStatuser interface{ Status() ebpf.Status }
+
+// status says how TCP probes are answered: Mode is "" while the prober
+// loads, and for a prober that does not say (WithTCPProber's).
+func (l *lateTCP) status() ebpf.Status {
+	select {
+	case <-l.loaded:
+	default:
+		return ebpf.Status{Requested: ebpf.Mode(l.mode)}
+	}
+	if s, ok := l.p.(tcpStatuser); ok {
+		return s.Status()
+	}
+	return ebpf.Status{Requested: ebpf.Mode(l.mode)}
+}
+
+// socketStatus is status as the socket server reports it.
+func (l *lateTCP) socketStatus() server.TCPStatus {
+	st := l.status()
+	return server.TCPStatus{Requested: string(st.Requested), Mode: string(st.Mode), Reason: st.Reason}
+}
+
+// leaseMode is status as the node Lease carries it.
+func (l *lateTCP) leaseMode() (mode, reason string) {
+	st := l.status()
+	return string(st.Mode), st.Reason
 }
 
 // wait returns once the prober is loaded (its load error, if any), when

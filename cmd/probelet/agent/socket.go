@@ -14,6 +14,6 @@ var _ SocketServer = (*server.Server)(nil)
 
 // defaultSocketServer serves --listen with cri/server: read-only CRI for
 // crictl plus probelet's own API for probectl.
-func defaultSocketServer(status prober.StatusSource, view lifecycle.View, nri server.NRIStatus, past []prober.Event, log *zap.Logger) (SocketServer, error) {
-	return server.New(status, view, server.WithNRIStatus(nri), server.WithLogger(log), server.WithVersion(version.Version), server.WithPastEvents(past))
+func defaultSocketServer(status prober.StatusSource, view lifecycle.View, nri server.NRIStatus, tcp func() server.TCPStatus, past []prober.Event, log *zap.Logger) (SocketServer, error) {
+	return server.New(status, view, server.WithNRIStatus(nri), server.WithTCPStatus(tcp), server.WithLogger(log), server.WithVersion(version.Version), server.WithPastEvents(past))
 }

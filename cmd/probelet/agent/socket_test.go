@@ -7,17 +7,19 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probelet/probelet/cmd/probelet/agent"
 	"github.com/probelet/probelet/cri/client"
 	"github.com/probelet/probelet/cri/server"
+	"github.com/probelet/probelet/cri/server/servertest"
 	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/prober"
 )
 
-func criServer(s prober.StatusSource, v lifecycle.View, nri server.NRIStatus, past []prober.Event, l *zap.Logger) (agent.SocketServer, error) {
-	return server.New(s, v, server.WithNRIStatus(nri), server.WithLogger(l), server.WithPastEvents(past))
+func criServer(s prober.StatusSource, v lifecycle.View, nri server.NRIStatus, tcp func() server.TCPStatus, past []prober.Event, l *zap.Logger) (agent.SocketServer, error) {
+	return server.New(s, v, server.WithNRIStatus(nri), server.WithTCPStatus(tcp), server.WithLogger(l), server.WithPastEvents(past))
 }
 
 func TestAgentServesTheSocket(t *testing.T) {
@@ -49,6 +51,9 @@ func TestAgentServesTheSocket(t *testing.T) {
 	})
 	if _, err := c.ListContainers(ctx); err != nil {
 		t.Errorf("ListContainers on probelet's socket: %v", err)
+	}
+	if got := tcpCondition(t, cfg.Listen); got.GetStatus() || got.GetReason() != "TCPModeDial" {
+		t.Errorf("--tcp-mode %s: TCPShortCircuit condition %v, want false for TCPModeDial", cfg.TCPMode, got)
 	}
 	cancel()
 	if err := <-done; err != nil {
@@ -104,7 +109,27 @@ func TestSocketServesWhileTheTCPProberLoads(t *testing.T) {
 	if synced(t, a) {
 		t.Fatal("registered with NRI (and synchronized) before the TCP prober loaded")
 	}
+	if got := tcpCondition(t, cfg.Listen); got.GetStatus() || got.GetReason() != "TrackerLoading" {
+		t.Errorf("while the TCP prober loads: TCPShortCircuit condition %v, want false for TrackerLoading", got)
+	}
 	close(release)
 	<-a.Started()
 	testutil.WaitFor(t, "Synchronize once loaded", func() bool { return synced(t, a) })
+}
+
+// tcpCondition reads the TCPShortCircuit condition of crictl info's
+// answer on the socket at endpoint.
+func tcpCondition(t *testing.T, endpoint string) *runtimeapi.RuntimeCondition {
+	t.Helper()
+	resp, err := runtimeapi.NewRuntimeServiceClient(servertest.Dial(t, endpoint)).Status(context.Background(), &runtimeapi.StatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range resp.GetStatus().GetConditions() {
+		if c.Type == server.ConditionTCPShortCircuit {
+			return c
+		}
+	}
+	t.Fatalf("no %s condition in %v", server.ConditionTCPShortCircuit, resp.GetStatus().GetConditions())
+	return nil
 }

@@ -13,7 +13,9 @@ import (
 
 // TestTCPModeReachesTheProber runs the daemon in each --tcp-mode and reads
 // which one the TCP prober settled on. auto falls back to dialing where
-// eBPF cannot load; ebpf then refuses to start.
+// eBPF cannot load, and the alerting gauge says so; ebpf then refuses to
+// start. As root the tracker must load on this kernel: auto that dials
+// there fails the test rather than pass quietly.
 func TestTCPModeReachesTheProber(t *testing.T) {
 	for _, mode := range []string{"dial", "auto", "ebpf"} {
 		t.Run(mode, func(t *testing.T) {
@@ -46,8 +48,15 @@ func TestTCPModeReachesTheProber(t *testing.T) {
 			}
 			got := settledMode(metrics)
 			want := map[string][]string{"dial": {"dial"}, "auto": {"ebpf", "dial"}, "ebpf": {"ebpf"}}[mode]
+			if os.Geteuid() == 0 && mode != "dial" {
+				want = []string{"ebpf"}
+			}
 			if !contains(want, got) {
 				t.Fatalf("--tcp-mode %s settled on %q, want one of %v", mode, got, want)
+			}
+			fellBack := strings.Contains(metrics, "\nprobelet_tcp_shortcircuit_unavailable{")
+			if fellBack != (mode == "auto" && got == "dial") {
+				t.Errorf("--tcp-mode %s settled on %s; probelet_tcp_shortcircuit_unavailable present = %v", mode, got, fellBack)
 			}
 			t.Logf("--tcp-mode %s answers TCP probes by %s", mode, got)
 		})

@@ -38,6 +38,13 @@ const volatile bool have_sock_from_file = false;
 // (Linux 5.12). Without it a listener's cookie is read where something
 // already generated it, and user space learns it from sock_diag otherwise.
 const volatile bool have_tracing_cookie = false;
+// have_snapshot_cookie: the snapshot may give the listeners it finds their
+// cookie too. That takes have_tracing_cookie and a verifier that trusts the
+// socket reached through bpf_sock_from_file's result; Linux 6.18.44 types
+// it untrusted and refuses the call. User space loads the snapshot program
+// with this gate on to find out. Without it the snapshot reads the cookie
+// where something already generated it, and sock_diag supplies the rest.
+const volatile bool have_snapshot_cookie = false;
 
 // MAX_PORT_LISTENERS bounds an SO_REUSEPORT group checked for a full queue.
 #define MAX_PORT_LISTENERS 8
@@ -279,8 +286,9 @@ static __always_inline bool snapshot_one(const struct sock *sk)
 }
 
 // snapshot_sk reports sk if it listens and was not reported yet. trusted
-// says sk is a pointer the verifier knows (from bpf_sock_from_file), which
-// bpf_get_socket_cookie needs; on the sockfs path it is a plain number.
+// says sk came from bpf_sock_from_file, a pointer the verifier may accept
+// for bpf_get_socket_cookie (have_snapshot_cookie says whether this kernel
+// does); on the sockfs path it is a plain number.
 static __always_inline void snapshot_sk(struct sock *sk, bool trusted)
 {
 	if (!sk)
@@ -297,7 +305,7 @@ static __always_inline void snapshot_sk(struct sock *sk, bool trusted)
 		return;
 	}
 	if (snapshot_one(sk)) {
-		if (trusted && have_tracing_cookie)
+		if (trusted && have_tracing_cookie && have_snapshot_cookie)
 			bpf_get_socket_cookie(sk);
 		emit_listener(sk, EVENT_ADD);
 	}

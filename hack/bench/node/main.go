@@ -156,6 +156,9 @@ func run(ctx context.Context, c config) (err error) {
 		reports = append(reports, r)
 	}
 	printSummary(os.Stdout, reports)
+	if bad := shortCircuitShortfalls(reports); len(bad) > 0 {
+		return fmt.Errorf("the short-circuit row measured dialing, not the short-circuit:\n  %s", strings.Join(bad, "\n  "))
+	}
 	return nil
 }
 

@@ -26,6 +26,10 @@ const (
 	// targetRSSPods and targetRSS: probelet's RSS with that many pods.
 	targetRSSPods = 100
 	targetRSS     = 40 << 20
+	// minShortCircuitShare: the short-circuit row measures the
+	// short-circuit only if this share of its probes was answered from
+	// eBPF (issue 49: a tracker that did not load made it a dial's row).
+	minShortCircuitShare = 0.95
 )
 
 // cost is CPU per probe in µs: the median over a window's parts and their
@@ -115,6 +119,24 @@ func printDetail(w io.Writer, r report) {
 	tw.Flush()
 }
 
+// shortCircuitShortfalls lists the short-circuit rows, of every pod
+// count, whose probes were not answered from eBPF often enough for their
+// numbers to be the short-circuit's.
+func shortCircuitShortfalls(reports []report) []string {
+	var out []string
+	for _, r := range reports {
+		for _, x := range r.rows {
+			if x.kind == kindTCP && x.method == "ebpf" && x.methodShare < minShortCircuitShare {
+				out = append(out, fmt.Sprintf("%d pods: %s answered %.1f%% from eBPF (%s at least); is the tracker loaded? (probectl version, probelet_tcp_shortcircuit_unavailable)",
+					r.n, x.label, 100*max(x.methodShare, 0), ratioPercent(minShortCircuitShare)))
+			}
+		}
+	}
+	return out
+}
+
+func ratioPercent(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) }
+
 // printSummary checks the issue's targets over every pod count.
 func printSummary(w io.Writer, reports []report) {
 	fmt.Fprintf(w, "\nSummary (probelet µs per probe / the kubelet's, medians)\n")
@@ -152,7 +174,10 @@ func printSummary(w io.Writer, reports []report) {
 				against = fmt.Sprintf("%.1f×%.2f", r.floor, wakes)
 			}
 			verdict := "ok"
-			if !(p.median <= bound) {
+			switch {
+			case shortCircuit && y.methodShare < minShortCircuitShare:
+				verdict, missed = fmt.Sprintf("FAILED (%.1f%% from eBPF)", 100*max(y.methodShare, 0)), missed+1
+			case !(p.median <= bound):
 				verdict, missed = "MISSED", missed+1
 			}
 			cells = append(cells, fmt.Sprintf("%s / %s %s", us(p.median), against, verdict))

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probelet/probelet/cri/server"
 	"github.com/probelet/probelet/cri/server/servertest"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
@@ -78,6 +79,30 @@ func TestGoldenKillDeferred(t *testing.T) {
 			r := probectl(t, endpoint, tt.args...)
 			if r.code != 0 || r.errOut != "" {
 				t.Fatalf("probectl %s: exit %d, stderr %q", strings.Join(tt.args, " "), r.code, r.errOut)
+			}
+			servertest.Golden(t, tt.golden, []byte(r.out))
+		})
+	}
+}
+
+// probectl version says how TCP probes are answered, and spells out a
+// short-circuit that did not load.
+func TestVersionSaysHowTCPProbesAreAnswered(t *testing.T) {
+	for _, tt := range []struct {
+		golden string
+		st     server.TCPStatus
+	}{
+		{"version_tcp_ebpf.txt", server.TCPStatus{Requested: "auto", Mode: "ebpf"}},
+		{"version_tcp_dial.txt", server.TCPStatus{Requested: "dial", Mode: "dial"}},
+		{"version_tcp_loading.txt", server.TCPStatus{Requested: "auto"}},
+		{"version_tcp_fallback.txt", server.TCPStatus{Requested: "auto", Mode: "dial",
+			Reason: "tracker: verifier rejected tracker.c: load program: permission denied: 204: (85) call bpf_get_socket_cookie#46: R1 type=untrusted_ptr_"}},
+	} {
+		t.Run(tt.golden, func(t *testing.T) {
+			_, endpoint, _, _ := servertest.StartFixture(t, server.WithTCPStatus(func() server.TCPStatus { return tt.st }))
+			r := probectl(t, endpoint, "version")
+			if r.code != 0 || r.errOut != "" {
+				t.Fatalf("probectl version: exit %d, stderr %q", r.code, r.errOut)
 			}
 			servertest.Golden(t, tt.golden, []byte(r.out))
 		})

@@ -45,5 +45,27 @@ func (o *versionOptions) Run(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(o.streams.Out, "Server Version: %s\nAPI Version: %s\nNRI Connected: %t\n", v.Version, v.ApiVersion, v.NriConnected)
+	if line := tcpProbesLine(v); line != "" {
+		fmt.Fprintf(o.streams.Out, "TCP Probes: %s\n", line)
+	}
 	return nil
+}
+
+// tcpProbesLine says how the server answers TCP probes; "" from a server
+// that does not say. A short-circuit that was asked for and did not load
+// is spelled out with the load error: it is what an operator looks for.
+func tcpProbesLine(v *apiv1.VersionResponse) string {
+	asked := "--tcp-mode " + v.GetTcpModeRequested()
+	switch mode := v.GetTcpMode(); {
+	case v.GetTcpModeRequested() == "":
+		return ""
+	case mode == "":
+		return "not yet (" + asked + ": the eBPF listener tracker is loading)"
+	case mode == "ebpf":
+		return "eBPF short-circuit (" + asked + ")"
+	case v.GetTcpModeReason() != "":
+		return "dial: the eBPF short-circuit is UNAVAILABLE (" + asked + "): " + v.GetTcpModeReason()
+	default:
+		return mode + " (" + asked + ")"
+	}
 }
