@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/probelet/probelet/internal/httpserve"
 )
 
 // shutdownTimeout bounds how long the metrics server drains on exit.
@@ -154,7 +156,7 @@ func (a *Agent) serveMetrics(p *parts) func(context.Context) error {
 		if p.metrics == nil {
 			return nil
 		}
-		srv := &http.Server{Handler: a.handler(p), ReadHeaderTimeout: 10 * time.Second}
+		srv := httpserve.New(a.handler(p))
 		errc := make(chan error, 1)
 		go func() { errc <- srv.Serve(p.metrics) }()
 		a.log.Info("Serving /metrics and /healthz", zap.String("address", p.metrics.Addr().String()))
