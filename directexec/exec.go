@@ -31,6 +31,7 @@ const (
 type result struct {
 	stdout, stderr []byte
 	code           int32
+	held           int64 // of the runner's output budget, until released
 }
 
 // run hands one probe to the helper: the request goes over a socket whose
@@ -69,30 +70,67 @@ func (r *Runner) run(ctx context.Context, p *profile, cmd []string, timeout time
 	// The output is read until both pipes close: a process the command
 	// left behind may hold them open, as long as the runtime would wait.
 	deadline := start.Add(timeout)
-	stdout, stderr := capped{limit: r.maxOutput}, capped{limit: r.maxOutput}
+	// Waits for the output budget end at the call's deadline, or sooner
+	// when the call ends.
+	waitCtx, endWaits := context.WithDeadline(ctx, deadline)
+	defer endWaits()
+	var out *callOutput
+	if r.replyLimit > 0 || r.budget != nil {
+		out = newCallOutput(waitCtx, r.replyLimit, r.budget, r.budgetSize, r.maxOutput)
+	}
+	stdout, stderr := capped{limit: r.maxOutput, call: out}, capped{limit: r.maxOutput, call: out}
+	if out != nil {
+		out.streams = []*capped{&stdout, &stderr}
+	}
+	// What the call holds of the budget goes back on every way out but
+	// the answer, whose Output holds it until released.
+	answered := false
+	defer func() {
+		if !answered {
+			out.giveBack()
+		}
+	}()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go drain(outR, deadline.Add(drainGrace), &stdout, &wg)
 	go drain(errR, deadline.Add(drainGrace), &stderr, &wg)
+	stop := func() {
+		endWaits()
+		stopDrains(&wg, outR, errR)
+	}
 
 	// Closing ctl (deferred) cancels the command if the exchange failed.
 	line, err := exchange(ctx, ctl, p.request(cmd, ms), deadline.Add(statusGrace))
 	if err != nil {
-		stopDrains(&wg, outR, errR)
+		stop()
 		return result{}, fmt.Errorf("exec helper: %w", err)
 	}
 	code, err := outcome(ctx, line, cmd, timeout)
 	if err != nil {
-		stopDrains(&wg, outR, errR)
+		stop()
+		if out.wasStarved() && errors.Is(err, execprobe.ErrTimeout) {
+			// The command waited on a pipe the budget kept full.
+			return result{}, r.starvedError(cmd)
+		}
 		return result{}, err
 	}
 	if err := waitDrains(ctx, &wg, outR, errR); err != nil {
 		return result{}, err
 	}
-	if stdout.late || stderr.late {
+	switch {
+	case out.wasStarved():
+		return result{}, r.starvedError(cmd)
+	case out.wasOver():
+		return result{}, &OutputTooLargeError{Stdout: stdout.seen, Stderr: stderr.seen, ExitCode: code, Limit: r.replyLimit}
+	case stdout.late || stderr.late:
 		return result{}, fmt.Errorf("%w: the output of %q stayed open %s after the command exited", execprobe.ErrTimeout, strings.Join(cmd, " "), drainGrace)
 	}
-	return result{stdout: stdout.b, stderr: stderr.b, code: code}, nil
+	answered = true
+	return result{stdout: stdout.b, stderr: stderr.b, code: code, held: out.holding()}, nil
+}
+
+func (r *Runner) starvedError(cmd []string) error {
+	return fmt.Errorf("%w: the output of %q waited past its timeout for room in the %d MiB shared by every exec on the node", ErrOutputBudget, strings.Join(cmd, " "), r.budgetSize>>20)
 }
 
 // waitDrains waits until both outputs are read to their end. A process
@@ -196,11 +234,27 @@ func outcome(ctx context.Context, line string, cmd []string, timeout time.Durati
 	return 0, fmt.Errorf("exec helper: status %q", line)
 }
 
-// capped keeps the first limit bytes written to it.
+// capped keeps the first limit bytes written to it, as far as the call's
+// output limits let it.
 type capped struct {
 	b     []byte
 	limit int
-	late  bool // the pipe was still open at the deadline
+	seen  int         // of the first limit bytes, kept or not
+	call  *callOutput // nil: no limits but limit
+	late  bool        // the pipe was still open at the deadline
+}
+
+func (c *capped) write(p []byte) {
+	keep := min(len(p), c.limit-c.seen)
+	if keep <= 0 {
+		return
+	}
+	c.seen += keep
+	if c.call != nil {
+		c.call.keep(c, p[:keep])
+		return
+	}
+	c.b = append(c.b, p[:keep]...)
 }
 
 // drain reads f to its end, or to deadline, keeping what capped keeps.
@@ -211,9 +265,7 @@ func drain(f *os.File, deadline time.Time, c *capped, wg *sync.WaitGroup) {
 	buf := make([]byte, 4096)
 	for {
 		n, err := f.Read(buf)
-		if keep := min(n, c.limit-len(c.b)); keep > 0 {
-			c.b = append(c.b, buf[:keep]...)
-		}
+		c.write(buf[:n])
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			c.late = true

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/probelet/probelet/prober/probe/execprobe"
 )
@@ -42,15 +43,19 @@ var errNotRunning = errors.New("container is not running")
 // would. It implements execprobe.Runner.
 type Runner struct {
 	maxOutput int
-	helper    string
-	helperErr error
-	stateDir  string
-	procRoot  string
-	fallback  execprobe.Runner
-	log       *zap.Logger
-	metrics   *Metrics
-	lastCap   uint
-	srv       *server
+	// replyLimit and budget are WithOutputLimits': 0 and nil for none.
+	replyLimit int
+	budget     *semaphore.Weighted
+	budgetSize int64
+	helper     string
+	helperErr  error
+	stateDir   string
+	procRoot   string
+	fallback   execprobe.Runner
+	log        *zap.Logger
+	metrics    *Metrics
+	lastCap    uint
+	srv        *server
 
 	mountsMu sync.Mutex
 	cgMounts []cgroupMount
@@ -227,6 +232,18 @@ func (r *Runner) refreshMounts() {
 // command) is an error. Containers the helper cannot serve exactly as the
 // runtime go to the fallback runner.
 func (r *Runner) ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, []byte, int32, error) {
+	out, err := r.Exec(ctx, containerID, cmd, timeout)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	out.Release()
+	return out.Stdout, out.Stderr, out.ExitCode, nil
+}
+
+// Exec is ExecSync whose answer holds its share of the output budget (see
+// WithOutputLimits) until the caller releases it, once done with the bytes.
+// An output past the reply limit is an *OutputTooLargeError.
+func (r *Runner) Exec(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (*Output, error) {
 	if r.helperErr != nil {
 		return r.fallBack(ctx, containerID, unsupportedf(reasonHelper, "%v", r.helperErr), cmd, timeout)
 	}
@@ -236,7 +253,7 @@ func (r *Runner) ExecSync(ctx context.Context, containerID string, cmd []string,
 	case errors.As(err, &u):
 		return r.fallBack(ctx, containerID, u, cmd, timeout)
 	case err != nil:
-		return nil, nil, 0, fmt.Errorf("exec in container %s: %w", containerID, err)
+		return nil, fmt.Errorf("exec in container %s: %w", containerID, err)
 	}
 	res, err := r.run(ctx, p, cmd, timeout)
 	switch {
@@ -244,12 +261,12 @@ func (r *Runner) ExecSync(ctx context.Context, containerID string, cmd []string,
 		return r.fallBack(ctx, containerID, u, cmd, timeout)
 	case errors.Is(err, errNotRunning):
 		r.Forget(containerID)
-		return nil, nil, 0, fmt.Errorf("exec in container %s: %w", containerID, err)
+		return nil, fmt.Errorf("exec in container %s: %w", containerID, err)
 	case err != nil:
-		return nil, nil, 0, fmt.Errorf("exec in container %s: %w", containerID, err)
+		return nil, fmt.Errorf("exec in container %s: %w", containerID, err)
 	}
 	r.metrics.runs.Inc()
-	return res.stdout, res.stderr, res.code, nil
+	return &Output{Stdout: res.stdout, Stderr: res.stderr, ExitCode: res.code, budget: r.budget, held: res.held}, nil
 }
 
 // Forget drops what the runner keeps about a container (its profile and
@@ -291,7 +308,7 @@ func (r *Runner) profile(ctx context.Context, id string) (*profile, error) {
 
 // fallBack runs the probe through the runtime, counting why and logging it
 // once per container and reason.
-func (r *Runner) fallBack(ctx context.Context, id string, u *unsupported, cmd []string, timeout time.Duration) ([]byte, []byte, int32, error) {
+func (r *Runner) fallBack(ctx context.Context, id string, u *unsupported, cmd []string, timeout time.Duration) (*Output, error) {
 	r.metrics.fallbacks.WithLabelValues(u.reason).Inc()
 	r.mu.Lock()
 	first := !r.logged[id][u.reason] && u.reason != reasonHelper // New logged that one
@@ -306,5 +323,9 @@ func (r *Runner) fallBack(ctx context.Context, id string, u *unsupported, cmd []
 		r.log.Info("Exec probes of this container go through the runtime",
 			zap.String("containerID", id), zap.String("reason", u.reason), zap.String("detail", u.detail))
 	}
-	return r.fallback.ExecSync(ctx, id, cmd, timeout)
+	stdout, stderr, code, err := r.fallback.ExecSync(ctx, id, cmd, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &Output{Stdout: stdout, Stderr: stderr, ExitCode: code}, nil
 }

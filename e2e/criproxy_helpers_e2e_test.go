@@ -34,7 +34,14 @@ func proxyEndpoint(bed *testbed.Bed) string { return "unix://" + filepath.Join(b
 // ends.
 func startCRIProxy(t *testing.T, bed *testbed.Bed, extra ...string) *daemon {
 	t.Helper()
-	d := &daemon{t: t, bed: bed, name: "cri-proxy"}
+	return startCRIProxyUnder(t, bed, nil, extra...)
+}
+
+// startCRIProxyUnder is startCRIProxy with the proxy run under the command
+// wrap (inCgroup: in a memory cgroup, as its unit).
+func startCRIProxyUnder(t *testing.T, bed *testbed.Bed, wrap []string, extra ...string) *daemon {
+	t.Helper()
+	d := &daemon{t: t, bed: bed, name: "cri-proxy", wrap: wrap}
 	d.args = append([]string{"cri-proxy",
 		"--listen", proxyEndpoint(bed),
 		"--runtime-endpoint", bed.CRIEndpoint(),
@@ -117,6 +124,18 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// addStaticPods adds n static pods to k, named format with their index,
+// each a sleeping busybox container with probes.
+func addStaticPods(t *testing.T, k *cluster.Kubelet, format string, n int, probes string) {
+	t.Helper()
+	for i := range n {
+		name := fmt.Sprintf(format, i)
+		if err := k.AddStaticPod(name, staticPod(name, "exec sleep 3600", probes)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // staticPod is a static pod manifest with one busybox container.

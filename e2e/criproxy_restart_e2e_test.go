@@ -321,16 +321,7 @@ func (a *activated) stop() {
 // the kernel's OOM killer has ended it.
 func oomKilled(t *testing.T, d *daemon, limit int64) {
 	t.Helper()
-	cg := filepath.Join("/sys/fs/cgroup/memory", fmt.Sprintf("probelet-e2e-oom-%d", os.Getpid()))
-	if err := os.Mkdir(cg, 0o755); err != nil {
-		t.Fatalf("a memory cgroup for the prober: %v", err)
-	}
-	t.Cleanup(func() { _ = os.Remove(cg) })
-	for file, v := range map[string]string{"memory.limit_in_bytes": strconv.FormatInt(limit, 10), "memory.memsw.limit_in_bytes": strconv.FormatInt(limit, 10)} {
-		if err := os.WriteFile(filepath.Join(cg, file), []byte(v), 0o644); err != nil && file == "memory.limit_in_bytes" {
-			t.Fatalf("%s: %v", file, err)
-		}
-	}
+	cg := memoryCgroup(t, "oom", limit)
 	// GOGC=off: nothing it allocates is freed, so it surely outgrows the
 	// limit while it starts. The limit must be crossed by the process's
 	// own page faults, which call the OOM killer: a large kernel charge
@@ -340,7 +331,7 @@ func oomKilled(t *testing.T, d *daemon, limit int64) {
 	// kernel memory once it has; at 16 MiB the map creation sometimes
 	// crossed first (a CI run), at 8 MiB six of six runs were OOM-killed
 	// while parsing BTF.
-	d.wrap = []string{"/bin/sh", "-c", `echo $$ > "$1/cgroup.procs" && shift && GOGC=off exec "$@"`, "sh", cg}
+	d.wrap = inCgroup(cg, "GOGC=off")
 	d.launch()
 	select {
 	case <-d.done:
@@ -351,8 +342,51 @@ func oomKilled(t *testing.T, d *daemon, limit int64) {
 	if !errors.As(d.err, &exit) || exit.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("the prober under a %d MiB limit ended with %v, want the OOM killer's SIGKILL:\n%s", limit>>20, d.err, d.logTail(20))
 	}
-	data, _ := os.ReadFile(filepath.Join(cg, "memory.oom_control"))
-	if !strings.Contains(string(data), "oom_kill 1") {
-		t.Fatalf("the prober was killed, but not by the OOM killer: %s", data)
+	if n := cgroupOOMKills(t, cg); n != 1 {
+		t.Fatalf("the prober was killed, but the OOM killer counts %d kills", n)
 	}
+}
+
+// memoryCgroup makes a memory cgroup (v1) of its own limited to limit
+// bytes, swap included where the kernel accounts it, removed when the
+// test ends.
+func memoryCgroup(t *testing.T, name string, limit int64) string {
+	t.Helper()
+	cg := filepath.Join("/sys/fs/cgroup/memory", fmt.Sprintf("probelet-e2e-%s-%d", name, os.Getpid()))
+	if err := os.Mkdir(cg, 0o755); err != nil {
+		t.Fatalf("a memory cgroup: %v", err)
+	}
+	t.Cleanup(func() { _ = os.Remove(cg) })
+	for file, v := range map[string]string{"memory.limit_in_bytes": strconv.FormatInt(limit, 10), "memory.memsw.limit_in_bytes": strconv.FormatInt(limit, 10)} {
+		if err := os.WriteFile(filepath.Join(cg, file), []byte(v), 0o644); err != nil && file == "memory.limit_in_bytes" {
+			t.Fatalf("%s: %v", file, err)
+		}
+	}
+	return cg
+}
+
+// inCgroup is a daemon's wrap that runs it in cgroup cg with env set
+// (NAME=value words).
+func inCgroup(cg string, env ...string) []string {
+	return append([]string{"/bin/sh", "-c", `echo $$ > "$1/cgroup.procs" && shift && exec env "$@"`, "sh", cg}, env...)
+}
+
+// cgroupOOMKills is how many processes the OOM killer ended in cg.
+func cgroupOOMKills(t *testing.T, cg string) int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(cg, "memory.oom_control"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatalf("memory.oom_control: %q", line)
+			}
+			return n
+		}
+	}
+	t.Fatalf("memory.oom_control has no oom_kill count: %s", data)
+	return 0
 }

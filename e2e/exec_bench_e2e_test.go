@@ -163,13 +163,7 @@ func TestBenchKubeletExecThroughProxy(t *testing.T) {
 	proxy := startCRIProxy(t, bed, "--exec-mode", "runtime")
 	k := cluster.StartStandaloneKubelet(t, bed, cluster.WithNodeName("bench"),
 		cluster.WithCRIEndpoint(endpoint), cluster.WithImageEndpoint(endpoint))
-	probe := "    readinessProbe:\n      exec: {command: [\"true\"]}\n      periodSeconds: 1\n"
-	for i := range pods {
-		name := fmt.Sprintf("kexec-%02d", i)
-		if err := k.AddStaticPod(name, staticPod(name, "exec sleep 3600", probe)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addStaticPods(t, k, "kexec-%02d", pods, "    readinessProbe:\n      exec: {command: [\"true\"]}\n      periodSeconds: 1\n")
 	eventually(t, 3*time.Minute, "every pod ready", func() (bool, string) {
 		list, err := kubeletPods(k)
 		if err != nil {

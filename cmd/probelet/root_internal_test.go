@@ -50,10 +50,10 @@ func TestCRIProxySubcommandFlags(t *testing.T) {
 			withDefaults(func(c *criproxy.Config) { c.Listen = "unix:///run/probelet/cri.sock" }), ""},
 		{"every flag", []string{"cri-proxy", "--listen=unix:///p.sock", "--runtime-endpoint=unix:///c.sock", "--verify",
 			"--metrics-bind-address=127.0.0.1:1", "--exec-mode=direct", "--runtime-state-dir=/s", "--exec-helper=/h",
-			"--log-format=json", "--log-level=debug"},
+			"--exec-output-budget-mib=32", "--log-format=json", "--log-level=debug"},
 			criproxy.Config{Listen: "unix:///p.sock", RuntimeEndpoint: "unix:///c.sock", Verify: true,
 				MetricsBindAddress: "127.0.0.1:1", ExecMode: "direct", RuntimeStateDir: "/s", ExecHelper: "/h",
-				LogFormat: "json", LogLevel: "debug"}, ""},
+				ExecOutputBudgetMiB: 32, LogFormat: "json", LogLevel: "debug"}, ""},
 		{"a daemon flag", []string{"cri-proxy", "--listen=unix:///p.sock", "--tcp-mode=dial"}, criproxy.Config{}, "unknown flag: --tcp-mode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -79,7 +79,7 @@ func New(ep string, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
-	conn, err := endpoint.DialRuntime(ep, maxMsgSize)
+	conn, err := endpoint.DialRuntime(ep, maxMsgSize, maxMsgSize)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}

@@ -10,7 +10,12 @@ import (
 // frame is one gRPC message as bytes: the proxy never decodes what it only
 // forwards, so a field containerd or the kubelet added after this build
 // passes through untouched.
-type frame struct{ data []byte }
+type frame struct {
+	data []byte
+	// parts, when set, are the message's bytes in pieces the proxy sends
+	// without joining them (a large ExecSync reply is not copied again).
+	parts [][]byte
+}
 
 // rawCodec moves frames without (un)marshalling. It calls itself "proto" so
 // the content-type on both hops stays application/grpc+proto.
@@ -23,7 +28,14 @@ func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 	if !ok {
 		return nil, fmt.Errorf("proxy codec: cannot marshal %T", v)
 	}
-	return mem.BufferSlice{mem.SliceBuffer(f.data)}, nil
+	if f.parts == nil {
+		return mem.BufferSlice{mem.SliceBuffer(f.data)}, nil
+	}
+	bs := make(mem.BufferSlice, len(f.parts))
+	for i, p := range f.parts {
+		bs[i] = mem.SliceBuffer(p)
+	}
+	return bs, nil
 }
 
 func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {

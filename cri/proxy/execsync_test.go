@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probelet/probelet/cri/proxy"
+	"github.com/probelet/probelet/directexec"
 	itu "github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/prober/probe/execprobe"
 )
@@ -29,14 +31,14 @@ type fakeExec struct {
 	forgotten []string
 }
 
-func (f *fakeExec) ExecSync(_ context.Context, id string, cmd []string, timeout time.Duration) ([]byte, []byte, int32, error) {
+func (f *fakeExec) Exec(_ context.Context, id string, cmd []string, timeout time.Duration) (*directexec.Output, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
 	if f.err != nil {
-		return nil, nil, 0, f.err
+		return nil, f.err
 	}
-	return f.stdout, []byte("direct stderr"), f.code, nil
+	return &directexec.Output{Stdout: f.stdout, Stderr: []byte("direct stderr"), ExitCode: f.code}, nil
 }
 
 func (f *fakeExec) Forget(id string) {
@@ -81,6 +83,13 @@ func TestExecSyncThroughTheDirectExecutor(t *testing.T) {
 			wantStdout: "runtime ran [true]", wantCode: 7, wantExec: 1, wantRuntime: 1},
 		{name: "no timeout", exec: &fakeExec{stdout: []byte("direct")}, timeout: 0,
 			wantStdout: "runtime ran [true]", wantCode: 7, wantRuntime: 1},
+		{name: "a negative exit code", exec: &fakeExec{stdout: []byte("direct"), code: -1}, timeout: 1,
+			wantStdout: "direct", wantCode: -1, wantExec: 1},
+		{name: "output past the kubelet's limit", exec: &fakeExec{err: fmt.Errorf("exec in container c1: %w",
+			&directexec.OutputTooLargeError{Stdout: 16 << 20, Stderr: 16 << 20, ExitCode: 0, Limit: 16 << 20})}, timeout: 1,
+			wantStatus: codes.ResourceExhausted, wantMessage: "grpc: trying to send message larger than max (33554442 vs. 16777216)", wantExec: 1},
+		{name: "the output budget stayed full", exec: &fakeExec{err: fmt.Errorf("exec in container c1: %w: the output of %q waited", directexec.ErrOutputBudget, "yes")}, timeout: 1,
+			wantStatus: codes.ResourceExhausted, wantMessage: "exec in container c1: the exec output budget stayed full: the output of \"yes\" waited", wantExec: 1},
 		{name: "timed out", exec: &fakeExec{err: fmt.Errorf("%w: %q after 2s", execprobe.ErrTimeout, "sleep 9")}, timeout: 2,
 			wantStatus: codes.DeadlineExceeded, wantMessage: "failed to exec in container: timeout 2s exceeded: context deadline exceeded", wantExec: 1},
 	}
@@ -128,4 +137,25 @@ func TestExecSyncForgetsStoppedContainers(t *testing.T) {
 		_, forgotten := exec.state()
 		return slices.Equal(forgotten, []string{"c1", "c2"})
 	})
+}
+
+// TestRuntimeReplyPastTheKubeletsLimit: a forwarded reply larger than the
+// kubelet reads is refused as the kubelet's client refuses it
+// (ResourceExhausted), before the proxy holds it; the proxy goes on serving.
+func TestRuntimeReplyPastTheKubeletsLimit(t *testing.T) {
+	rt := startFakeRuntime(t)
+	rt.mu.Lock()
+	rt.execStdout = make([]byte, proxy.MaxReplySize)
+	rt.mu.Unlock()
+	h := startProxy(t, rt)
+	_, err := h.cli.ExecSync(ctxT(t), &runtimeapi.ExecSyncRequest{ContainerId: "c1", Cmd: []string{"yes"}, Timeout: 1})
+	if st := status.Convert(err); st.Code() != codes.ResourceExhausted || !strings.Contains(st.Message(), "larger than max") {
+		t.Fatalf("err = %v, want ResourceExhausted for a message larger than max", err)
+	}
+	rt.mu.Lock()
+	rt.execStdout = nil
+	rt.mu.Unlock()
+	if _, err := h.cli.ExecSync(ctxT(t), &runtimeapi.ExecSyncRequest{ContainerId: "c1", Cmd: []string{"true"}, Timeout: 1}); err != nil {
+		t.Fatalf("the next call: %v", err)
+	}
 }

@@ -40,6 +40,8 @@ type fakeRuntime struct {
 	entered chan string
 	// failNext makes the next call of a method fail with this error.
 	failNext map[string]error
+	// execStdout, when set, is what ExecSync answers on stdout.
+	execStdout []byte
 	// streamOpened receives a value when a GetContainerEvents stream opens.
 	streamOpened chan struct{}
 }
@@ -328,5 +330,11 @@ func (f *fakeRuntime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequ
 	if err := f.enter(ctx, "ExecSync"); err != nil {
 		return nil, err
 	}
-	return &runtimeapi.ExecSyncResponse{Stdout: fmt.Appendf(nil, "runtime ran %v", req.Cmd), ExitCode: 7}, nil
+	f.mu.Lock()
+	stdout := f.execStdout
+	f.mu.Unlock()
+	if stdout == nil {
+		stdout = fmt.Appendf(nil, "runtime ran %v", req.Cmd)
+	}
+	return &runtimeapi.ExecSyncResponse{Stdout: stdout, ExitCode: 7}, nil
 }

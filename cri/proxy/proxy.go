@@ -14,9 +14,12 @@ import (
 	endpointpkg "github.com/probelet/probelet/internal/endpoint"
 )
 
-// maxMsgSize is above containerd's and the kubelet's own 16 MiB limits, so
-// the proxy never refuses a message either of them would accept.
-const maxMsgSize = 64 << 20
+// maxRequestSize is above containerd's 16 MiB default, so the proxy never
+// refuses a request the runtime may be set to accept. Replies are bounded
+// by the kubelet's own limit, MaxReplySize: a larger one the kubelet would
+// refuse, and the proxy refuses it the same way (ResourceExhausted) before
+// holding it.
+const maxRequestSize = 64 << 20
 
 // Proxy forwards CRI calls to the runtime and serves the relist reads and
 // the container event stream itself. New makes it; Serve runs it.
@@ -125,7 +128,7 @@ func New(endpoint string, opts ...Option) (*Proxy, error) {
 			return nil, err
 		}
 	}
-	conn, err := endpointpkg.DialRuntime(endpoint, maxMsgSize)
+	conn, err := endpointpkg.DialRuntime(endpoint, MaxReplySize, maxRequestSize)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}

@@ -65,8 +65,8 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	srv := grpc.NewServer(
 		grpc.UnknownServiceHandler(p.handle),
 		grpc.ForceServerCodecV2(rawCodec{}),
-		grpc.MaxRecvMsgSize(maxMsgSize),
-		grpc.MaxSendMsgSize(maxMsgSize),
+		grpc.MaxRecvMsgSize(maxRequestSize),
+		grpc.MaxSendMsgSize(MaxReplySize),
 	)
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup

@@ -22,10 +22,11 @@ var runtimeBackoff = grpc.ConnectParams{
 }
 
 // DialRuntime returns a gRPC connection to the CRI runtime at endpoint
-// (see UnixPath), with messages up to maxMsgSize bytes each way. It does
+// (see UnixPath), reading answers up to maxRecv bytes and sending
+// requests up to maxSend. It does
 // not dial: the first call does, and the connection reconnects on its own
 // after a runtime restart.
-func DialRuntime(endpoint string, maxMsgSize int) (*grpc.ClientConn, error) {
+func DialRuntime(endpoint string, maxRecv, maxSend int) (*grpc.ClientConn, error) {
 	path, err := UnixPath(endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("runtime endpoint %w", err)
@@ -37,7 +38,7 @@ func DialRuntime(endpoint string, maxMsgSize int) (*grpc.ClientConn, error) {
 			return rawconn.DialUnix(ctx, path)
 		}),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecv), grpc.MaxCallSendMsgSize(maxSend)),
 		grpc.WithConnectParams(runtimeBackoff))
 	if err != nil {
 		return nil, fmt.Errorf("runtime endpoint %q: %w", endpoint, err)

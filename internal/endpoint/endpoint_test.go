@@ -54,11 +54,11 @@ func TestSame(t *testing.T) {
 }
 
 func TestDialRuntimeRefusesABadEndpoint(t *testing.T) {
-	if conn, err := endpoint.DialRuntime("tcp://127.0.0.1:1", 1<<20); err == nil {
+	if conn, err := endpoint.DialRuntime("tcp://127.0.0.1:1", 1<<20, 1<<20); err == nil {
 		conn.Close()
 		t.Fatal("DialRuntime(tcp://...) did not fail")
 	}
-	conn, err := endpoint.DialRuntime("unix:///run/absent.sock", 1<<20)
+	conn, err := endpoint.DialRuntime("unix:///run/absent.sock", 1<<20, 1<<20)
 	if err != nil {
 		t.Fatalf("DialRuntime = %v; it must not dial", err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/probelet/probelet/cri/proxy"
 	"github.com/probelet/probelet/directexec"
 	"github.com/probelet/probelet/internal/endpoint"
+	"github.com/probelet/probelet/internal/httpserve"
 	"github.com/probelet/probelet/internal/logging"
 	"github.com/probelet/probelet/internal/runtimestate"
 )
@@ -51,12 +52,15 @@ type Config struct {
 	// RuntimeStateDir overrides containerd's state directory, and
 	// ExecHelper the helper binary, for ExecMode direct.
 	RuntimeStateDir, ExecHelper string
-	LogFormat, LogLevel         string
+	// ExecOutputBudgetMiB bounds the output the ExecSync calls of
+	// ExecMode direct hold at once (see directexec.WithOutputLimits).
+	ExecOutputBudgetMiB int
+	LogFormat, LogLevel string
 }
 
 // Default is the configuration without flags.
 func Default() Config {
-	return Config{RuntimeEndpoint: endpoint.Containerd, MetricsBindAddress: "127.0.0.1:9810", ExecMode: "runtime", LogFormat: "console", LogLevel: "info"}
+	return Config{RuntimeEndpoint: endpoint.Containerd, MetricsBindAddress: "127.0.0.1:9810", ExecMode: "runtime", ExecOutputBudgetMiB: defaultExecOutputBudgetMiB, LogFormat: "console", LogLevel: "info"}
 }
 
 // Validate names the flag at fault.
@@ -72,6 +76,9 @@ func (c Config) Validate() error {
 	}
 	if c.ExecMode != "runtime" && c.ExecMode != "direct" {
 		return fmt.Errorf("--exec-mode %q: want runtime or direct", c.ExecMode)
+	}
+	if c.ExecOutputBudgetMiB < 1 {
+		return fmt.Errorf("--exec-output-budget-mib %d: want at least 1", c.ExecOutputBudgetMiB)
 	}
 	for flag, p := range map[string]string{"--runtime-state-dir": c.RuntimeStateDir, "--exec-helper": c.ExecHelper} {
 		if p != "" && !filepath.IsAbs(p) {
@@ -144,7 +151,7 @@ func serve(ctx context.Context, cfg Config, p *proxy.Proxy, reg *prometheus.Regi
 			return fmt.Errorf("--metrics-bind-address: %w", err)
 		}
 		log.Info("Serving /metrics and /healthz", zap.String("address", ml.Addr().String()))
-		srv := &http.Server{Handler: handler(reg), ReadHeaderTimeout: 5 * time.Second}
+		srv := httpserve.New(handler(reg))
 		go func() { metricsDone <- srv.Serve(ml) }()
 		defer func() {
 			shutdown, stop := context.WithTimeout(context.Background(), time.Second)
@@ -191,6 +198,7 @@ func newDirectExec(ctx context.Context, cfg Config, p *proxy.Proxy, reg promethe
 	opts := []directexec.Option{
 		directexec.WithStateDir(dir), directexec.WithLogger(log.Named("exec")), directexec.WithMetrics(m),
 		directexec.WithMaxOutput(execSyncMaxOutput),
+		directexec.WithOutputLimits(proxy.MaxReplySize, int64(cfg.ExecOutputBudgetMiB)<<20),
 	}
 	if cfg.ExecHelper != "" {
 		opts = append(opts, directexec.WithHelper(cfg.ExecHelper))
@@ -202,8 +210,16 @@ func newDirectExec(ctx context.Context, cfg Config, p *proxy.Proxy, reg promethe
 	return r, nil
 }
 
-// execSyncMaxOutput is what containerd's ExecSync keeps of each stream.
-const execSyncMaxOutput = 16 << 20
+const (
+	// execSyncMaxOutput is what containerd's ExecSync keeps of each stream.
+	execSyncMaxOutput = 16 << 20
+	// defaultExecOutputBudgetMiB leaves the proxy's unit (MemoryMax 256M,
+	// GOMEMLIMIT 192MiB) room for its own ~30 MiB, a growing buffer's
+	// spare capacity (up to as much again) and the Go heap's headroom:
+	// four replies at the kubelet's 16 MiB limit at once, every smaller
+	// answer's first 64 KiB outside it.
+	defaultExecOutputBudgetMiB = 64
+)
 
 // forwarder is the direct executor's fallback in the proxy: the call goes
 // back to the proxy, which forwards the kubelet's request unchanged.
@@ -217,11 +233,11 @@ func (forwarder) ExecSync(context.Context, string, []string, time.Duration) ([]b
 // then (never once serving starts) every call is forwarded.
 type lateExec struct{ r *directexec.Runner }
 
-func (l *lateExec) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) ([]byte, []byte, int32, error) {
+func (l *lateExec) Exec(ctx context.Context, id string, cmd []string, timeout time.Duration) (*directexec.Output, error) {
 	if l.r == nil {
-		return nil, nil, 0, proxy.ErrForward
+		return nil, proxy.ErrForward
 	}
-	return l.r.ExecSync(ctx, id, cmd, timeout)
+	return l.r.Exec(ctx, id, cmd, timeout)
 }
 
 func (l *lateExec) Forget(id string) {

@@ -24,6 +24,7 @@ func TestValidateNamesTheFlag(t *testing.T) {
 		{"metrics off", func(c *criproxy.Config) { c.MetricsBindAddress = "" }, ""},
 		{"direct exec", func(c *criproxy.Config) { c.ExecMode = "direct" }, ""},
 		{"unknown exec mode", func(c *criproxy.Config) { c.ExecMode = "fast" }, "--exec-mode"},
+		{"no exec output budget", func(c *criproxy.Config) { c.ExecOutputBudgetMiB = 0 }, "--exec-output-budget-mib"},
 		{"relative state dir", func(c *criproxy.Config) { c.RuntimeStateDir = "run/containerd" }, "--runtime-state-dir"},
 		{"relative helper", func(c *criproxy.Config) { c.ExecHelper = "probelet-exec" }, "--exec-helper"},
 	} {
