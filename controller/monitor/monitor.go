@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/probelet/probelet/controller/marking"
@@ -39,6 +41,13 @@ const (
 	// echoWait bounds how long a marking the informer does not show yet
 	// keeps its pod from being marked again.
 	echoWait = 30 * time.Second
+	// markWriters is how many marks are written at once, and markTimeout
+	// bounds each write: a hung API call holds one writer for seconds,
+	// never the judging loop or another zone's marks. markTimeout is
+	// below echoWait, so a pod is never marked again while a write of its
+	// mark may still land.
+	markWriters = 8
+	markTimeout = 10 * time.Second
 	// markPeriod is how often the zones' queues are served, the node
 	// lifecycle controller's nodeEvictionPeriod: with burst 1, a zone's
 	// rate is met up to 10 markings a second.
@@ -83,9 +92,14 @@ type Monitor struct {
 	pods    cache.SharedIndexInformer
 	// queue holds, per zone, the pods waiting for a token, in order.
 	queue map[string][]queued
-	// marked are the pods marked whose informer copy does not show it
-	// yet: nothing is marked twice.
-	marked map[types.UID]markedAt
+	// writes are the marks handed to the writers (markWriters), each
+	// written once however often it is added while queued.
+	writes workqueue.TypedInterface[write]
+	// marked are the pods marked (or being written) whose informer copy
+	// does not show it yet: nothing is marked twice. The writers drop a
+	// pod whose write failed, so the next pass tries it again.
+	markedMu sync.Mutex
+	marked   map[types.UID]markedAt
 	// held says, per silent node, why the last pass did not mark its
 	// pods, so the log and the node's Event say it once per change.
 	held map[string]string
@@ -94,6 +108,16 @@ type Monitor struct {
 type markedAt struct {
 	reason string
 	at     time.Time
+}
+
+// write is one mark for a writer: the patch, and what to say once it is
+// written.
+type write struct {
+	pod    corev1.ObjectReference
+	node   string
+	reason string
+	msg    string
+	patch  string
 }
 
 type queued struct {
@@ -157,6 +181,18 @@ func (m *Monitor) Run(ctx context.Context) error {
 	m.lim = zones.NewLimiters(m.o.Clock)
 	m.mon = zones.NewMonitor(m.o.Zones, m.tracker, m.lim)
 	m.o.Log.Info("Monitoring probelet Leases", zap.String("namespace", m.o.Namespace), zap.Duration("grace", m.o.Grace))
+	m.writes = workqueue.NewTyped[write]()
+	var writers sync.WaitGroup
+	defer func() {
+		m.writes.ShutDown()
+		writers.Wait()
+	}()
+	for range markWriters {
+		writers.Go(func() {
+			for m.writeNext(ctx) {
+			}
+		})
+	}
 	m.pass()
 	judge := m.o.Clock.NewTicker(DefaultPeriod)
 	defer judge.Stop()
@@ -169,7 +205,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 		case <-judge.C():
 			m.pass()
 		case <-mark.C():
-			m.markQueued(ctx)
+			m.markQueued()
 		}
 	}
 }
@@ -198,11 +234,13 @@ func (m *Monitor) pass() {
 		}
 	}
 	m.report(p)
+	m.markedMu.Lock()
 	for uid, mk := range m.marked {
 		if m.o.Clock.Since(mk.at) >= echoWait {
 			delete(m.marked, uid)
 		}
 	}
+	m.markedMu.Unlock()
 	m.queue = map[string][]queued{}
 	for _, n := range p.Unavailable {
 		m.enqueue(n, marking.ReasonUnavailable)
@@ -291,6 +329,8 @@ func (m *Monitor) enqueue(n zones.Node, reason string) {
 // needs is marking.Needs, minus pods this monitor marked whose echo has
 // not arrived yet.
 func (m *Monitor) needs(p *corev1.Pod, reason string) bool {
+	m.markedMu.Lock()
+	defer m.markedMu.Unlock()
 	if !marking.Needs(p, reason) {
 		delete(m.marked, p.UID) // the echo
 		return false
@@ -302,18 +342,19 @@ func (m *Monitor) needs(p *corev1.Pod, reason string) bool {
 }
 
 // markQueued marks each zone's queued pods as its limiter lets it.
-func (m *Monitor) markQueued(ctx context.Context) {
+func (m *Monitor) markQueued() {
 	for zone, q := range m.queue {
 		for len(q) > 0 && m.lim.TryAccept(zone) {
-			m.mark(ctx, q[0])
+			m.mark(q[0])
 			q = q[1:]
 		}
 		m.queue[zone] = q
 	}
 }
 
-// mark writes the condition on one pod, if it still needs it.
-func (m *Monitor) mark(ctx context.Context, q queued) {
+// mark hands the condition of one pod, if it still needs it, to the
+// writers.
+func (m *Monitor) mark(q queued) {
 	obj, ok, err := m.pods.GetStore().GetByKey(q.key.Namespace + "/" + q.key.Name)
 	if err != nil || !ok {
 		return
@@ -331,23 +372,46 @@ func (m *Monitor) mark(ctx context.Context, q queued) {
 	if err != nil {
 		return
 	}
-	_, err = m.o.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
+	m.markedMu.Lock()
+	m.marked[pod.UID] = markedAt{reason: q.reason, at: m.o.Clock.Now()}
+	m.markedMu.Unlock()
+	ref := corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
+	m.writes.Add(write{pod: ref, node: q.node, reason: q.reason, msg: msg, patch: string(patch)})
+}
+
+// writeNext writes one mark, within markTimeout; false once the queue is
+// shut down.
+func (m *Monitor) writeNext(ctx context.Context) bool {
+	w, shutdown := m.writes.Get()
+	if shutdown {
+		return false
+	}
+	defer m.writes.Done(w)
+	callCtx, cancel := context.WithTimeout(ctx, markTimeout)
+	defer cancel()
+	_, err := m.o.Client.CoreV1().Pods(w.pod.Namespace).Patch(callCtx, w.pod.Name, types.StrategicMergePatchType, []byte(w.patch),
 		metav1.PatchOptions{FieldManager: "probelet-controller"}, "status")
+	key := w.pod.Namespace + "/" + w.pod.Name
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-		return // gone, or recreated (the UID precondition)
+		return true // gone, or recreated (the UID precondition)
 	case err != nil:
-		m.o.Log.Warn("Marking a pod failed; the next pass tries again", zap.String("pod", q.key.String()), zap.Error(err))
-		return
+		m.markedMu.Lock()
+		delete(m.marked, w.pod.UID)
+		m.markedMu.Unlock()
+		if ctx.Err() == nil {
+			m.o.Log.Warn("Marking a pod failed; the next pass tries again", zap.String("pod", key), zap.Error(err))
+		}
+		return true
 	}
-	m.marked[pod.UID] = markedAt{reason: q.reason, at: m.o.Clock.Now()}
 	if m.o.OnMarked != nil {
-		m.o.OnMarked(q.reason)
+		m.o.OnMarked(w.reason)
 	}
-	m.o.Log.Info("Marked a pod not Ready", zap.String("pod", q.key.String()), zap.String("node", q.node), zap.String("reason", q.reason))
+	m.o.Log.Info("Marked a pod not Ready", zap.String("pod", key), zap.String("node", w.node), zap.String("reason", w.reason))
 	if m.o.Recorder != nil {
-		m.o.Recorder.Event(pod, corev1.EventTypeWarning, q.reason, msg)
+		m.o.Recorder.Event(&w.pod, corev1.EventTypeWarning, w.reason, w.msg)
 	}
+	return true
 }
 
 // zoneKey is the node lifecycle controller's zone key: region and zone,

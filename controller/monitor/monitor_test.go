@@ -2,7 +2,9 @@ package monitor_test
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,7 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -63,9 +67,13 @@ func start(t *testing.T, objs ...runtime.Object) *env {
 }
 
 // startMonitor runs a Monitor over the env's clientset until the test ends.
-func (e *env) startMonitor() {
+func (e *env) startMonitor() { e.startMonitorWith(e.cs) }
+
+// startMonitorWith runs a Monitor over client (the env's clientset, or one
+// wrapping it) until the test ends.
+func (e *env) startMonitorWith(client kubernetes.Interface) {
 	t := e.t
-	m, err := monitor.New(monitor.Options{Client: e.cs, Namespace: ns, Zones: zones.DefaultConfig(), Recorder: e.rec, Clock: e.clk})
+	m, err := monitor.New(monitor.Options{Client: client, Namespace: ns, Zones: zones.DefaultConfig(), Recorder: e.rec, Clock: e.clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,4 +292,94 @@ func (e *env) marked(name string) bool {
 		e.t.Fatal(err)
 	}
 	return p.Status.Conditions[0].Reason == marking.ReasonUnavailable
+}
+
+// TestAHungMarkHoldsNoOneElse: a mark whose API call hangs holds one
+// writer, not the judging loop: the next pod of the same node and the pods
+// of another zone are marked meanwhile. Every write has a deadline.
+func TestAHungMarkHoldsNoOneElse(t *testing.T) {
+	cs := fake.NewClientset(zoned(node("a"), "z1"), zoned(node("b"), "z1"), zoned(node("c"), "z2"), zoned(node("d"), "z2"),
+		lease("a", t0), lease("b", t0), lease("c", t0), lease("d", t0),
+		pod("a1", "a", true), pod("a2", "a", true), pod("c1", "c", true))
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var hung string
+	var unbounded []string
+	client := &patchHook{Interface: cs, before: func(ctx context.Context, name string) {
+		mu.Lock()
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > time.Minute {
+			unbounded = append(unbounded, name)
+		}
+		first := hung == "" && strings.HasPrefix(name, "a")
+		if first {
+			hung = name
+		}
+		mu.Unlock()
+		if first {
+			select { // the API server does not answer this one
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+	}}
+	e := &env{t: t, cs: cs, clk: clocktesting.NewFakeClock(t0), rec: record.NewFakeRecorder(100)}
+	e.startMonitorWith(client)
+	t.Cleanup(func() { close(release) }) // before the monitor's own cleanup: the last registered runs first
+	marked := func() []string {
+		var out []string
+		for _, name := range []string{"a1", "a2", "c1"} {
+			p, err := cs.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := p.Status.Conditions[0]; c.Status == corev1.ConditionFalse {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	e.run("every pod but the hung one marked", func() bool { return len(marked()) == 2 }, "b", "d")
+	mu.Lock()
+	defer mu.Unlock()
+	if got := marked(); slices.Contains(got, hung) || !slices.Contains(got, "c1") {
+		t.Fatalf("marked %v with %s's write hung, want the others", got, hung)
+	}
+	if len(unbounded) > 0 {
+		t.Fatalf("marks written without a deadline: %v", unbounded)
+	}
+}
+
+// patchHook is a client whose pod patches call before first, outside the
+// fake clientset's lock (a reactor runs under it, and would hold every
+// other call).
+type patchHook struct {
+	kubernetes.Interface
+	before func(ctx context.Context, name string)
+}
+
+// IsWatchListSemanticsUnSupported is the fake clientset's: its informers
+// list, then watch.
+func (h *patchHook) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (h *patchHook) CoreV1() corev1client.CoreV1Interface {
+	return hookedCore{CoreV1Interface: h.Interface.CoreV1(), before: h.before}
+}
+
+type hookedCore struct {
+	corev1client.CoreV1Interface
+	before func(ctx context.Context, name string)
+}
+
+func (c hookedCore) Pods(namespace string) corev1client.PodInterface {
+	return hookedPods{PodInterface: c.CoreV1Interface.Pods(namespace), before: c.before}
+}
+
+type hookedPods struct {
+	corev1client.PodInterface
+	before func(ctx context.Context, name string)
+}
+
+func (p hookedPods) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*corev1.Pod, error) {
+	p.before(ctx, name)
+	return p.PodInterface.Patch(ctx, name, pt, data, opts, sub...)
 }
