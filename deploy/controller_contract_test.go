@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/probelet/probelet/controller/webhook"
 )
 
 const (
@@ -199,6 +201,9 @@ func checkController(objs *objects) error {
 	if _, port, err := splitPort(flags["--webhook-listen"]); err != nil || ports["webhook"] != port {
 		fail("--webhook-listen must be the container's port named webhook")
 	}
+	for _, err := range checkResources(&c) {
+		fail("%v", err)
+	}
 	errs = append(errs, checkControllerBudget(objs, d.Spec.Template.Labels), checkControllerRights(objs),
 		checkWebhook(objs, d.Spec.Template.Labels))
 	return errors.Join(errs...)
@@ -256,7 +261,37 @@ func checkControllerRights(objs *objects) error {
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
-	return errors.Join(append(errs, checkGuards(p, controllerPolicyGuards(), controllerPolicyVariables())...)...)
+	errs = append(errs, checkGuards(p, controllerPolicyGuards(), controllerPolicyVariables())...)
+	return errors.Join(append(errs, checkWebhookConfigPolicy(objs)...)...)
+}
+
+// webhookConfigPolicy keeps the controller's update of its webhook
+// configuration to the caBundle (TestClusterWebhook tries the rest).
+const webhookConfigPolicy = "probelet-controller-webhook-config"
+
+// checkWebhookConfigPolicy checks that policy: every write of a webhook
+// configuration by the controller's identity matched, only UPDATE allowed,
+// and nothing but clientConfig.caBundle and server-kept metadata changed.
+func checkWebhookConfigPolicy(objs *objects) []error {
+	p, err := accountPolicy(objs, webhookConfigPolicy, controllerName)
+	if err != nil {
+		return []error{err}
+	}
+	var errs []error
+	if rules := p.Spec.MatchConstraints.ResourceRules; len(rules) != 1 ||
+		!slices.Equal(rules[0].Operations, []admissionregistrationv1.OperationType{"CREATE", "UPDATE", "DELETE"}) ||
+		!slices.Contains(rules[0].Resources, "mutatingwebhookconfigurations") {
+		errs = append(errs, fmt.Errorf("policy %s must match every CREATE, UPDATE and DELETE of mutatingwebhookconfigurations", p.Name))
+	}
+	guards := []struct{ what, cel string }{
+		{"allow updates only", "request.operation == 'UPDATE'"},
+		{"keep the same webhooks", "size(variables.webhooks) == size(variables.oldWebhooks)"},
+		{"keep every field of a webhook but its clientConfig", "w.all(k, k == 'clientConfig' || (k in o && w[k] == o[k])) && o.all(k, k == 'clientConfig' || k in w)"},
+		{"keep every field of a clientConfig but its caBundle", "w.clientConfig.all(k, k == 'caBundle' || (k in o.clientConfig && w.clientConfig[k] == o.clientConfig[k])) && o.clientConfig.all(k, k == 'caBundle' || k in w.clientConfig)"},
+		{"keep the metadata", "object.metadata.all(k, k in variables.serverMetadata || (k in oldObject.metadata && object.metadata[k] == oldObject.metadata[k]))"},
+	}
+	vars := map[string]string{"serverMetadata": "['resourceVersion', 'managedFields', 'generation']"}
+	return append(errs, checkGuards(p, guards, vars)...)
 }
 
 // controllerPolicy keeps the controller's status writes to marking pods
@@ -320,6 +355,9 @@ func checkWebhook(objs *objects, podLabels map[string]string) error {
 		if w.SideEffects == nil || *w.SideEffects != admissionregistrationv1.SideEffectClassNone {
 			fail(w.Name, "sideEffects must be None")
 		}
+		if w.ReinvocationPolicy == nil || *w.ReinvocationPolicy != admissionregistrationv1.IfNeededReinvocationPolicy {
+			fail(w.Name, "reinvocationPolicy must be IfNeeded: containers a later webhook adds are converted too")
+		}
 		if len(w.Rules) != 1 || !slices.Equal(w.Rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) ||
 			!slices.Equal(w.Rules[0].Resources, []string{"pods"}) {
 			fail(w.Name, "must match pods at CREATE only")
@@ -340,6 +378,16 @@ func checkWebhook(objs *objects, podLabels map[string]string) error {
 		}
 		if !excluded {
 			fail(w.Name, "must never match kube-system or %s (namespaceSelector)", namespace)
+		}
+		optOut := false
+		if sel := w.ObjectSelector; sel != nil {
+			optOut = sel.MatchLabels[webhook.Label] == webhook.LabelManaged
+			for _, e := range sel.MatchExpressions {
+				optOut = optOut || e.Key == webhook.Label && e.Operator == metav1.LabelSelectorOpNotIn && slices.Contains(e.Values, webhook.LabelUnmanaged)
+			}
+		}
+		if !optOut {
+			fail(w.Name, "must leave a pod labelled %s=%s alone (objectSelector)", webhook.Label, webhook.LabelUnmanaged)
 		}
 	}
 	svc := objs.services[webhookService]

@@ -173,6 +173,7 @@ func TestHelmValues(t *testing.T) {
 	cases := []struct {
 		name, values string
 		want         []string // substrings of the rendering
+		wantNot      []string // and ones it must not have
 		wantErr      string
 	}{
 		{name: "a list flag repeats", values: "agent: {flags: {allow-probe-host: [10.0.0.0/8, 192.0.2.1]}}",
@@ -182,6 +183,10 @@ func TestHelmValues(t *testing.T) {
 		{name: "another namespace", values: "namespace: {name: probes}",
 			want: []string{`"--lease-namespace=probes"`, `system:serviceaccount:probes:probelet'`, `system:serviceaccount:probes:probelet-controller'`,
 				`"--webhook-cert-hosts=probelet-webhook.probes.svc"`, `"values":["kube-system","probes"]`}},
+		{name: "certificates provided", values: "controller: {flags: {webhook-manage-cert: false}}",
+			want: []string{`"--webhook-manage-cert=false"`, `"resourceNames":["probelet-webhook-tls"],"resources":["secrets"],"verbs":["get"]`},
+			wantNot: []string{`"resources":["mutatingwebhookconfigurations"],"verbs":["get","update"]`, `"resources":["secrets"],"verbs":["create"]`,
+				`"verbs":["get","update"]`}},
 		{name: "webhook off", values: "webhook: {enabled: false}", want: []string{`"--webhook-listen="`}},
 		{name: "digest", values: "image: {repository: registry.example.com/probelet, digest: 'sha256:0123'}",
 			want: []string{`"image":"registry.example.com/probelet@sha256:0123"`}},
@@ -213,6 +218,11 @@ func TestHelmValues(t *testing.T) {
 			for _, w := range tc.want {
 				if !strings.Contains(strings.Join(all, "\n"), w) {
 					t.Errorf("no %s in the rendering:\n%s", w, strings.Join(all, "\n"))
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(strings.Join(all, "\n"), w) {
+					t.Errorf("%s in the rendering", w)
 				}
 			}
 			if _, err := decodeAll(objs); err != nil {

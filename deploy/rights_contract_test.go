@@ -173,7 +173,36 @@ func checkLeaseRights(objs *objects) error {
 	}):
 		errs = append(errs, fmt.Errorf("policy %s must keep the Lease's name to the token's node", p.Name))
 	}
+	errs = append(errs, checkLeaseWriters(objs))
 	return errors.Join(errs...)
+}
+
+// checkLeaseWriters checks the policy that keeps everyone but probelet and
+// probelet-controller (its election Lease) from writing a Lease in
+// probelet's namespace, so no other identity can keep a node's heartbeat
+// alive.
+func checkLeaseWriters(objs *objects) error {
+	const name = "probelet-lease-writers"
+	p, pb := objs.policies[name], objs.policyBindings[name]
+	switch {
+	case p == nil || pb == nil:
+		return fmt.Errorf("ValidatingAdmissionPolicy %s and its binding must exist", name)
+	case !slices.Contains(pb.Spec.ValidationActions, "Deny"):
+		return fmt.Errorf("policy binding %s must Deny", name)
+	case p.Spec.FailurePolicy == nil || *p.Spec.FailurePolicy != admissionregistrationv1.Fail:
+		return fmt.Errorf("policy %s must fail closed", name)
+	case len(p.Spec.MatchConditions) != 1 || p.Spec.MatchConditions[0].Expression != "request.namespace == '"+namespace+"'":
+		return fmt.Errorf("policy %s must match every request in %s, whoever makes it", name, namespace)
+	case len(p.Spec.Validations) != 1:
+		return fmt.Errorf("policy %s must have one validation, the writers it allows", name)
+	}
+	want := "request.userInfo.username == 'system:serviceaccount:" + namespace + ":" + agentName + "' || " +
+		"(request.userInfo.username == 'system:serviceaccount:" + namespace + ":probelet-controller' && " +
+		"object.metadata.name == 'probelet-controller')"
+	if got := strings.TrimSpace(p.Spec.Validations[0].Expression); got != want {
+		return fmt.Errorf("policy %s allows %q, want exactly probelet and probelet-controller's election Lease: %q", name, got, want)
+	}
+	return nil
 }
 
 // agentPolicy is the ValidatingAdmissionPolicy name, checked to exist with

@@ -14,6 +14,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/probelet/probelet/internal/cluster"
 	"github.com/probelet/probelet/internal/testbed"
+	"github.com/probelet/probelet/kube/heartbeat"
 	"github.com/probelet/probelet/prober/spec"
 )
 
@@ -532,8 +534,11 @@ func TestClusterNodeLease(t *testing.T) {
 		owned := len(l.OwnerReferences) == 1 && l.OwnerReferences[0].UID == node.UID && l.OwnerReferences[0].Kind == "Node"
 		ok := owned && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == node.Name &&
 			l.Spec.LeaseDurationSeconds != nil && *l.Spec.LeaseDurationSeconds == 40 &&
-			l.Spec.RenewTime != nil && l.Spec.RenewTime.After(first)
-		return ok, fmt.Sprintf("%+v %+v", l.ObjectMeta.OwnerReferences, l.Spec)
+			l.Spec.RenewTime != nil && l.Spec.RenewTime.After(first) &&
+			// --tcp-mode auto, as root on this kernel: the short-circuit
+			// loads, and the Lease says so for the whole cluster to see.
+			l.Labels[heartbeat.LabelTCPMode] == "ebpf" && l.Annotations[heartbeat.AnnotationTCPModeReason] == ""
+		return ok, fmt.Sprintf("%+v %+v %v %v", l.ObjectMeta.OwnerReferences, l.Spec, l.Labels, l.Annotations)
 	})
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", n.kubeconfig)
@@ -553,6 +558,77 @@ func TestClusterNodeLease(t *testing.T) {
 	if _, err := as.CoordinationV1().Leases("default").Get(ctx, node.Name, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("reading a Lease in default: %v, want Forbidden", err)
 	}
+
+	// Nobody else keeps the node's heartbeat alive: an identity given
+	// every Lease right in probelet-system (an operator's tool, a
+	// compromised controller) is refused by deploy/'s policy, and so is
+	// the cluster's admin; probelet's own renewals go on.
+	intruder := n.leaseWriter("lease-intruder")
+	l, err := leases.Get(ctx, node.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for who, client := range map[string]kubernetes.Interface{"another service account": intruder, "the admin": n.admin} {
+		renewed := l.DeepCopy()
+		renewed.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(time.Hour)}
+		_, err := client.CoordinationV1().Leases("probelet-system").Update(ctx, renewed, metav1.UpdateOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "may not write "+node.Name) {
+			t.Errorf("%s renewing node %s's Lease: %v, want Forbidden by probelet-lease-writers", who, node.Name, err)
+		}
+		fake := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "ghost-node", Namespace: "probelet-system"},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("ghost-node")}}
+		if _, err := client.CoordinationV1().Leases("probelet-system").Create(ctx, fake, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("%s creating a node Lease: %v, want Forbidden", who, err)
+		}
+	}
+	// A Lease outside probelet-system is none of the policy's business.
+	elsewhere := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "anything", Namespace: "default"}}
+	if _, err := n.admin.CoordinationV1().Leases("default").Create(ctx, elsewhere, metav1.CreateOptions{}); err != nil {
+		t.Errorf("the admin creating a Lease in default: %v", err)
+	}
+	since := l.Spec.RenewTime.Time
+	eventually(t, 30*time.Second, "probelet's next renewal", func() (bool, string) {
+		l, err := leases.Get(ctx, node.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return l.Spec.RenewTime != nil && l.Spec.RenewTime.After(since), fmt.Sprint(l.Spec.RenewTime)
+	})
+}
+
+// leaseWriter is a client for a new service account of probelet-system
+// that RBAC lets create and update every Lease there.
+func (n *clusterNode) leaseWriter(name string) kubernetes.Interface {
+	n.t.Helper()
+	ctx := context.Background()
+	ns := "probelet-system"
+	if _, err := n.admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		n.t.Fatal(err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}}}}
+	if _, err := n.admin.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		n.t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}}}
+	if _, err := n.admin.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		n.t.Fatal(err)
+	}
+	path, err := n.c.ServiceAccountKubeconfig(ctx, ns, name, time.Hour)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return cs
 }
 
 func patchStatus(ctx context.Context, client kubernetes.Interface, pod string, body []byte) error {

@@ -18,6 +18,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -89,6 +90,7 @@ func TestClusterWebhook(t *testing.T) {
 		_, err = servedSerial(addr)
 		return len(cfg.Webhooks[0].ClientConfig.CABundle) > 0 && err == nil, fmt.Sprintf("caBundle %d bytes, serving: %v", len(cfg.Webhooks[0].ClientConfig.CABundle), err)
 	})
+	controllerRightsEndAtCABundle(ctx, t, n)
 	for _, ns := range []struct {
 		name    string
 		managed bool
@@ -252,6 +254,81 @@ func (n *clusterNode) createWebhookConfig(ctx context.Context, url string) {
 		return
 	}
 	n.t.Fatal("no MutatingWebhookConfiguration in deploy/controller/webhook.yaml")
+}
+
+// controllerRightsEndAtCABundle: with the controller's own token (a
+// compromised replica), every write of its webhook configuration that
+// would widen the webhook is refused by deploy/controller's admission
+// policy — all resources, another URL, no namespace guard, failing closed,
+// a second webhook, its labels, a new configuration, a deletion — and only
+// a new caBundle goes through.
+func controllerRightsEndAtCABundle(ctx context.Context, t *testing.T, n *clusterNode) {
+	t.Helper()
+	cfg, err := n.c.ServiceAccountConfig(ctx, "probelet-system", "probelet-controller", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs := as.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	type config = admissionregistrationv1.MutatingWebhookConfiguration
+	// The attempts are dry runs (admission runs, nothing is stored), so
+	// one let through does not break the webhook for the rest of the test.
+	dryRun := metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}
+	update := func(change func(*config), opts metav1.UpdateOptions) error {
+		c, err := n.admin.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "probelet", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(c)
+		_, err = configs.Update(ctx, c, opts)
+		return err
+	}
+	// The API server loads a new policy within seconds.
+	eventually(t, 30*time.Second, "the webhook configuration's admission policy in force", func() (bool, string) {
+		err := update(func(c *config) { c.Labels = map[string]string{"probe": "policy"} }, dryRun)
+		return apierrors.IsForbidden(err), fmt.Sprint(err)
+	})
+	fail := admissionregistrationv1.Fail
+	elsewhere := "https://192.0.2.1/mutate"
+	for _, w := range []struct {
+		what   string
+		change func(*config)
+	}{
+		{"rules for every resource", func(c *config) {
+			c.Webhooks[0].Rules = []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/*"}}}}
+		}},
+		{"another URL", func(c *config) { c.Webhooks[0].ClientConfig.URL = &elsewhere }},
+		{"no namespace guard", func(c *config) { c.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{} }},
+		{"failing closed", func(c *config) { c.Webhooks[0].FailurePolicy = &fail }},
+		{"a second webhook", func(c *config) {
+			extra := *c.Webhooks[0].DeepCopy()
+			extra.Name = "secrets.probelet.io"
+			c.Webhooks = append(c.Webhooks, extra)
+		}},
+		{"a label", func(c *config) { c.Labels = map[string]string{"team": "elsewhere"} }},
+	} {
+		if err := update(w.change, dryRun); !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+			t.Errorf("probelet-controller's token updating its webhook configuration with %s: %v, want Forbidden", w.what, err)
+		}
+	}
+	if _, err := configs.Create(ctx, &config{ObjectMeta: metav1.ObjectMeta{Name: "probelet-elsewhere"}}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); !apierrors.IsForbidden(err) {
+		t.Errorf("probelet-controller's token creating a webhook configuration: %v, want Forbidden", err)
+	}
+	if err := configs.Delete(ctx, "probelet", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); !apierrors.IsForbidden(err) {
+		t.Errorf("probelet-controller's token deleting its webhook configuration: %v, want Forbidden", err)
+	}
+	// Its job: a new caBundle (a PEM bundle with one more line break
+	// still holds the same certificate).
+	if err := update(func(c *config) {
+		c.Webhooks[0].ClientConfig.CABundle = append(c.Webhooks[0].ClientConfig.CABundle, '\n')
+	}, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("probelet-controller's token updating its webhook's caBundle: %v", err)
+	}
 }
 
 // startWebhookController runs probelet-controller with its service

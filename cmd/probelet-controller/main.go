@@ -33,7 +33,9 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/probelet/probelet/controller/monitor"
+	"github.com/probelet/probelet/controller/slim"
 	"github.com/probelet/probelet/controller/zones"
+	"github.com/probelet/probelet/internal/httpserve"
 	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/kube/heartbeat"
 )
@@ -83,7 +85,7 @@ func flagSet(o *options) *pflag.FlagSet {
 	fs.IntVar(&o.zones.LargeClusterSizeThreshold, "large-cluster-size-threshold", o.zones.LargeClusterSizeThreshold, "zone size above which a PartialDisruption marks at the secondary rate rather than not at all")
 	fs.Float32Var(&o.zones.MarkingRate, "marking-rate", o.zones.MarkingRate, "pods marked per second in a Normal zone")
 	fs.Float32Var(&o.zones.SecondaryMarkingRate, "secondary-marking-rate", o.zones.SecondaryMarkingRate, "pods marked per second in a large partially disrupted zone")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9810", "HOST:PORT serving /metrics and /healthz; empty turns it off")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9810", "HOST:PORT serving /metrics, /healthz and /readyz; empty turns it off")
 	o.webhook.flags(fs)
 	return fs
 }
@@ -111,8 +113,10 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	signalled, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	ready := &readiness{}
+	ctx := ready.drainAfter(signalled, o.webhook.listen != "", log)
 
 	reg := prometheus.NewRegistry()
 	zoneState := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "probelet_controller_zone_state",
@@ -131,8 +135,8 @@ func run(args []string) error {
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
 	// One cluster-wide list and watch of pods and nodes for the monitor and
-	// the webhook's report.
-	shared := informers.NewSharedInformerFactory(client, 0)
+	// the webhook's report, keeping only the fields they read.
+	shared := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(slim.Transform))
 	defer shared.Shutdown()
 	m, err := monitor.New(monitor.Options{Client: client, Namespace: o.leaseNamespace, Grace: o.grace, Zones: o.zones,
 		Recorder: recorder, Log: log.Named("monitor"), Informers: shared,
@@ -149,21 +153,23 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if o.metricsAddr != "" {
-		if err := serveMetrics(ctx, o.metricsAddr, reg, log); err != nil {
-			return err
-		}
-	}
 	leading := m.Run
 	if o.webhook.listen != "" {
-		if err := serveWebhook(ctx, o.webhook, o.leaseNamespace, client, reg, log.Named("webhook")); err != nil {
+		loaded, err := serveWebhook(ctx, o.webhook, o.leaseNamespace, client, reg, log.Named("webhook"))
+		if err != nil {
 			return err
 		}
+		ready.certificate = loaded
 		hooks, err := webhookLeader(o.webhook, o.leaseNamespace, client, shared, reg, recorder, log.Named("webhook"))
 		if err != nil {
 			return err
 		}
 		leading = both(m.Run, hooks)
+	}
+	if o.metricsAddr != "" {
+		if err := serveMetrics(ctx, o.metricsAddr, reg, ready, log); err != nil {
+			return err
+		}
 	}
 	if !o.leaderElect {
 		return leading(ctx)
@@ -225,7 +231,7 @@ func lead(ctx context.Context, client kubernetes.Interface, namespace string, lo
 	return runErr
 }
 
-func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log *zap.Logger) error {
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, ready http.Handler, log *zap.Logger) error {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--metrics-bind-address: %w", err)
@@ -233,13 +239,16 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, lo
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	mux.Handle("/readyz", ready)
+	srv := httpserve.New(mux)
 	go func() {
 		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("The metrics server stopped", zap.Error(err))
 		}
 	}()
 	context.AfterFunc(ctx, func() { _ = srv.Close() })
+	// The message (and its address field) is what operators and the e2e
+	// read; /readyz is served beside them.
 	log.Info("Serving /metrics and /healthz", zap.String("address", lis.Addr().String()))
 	return nil
 }

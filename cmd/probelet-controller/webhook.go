@@ -18,6 +18,7 @@ import (
 
 	"github.com/probelet/probelet/controller/webhook"
 	"github.com/probelet/probelet/controller/webhook/certs"
+	"github.com/probelet/probelet/internal/httpserve"
 )
 
 // webhookOptions are the admission webhook's flags.
@@ -56,31 +57,46 @@ func (w webhookOptions) validate() error {
 // excluded are the namespaces whose pods are never converted.
 func excluded(namespace string) []string { return []string{"kube-system", namespace} }
 
+// webhookShutdown bounds how long the reviews in progress may take to be
+// answered once the webhook stops.
+const webhookShutdown = 10 * time.Second
+
 // serveWebhook serves the webhook on this replica until ctx ends, with the
-// certificate the Secret holds (reread every certs.SyncPeriod).
-func serveWebhook(ctx context.Context, w webhookOptions, namespace string, client kubernetes.Interface, reg *prometheus.Registry, log *zap.Logger) error {
+// certificate the Secret holds (reread every certs.SyncPeriod), then
+// answers the reviews in progress before it returns from Shutdown. It
+// returns whether a certificate is loaded (the replica's readiness).
+func serveWebhook(ctx context.Context, w webhookOptions, namespace string, client kubernetes.Interface, reg *prometheus.Registry, log *zap.Logger) (loaded func() bool, err error) {
 	admissions := webhook.NewAdmissions()
 	if err := reg.Register(admissions); err != nil {
-		return err
+		return nil, err
 	}
 	loader := &certs.Loader{Client: client, Namespace: namespace, Secret: w.secret, Period: certs.SyncPeriod(w.validity), Log: log}
 	go loader.Run(ctx)
 	lis, err := net.Listen("tcp", w.listen)
 	if err != nil {
-		return fmt.Errorf("--webhook-listen: %w", err)
+		return nil, fmt.Errorf("--webhook-listen: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(webhook.Path, &webhook.Handler{Exclude: excluded(namespace), Log: log, Admissions: admissions})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: zap.NewStdLog(log.Named("http")),
-		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: loader.GetCertificate}}
+	srv := httpserve.New(mux)
+	srv.ErrorLog = zap.NewStdLog(log.Named("http"))
+	srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: loader.GetCertificate}
 	go func() {
 		if err := srv.ServeTLS(lis, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("The webhook server stopped", zap.Error(err))
 		}
 	}()
-	context.AfterFunc(ctx, func() { _ = srv.Close() })
+	context.AfterFunc(ctx, func() {
+		// The replica has drained (see drain): no new review comes; the
+		// ones in progress are answered.
+		sctx, cancel := context.WithTimeout(context.Background(), webhookShutdown)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			_ = srv.Close()
+		}
+	})
 	log.Info("Serving the pod admission webhook", zap.String("address", lis.Addr().String()), zap.String("path", webhook.Path))
-	return nil
+	return loader.Loaded, nil
 }
 
 // webhookLeader is the webhook's work while leading: keeping the
@@ -90,11 +106,15 @@ func webhookLeader(w webhookOptions, namespace string, client kubernetes.Interfa
 	reg *prometheus.Registry, recorder record.EventRecorder, log *zap.Logger) (func(context.Context) error, error) {
 	missed := prometheus.NewCounter(prometheus.CounterOpts{Name: "probelet_webhook_missed_pods_total",
 		Help: "Pods of managed namespaces admitted with kubelet probes the webhook would have moved: created while it was unavailable."})
-	if err := reg.Register(missed); err != nil {
-		return nil, err
+	notAsked := prometheus.NewCounter(prometheus.CounterOpts{Name: "probelet_webhook_not_asked_pods_total",
+		Help: "Pods of managed namespaces admitted with kubelet probes, created before the managed label (the namespace's or their own) was last written: perhaps never sent to the webhook."})
+	for _, c := range []prometheus.Collector{missed, notAsked} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
 	}
-	reporter := &webhook.Reporter{Client: client, Recorder: recorder, Exclude: excluded(namespace), OnMissed: missed.Inc, Log: log,
-		Informers: shared}
+	reporter := &webhook.Reporter{Client: client, Recorder: recorder, Exclude: excluded(namespace), OnMissed: missed.Inc,
+		OnNotAsked: notAsked.Inc, Log: log, Informers: shared}
 	authority := &certs.Authority{Client: client, Namespace: namespace, Secret: w.secret, Webhook: w.config,
 		Hosts: w.hosts, Validity: w.validity}
 	return func(ctx context.Context) error {

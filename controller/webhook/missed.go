@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -18,15 +19,21 @@ import (
 )
 
 // Label marks a namespace, or a pod, whose pods the webhook converts:
-// probelet.io/probes=managed.
+// probelet.io/probes=managed; a pod labelled probelet.io/probes=unmanaged
+// keeps the kubelet's probes in a managed namespace.
 const (
-	Label        = "probelet.io/probes"
-	LabelManaged = "managed"
+	Label          = "probelet.io/probes"
+	LabelManaged   = "managed"
+	LabelUnmanaged = "unmanaged"
 	// ReasonMissed is the Event on a pod created unconverted in a managed
 	// namespace.
 	ReasonMissed = "ProbeletWebhookMissed"
 	// missedMessage is that Event's message.
 	missedMessage = "created while the probelet webhook was unavailable; the kubelet runs its probes"
+	// ReasonNotAsked is the Event on such a pod created before its
+	// namespace (or the pod itself) was last labelled managed: the
+	// webhook may not have been asked at all, rather than away.
+	ReasonNotAsked = "ProbeletWebhookNotAsked"
 	// recent bounds which pods a new leader reports: those created within
 	// it (a pod reported by the previous leader may be reported again).
 	recent = time.Hour
@@ -35,14 +42,19 @@ const (
 // Reporter finds the pods of managed namespaces that were admitted with
 // kubelet probes the webhook would have moved — created while it was away
 // (failurePolicy Ignore lets them through) — and reports each once: a
-// Warning Event on the pod and OnMissed (a metric). Run it while leading.
+// Warning Event on the pod and OnMissed (a metric). A pod created before
+// the label that makes it managed was last written was perhaps never sent
+// to the webhook: it gets ReasonNotAsked and OnNotAsked instead, with the
+// label's time, as the API keeps no time of the label's first write. Run
+// it while leading.
 type Reporter struct {
 	Client   kubernetes.Interface
 	Recorder record.EventRecorder
 	// Exclude are the namespaces the webhook never converts.
-	Exclude  []string
-	OnMissed func()
-	Log      *zap.Logger
+	Exclude    []string
+	OnMissed   func()
+	OnNotAsked func()
+	Log        *zap.Logger
 	// Informers is the cluster-wide informer factory to share (the
 	// monitor's pods); nil: the Reporter makes its own.
 	Informers informers.SharedInformerFactory
@@ -93,7 +105,11 @@ func (r *Reporter) forget(obj any) {
 // check reports pod if it was missed.
 func (r *Reporter) check(obj any) {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok || pod.CreationTimestamp.Time.Before(r.since) || slices.Contains(r.Exclude, pod.Namespace) || !r.managed(pod) {
+	if !ok || pod.CreationTimestamp.Time.Before(r.since) || slices.Contains(r.Exclude, pod.Namespace) {
+		return
+	}
+	by, what := r.managedBy(pod)
+	if by == nil {
 		return
 	}
 	r.mu.Lock()
@@ -104,11 +120,26 @@ func (r *Reporter) check(obj any) {
 		return
 	}
 	raw, err := json.Marshal(pod)
-	if err != nil {
-		return
+	if err != nil || len(raw) > MaxObject {
+		return // a pod the webhook admits unparsed, on purpose (too_large)
 	}
 	if d, err := Mutate(raw); err != nil || d.Patch == nil {
 		return // converted, refused, or without probes
+	}
+	// The label's managed fields bound its first write from above: a pod
+	// created before then was perhaps never sent to the webhook.
+	if at := labelWritten(by.GetManagedFields()); at.After(pod.CreationTimestamp.Time) {
+		r.log().Warn("A pod of a managed namespace kept its kubelet probes: created before the managed label was last written, so perhaps never sent to the webhook",
+			zap.String("pod", pod.Namespace+"/"+pod.Name), zap.String("labelled", what), zap.Time("labelWritten", at))
+		if r.Recorder != nil {
+			r.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonNotAsked,
+				"created at %s, before %s was last labelled %s=%s (at %s): the probelet webhook was not asked, or was unavailable, which the API cannot tell apart; the kubelet runs its probes",
+				pod.CreationTimestamp.UTC().Format(time.RFC3339), what, Label, LabelManaged, at.UTC().Format(time.RFC3339))
+		}
+		if r.OnNotAsked != nil {
+			r.OnNotAsked()
+		}
+		return
 	}
 	r.log().Warn("A pod of a managed namespace kept its kubelet probes: created while the webhook was unavailable",
 		zap.String("pod", pod.Namespace+"/"+pod.Name))
@@ -120,13 +151,48 @@ func (r *Reporter) check(obj any) {
 	}
 }
 
-// managed reports whether the pod or its namespace is labelled managed.
-func (r *Reporter) managed(pod *corev1.Pod) bool {
+// managedBy returns what makes pod managed — the pod's own label, else
+// its namespace's — and names it ("the pod", "namespace NS"); nil when
+// neither is labelled managed.
+func (r *Reporter) managedBy(pod *corev1.Pod) (metav1.Object, string) {
 	if pod.Labels[Label] == LabelManaged {
-		return true
+		return pod, "the pod"
 	}
-	ns, err := r.ns.Get(pod.Namespace)
-	return err == nil && ns.Labels[Label] == LabelManaged
+	if ns, err := r.ns.Get(pod.Namespace); err == nil && ns.Labels[Label] == LabelManaged {
+		return ns, "namespace " + ns.Name
+	}
+	return nil, ""
+}
+
+// labelWritten is when the managed label was last written, as the
+// object's managed fields say: the latest time of a field manager that
+// owns it (a manager's time moves with any change it makes, so it bounds
+// the label's first write from above). Zero when no entry owns it.
+func labelWritten(fields []metav1.ManagedFieldsEntry) time.Time {
+	var at time.Time
+	for _, f := range fields {
+		if f.FieldsV1 == nil || f.Time == nil || !ownsLabel(f.FieldsV1.GetRawBytes()) {
+			continue
+		}
+		if f.Time.After(at) {
+			at = f.Time.Time
+		}
+	}
+	return at
+}
+
+// ownsLabel reports whether a FieldsV1 set holds metadata.labels[Label].
+func ownsLabel(raw []byte) bool {
+	var set struct {
+		Metadata struct {
+			Labels map[string]json.RawMessage `json:"f:labels"`
+		} `json:"f:metadata"`
+	}
+	if json.Unmarshal(raw, &set) != nil {
+		return false
+	}
+	_, ok := set.Metadata.Labels["f:"+Label]
+	return ok
 }
 
 func (r *Reporter) log() *zap.Logger {

@@ -30,6 +30,9 @@ type Decision struct {
 	Warnings []string
 	// Moved lists the moved probes as "container: livenessProbe".
 	Moved []string
+	// OptedOut: the pod is labelled probelet.io/probes=unmanaged, and
+	// keeps the kubelet's probes.
+	OptedOut bool
 }
 
 // op is one JSON patch operation.
@@ -47,6 +50,9 @@ func Mutate(raw []byte) (Decision, error) {
 	var pod corev1.Pod
 	if err := sjson.UnmarshalCaseSensitivePreserveInts(raw, &pod); err != nil {
 		return Decision{}, fmt.Errorf("cannot read the pod: %w", err)
+	}
+	if pod.Labels[Label] == LabelUnmanaged {
+		return Decision{OptedOut: true}, nil
 	}
 	if !hasProbes(&pod) {
 		return Decision{}, nil

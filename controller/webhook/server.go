@@ -1,12 +1,14 @@
 package webhook
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"slices"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -21,6 +23,19 @@ const Path = "/mutate-pods"
 // on a request (3 MiB) and room for the review around the object.
 const maxReview = 4 << 20
 
+const (
+	// MaxObject is the largest pod the webhook parses. Converting one
+	// costs about 90 times its size in heap (a 1.4 MB pod took 119 MiB):
+	// 256 KiB is ~25 MiB, and MaxConcurrent of them stay near 100 MiB in
+	// the controller's 256 Mi. A pod that large is almost all annotations
+	// (the API allows 256 KiB of them) or inline data, never probes; it
+	// is admitted unchanged, keeping the kubelet's probes, with a warning.
+	MaxObject = 256 << 10
+	// MaxConcurrent bounds the conversions in progress; a review waits
+	// for its turn as long as the API server waits for the webhook.
+	MaxConcurrent = 4
+)
+
 // The results the admissions metric counts.
 const (
 	ResultMutated   = "mutated"   // the probes moved
@@ -28,6 +43,8 @@ const (
 	ResultRefused   = "refused"   // left as it is: probelet would refuse its probes
 	ResultSkipped   = "skipped"   // not a pod CREATE, or an excluded namespace
 	ResultError     = "error"     // a review or pod that cannot be read; admitted as it is
+	ResultTooLarge  = "too_large" // over MaxObject: admitted as it is, unparsed
+	ResultOptedOut  = "opted_out" // labelled probelet.io/probes=unmanaged
 )
 
 // Handler answers the API server's AdmissionReviews for pods. It never
@@ -39,12 +56,15 @@ type Handler struct {
 	Exclude    []string
 	Log        *zap.Logger
 	Admissions *prometheus.CounterVec // by result; nil: not counted
+
+	turns chan struct{} // MaxConcurrent conversions; made on first use
+	once  sync.Once
 }
 
 // NewAdmissions is the admissions counter a Handler takes.
 func NewAdmissions() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "probelet_webhook_admissions_total",
-		Help: "Pod admissions answered by probelet's webhook, by result (mutated, unchanged, refused, skipped, error)."},
+		Help: "Pod admissions answered by probelet's webhook, by result (mutated, unchanged, refused, skipped, error, too_large, opted_out)."},
 		[]string{"result"})
 }
 
@@ -68,7 +88,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("not an AdmissionReview: %v", err), http.StatusBadRequest)
 		return
 	}
-	resp, result := h.review(review.Request)
+	resp, result := h.review(r.Context(), review.Request)
 	h.count(result)
 	review.Request, review.Response = nil, resp
 	w.Header().Set("Content-Type", "application/json")
@@ -78,7 +98,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // review decides one request.
-func (h *Handler) review(req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
+func (h *Handler) review(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	pods := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
 	if req.Resource != pods || req.SubResource != "" || req.Operation != admissionv1.Create || slices.Contains(h.Exclude, req.Namespace) {
@@ -88,12 +108,28 @@ func (h *Handler) review(req *admissionv1.AdmissionRequest) (*admissionv1.Admiss
 	if req.Name == "" {
 		pod = req.Namespace + "/(generated name)"
 	}
+	if n := len(req.Object.Raw); n > MaxObject {
+		h.log().Warn("A pod too large to convert; admitting it as it is", zap.String("pod", pod), zap.Int("bytes", n))
+		resp.Warnings = []string{fmt.Sprintf("probelet: this pod keeps its kubelet probes: at %d bytes it is over the %d the webhook converts", n, MaxObject)}
+		return resp, ResultTooLarge
+	}
+	h.once.Do(func() { h.turns = make(chan struct{}, MaxConcurrent) })
+	select {
+	case h.turns <- struct{}{}:
+		defer func() { <-h.turns }()
+	case <-ctx.Done():
+		// The API server gave up on this review (failurePolicy Ignore
+		// admits the pod as it is).
+		return resp, ResultError
+	}
 	d, err := Mutate(req.Object.Raw)
 	switch {
 	case err != nil:
 		h.log().Warn("Cannot convert a pod's probes; admitting it as it is", zap.String("pod", pod), zap.Error(err))
 		resp.Warnings = []string{"probelet: this pod keeps its kubelet probes: " + err.Error()}
 		return resp, ResultError
+	case d.OptedOut:
+		return resp, ResultOptedOut
 	case len(d.Warnings) > 0:
 		h.log().Info("Leaving a pod's kubelet probes", zap.String("pod", pod), zap.Strings("why", d.Warnings))
 		resp.Warnings = d.Warnings

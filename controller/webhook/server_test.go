@@ -53,6 +53,10 @@ func TestHandler(t *testing.T) {
 			wantWarning: "keeps its kubelet probes", wantResult: webhook.ResultRefused},
 		{name: "a pod that cannot be read", body: review(admissionv1.Create, "shop", "pods", []byte(`{"spec": 1}`)),
 			wantWarning: "keeps its kubelet probes", wantResult: webhook.ResultError},
+		{name: "a pod over the size the webhook parses", body: review(admissionv1.Create, "shop", "pods", padded(t, web, webhook.MaxObject)),
+			wantWarning: "over the 262144 the webhook converts", wantResult: webhook.ResultTooLarge},
+		{name: "a pod that opts out", body: review(admissionv1.Create, "shop", "pods", labelled(t, web, webhook.LabelUnmanaged)),
+			wantResult: webhook.ResultOptedOut},
 		{name: "not a review", body: []byte(`{"kind": "AdmissionReview"}`), wantStatus: http.StatusBadRequest, wantResult: webhook.ResultError},
 		{name: "not JSON", contentType: "text/plain", body: web, wantStatus: http.StatusUnsupportedMediaType},
 	}
@@ -101,4 +105,34 @@ func TestHandler(t *testing.T) {
 			}
 		})
 	}
+}
+
+// padded is pod with an annotation that makes it more than n bytes.
+func padded(t *testing.T, pod []byte, n int) []byte {
+	return withMeta(t, pod, "annotations", map[string]any{"example.com/blob": strings.Repeat("x", n)})
+}
+
+// labelled is pod with the probelet.io/probes label set to value.
+func labelled(t *testing.T, pod []byte, value string) []byte {
+	return withMeta(t, pod, "labels", map[string]any{webhook.Label: value})
+}
+
+// withMeta is pod with metadata[key] set to value.
+func withMeta(t *testing.T, pod []byte, key string, value any) []byte {
+	t.Helper()
+	var obj map[string]any
+	if err := json.Unmarshal(pod, &obj); err != nil {
+		t.Fatal(err)
+	}
+	meta, _ := obj["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		obj["metadata"] = meta
+	}
+	meta[key] = value
+	out, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

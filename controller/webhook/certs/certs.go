@@ -207,13 +207,21 @@ func read(data map[string][]byte, now time.Time) state {
 			st.bundle = append(st.bundle, c)
 		}
 	}
-	if key := decodeKey(data[KeyCAKey]); key != nil && len(st.bundle) > 0 && st.bundle[0].PublicKey.(*ecdsa.PublicKey).Equal(&key.PublicKey) {
+	if key := decodeKey(data[KeyCAKey]); len(st.bundle) > 0 && holds(st.bundle[0], key) {
 		st.ca = &pair{st.bundle[0], key}
 	}
-	if certs, key := decodeCerts(data[KeyCert]), decodeKey(data[KeyKey]); len(certs) > 0 && key != nil && now.Before(certs[0].NotAfter) {
+	if certs, key := decodeCerts(data[KeyCert]), decodeKey(data[KeyKey]); len(certs) > 0 && holds(certs[0], key) && now.Before(certs[0].NotAfter) {
 		st.leaf = &pair{certs[0], key}
 	}
 	return st
+}
+
+// holds reports whether key is c's private key. A Secret edited by hand may
+// pair an RSA or Ed25519 certificate with any key, or a certificate with
+// another certificate's key: neither is used (and both are made again).
+func holds(c *x509.Certificate, key *ecdsa.PrivateKey) bool {
+	pub, ok := c.PublicKey.(*ecdsa.PublicKey)
+	return ok && key != nil && pub.Equal(&key.PublicKey)
 }
 
 func (st state) encode() map[string][]byte {

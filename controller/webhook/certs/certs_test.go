@@ -2,8 +2,16 @@ package certs_test
 
 import (
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
+	"math/big"
 	"testing"
 	"time"
 
@@ -180,4 +188,92 @@ func TestSyncPeriod(t *testing.T) {
 			t.Errorf("SyncPeriod(%v) = %v, want %v", tc.validity, got, tc.want)
 		}
 	}
+}
+
+// TestAForeignKeyPairIsMadeAgain: a Secret edited by hand to hold an RSA
+// or Ed25519 CA (probelet's own are ECDSA), or a certificate with another
+// certificate's key, is read as absent and made again; it never panics
+// the controller.
+func TestAForeignKeyPairIsMadeAgain(t *testing.T) {
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, edKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherEC, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		caKey   crypto.Signer
+		keyFile crypto.Signer // the key stored beside the certificate
+		field   string        // which pair is replaced
+	}{
+		{"RSA CA", rsaKey, rsaKey, "ca"},
+		// The CA replaced by hand, probelet's ECDSA key left beside it.
+		{"RSA CA beside an ECDSA key", rsaKey, otherEC, "ca"},
+		{"Ed25519 CA", edKey, edKey, "ca"},
+		{"CA with another key", otherEC, mustEC(t), "ca"},
+		{"RSA serving certificate", rsaKey, rsaKey, "leaf"},
+		{"serving certificate with another key", otherEC, mustEC(t), "leaf"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.sync()
+			sec, _ := e.cs.CoreV1().Secrets(ns).Get(context.Background(), secret, metav1.GetOptions{})
+			certPEM := selfSigned(t, tc.caKey, e.clk.Now())
+			keyPEM := pkcs8(t, tc.keyFile)
+			if tc.field == "ca" {
+				// First in the bundle is the CA in use; the old one stays
+				// behind it, so the certificate served meanwhile is trusted.
+				sec.Data[certs.KeyCABundle] = append(certPEM, sec.Data[certs.KeyCABundle]...)
+				sec.Data[certs.KeyCAKey] = keyPEM
+			} else {
+				sec.Data[certs.KeyCert], sec.Data[certs.KeyKey] = certPEM, keyPEM
+			}
+			if _, err := e.cs.CoreV1().Secrets(ns).Update(context.Background(), sec, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			did := e.sync() // checks the served certificate is trusted
+			t.Logf("%s: %s", tc.name, did)
+			if did == "" {
+				t.Errorf("sync left a %s it cannot use", tc.name)
+			}
+		})
+	}
+}
+
+func mustEC(t *testing.T) *ecdsa.PrivateKey {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// selfSigned is a CA certificate for key, valid for a day from now.
+func selfSigned(t *testing.T, key crypto.Signer, now time.Time) []byte {
+	t.Helper()
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "hand-made"},
+		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, DNSNames: []string{host}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func pkcs8(t *testing.T, key crypto.Signer) []byte {
+	t.Helper()
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
 }

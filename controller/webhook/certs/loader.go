@@ -67,6 +67,9 @@ func (l *Loader) load(ctx context.Context) {
 	l.cur.Store(c)
 }
 
+// Loaded reports whether a certificate is loaded: the webhook can answer.
+func (l *Loader) Loaded() bool { return l.cur.Load() != nil }
+
 // GetCertificate is tls.Config's: the certificate last loaded.
 func (l *Loader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	if c := l.cur.Load(); c != nil {
