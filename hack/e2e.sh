@@ -5,7 +5,7 @@
 # `make e2e` runs it. The bed needs root: without it the suite is skipped
 # with a message, unless CI is set, where that is a failure.
 #
-# Env: GO (default go), E2E_RUN (a -run pattern), E2E_TIMEOUT (default 50m: the suite takes 20-32 min on a loaded 2-core machine),
+# Env: GO (default go), E2E_RUN (a -run pattern), E2E_PARALLEL (tests at once, default 3), E2E_TIMEOUT (default 50m: the suite takes 20-32 min on a loaded 2-core machine),
 # PROBELET_TESTBED_KEEP=1 keeps a failed test's bed for inspection.
 set -euo pipefail
 
@@ -26,7 +26,10 @@ fi
 
 # The tests fail instead of skipping when the bed cannot start.
 export PROBELET_E2E=1
-args=(-tags e2e -count=1 -timeout "${E2E_TIMEOUT:-50m}")
+# Three parallel tests at once, not GOMAXPROCS' two: most of them wait on
+# probe periods and control planes, and the serial ones (each a victim's
+# timing under an attack) run alone before them either way.
+args=(-tags e2e -count=1 -timeout "${E2E_TIMEOUT:-50m}" -parallel "${E2E_PARALLEL:-3}")
 if [ -n "${E2E_RUN:-}" ]; then
 	args+=(-run "$E2E_RUN")
 fi
