@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probelet/probelet/internal/fanout"
@@ -68,7 +69,9 @@ type announcer struct {
 	// Owned by the run goroutine.
 	baseline bool
 	known    map[string]*item
-	lastSB   map[string]*runtimeapi.PodSandboxStatus
+	// lastSB is each live sandbox's last status, for the events about it
+	// once containerd has none: without its annotations (see remember).
+	lastSB map[string]*runtimeapi.PodSandboxStatus
 }
 
 func newAnnouncer(p *Proxy) *announcer {
@@ -242,7 +245,7 @@ func (a *announcer) ask(ctx context.Context, id string, it *item, h hint) (phase
 	switch {
 	case err == nil:
 		it.sandboxID = id
-		a.lastSB[id] = r.GetStatus()
+		a.remember(id, r.GetStatus())
 		return sandboxPhase(r.GetStatus().GetState()), true, true
 	case status.Code(err) == codes.NotFound:
 		it.sandboxID = id
@@ -316,10 +319,35 @@ func (a *announcer) sandboxStatus(ctx context.Context, id string) *runtimeapi.Po
 	}
 	var r runtimeapi.PodSandboxStatusResponse
 	if err := a.p.typedRead(ctx, mPodSandboxStatus, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id}, &r); err == nil {
-		a.lastSB[id] = r.GetStatus()
+		a.remember(id, r.GetStatus())
 		return r.GetStatus()
 	}
 	return a.lastSB[id]
+}
+
+// remember keeps sandbox id's status for when it is gone, every field but
+// its annotations: a tenant writes those (up to the API server's 256 KiB a
+// pod, on every pod of the node), and the kubelet reads a removed
+// sandbox's identity, state and network from an event, never its
+// annotations. The fields are shared, not copied: statuses are never
+// changed once read.
+func (a *announcer) remember(id string, s *runtimeapi.PodSandboxStatus) {
+	if s == nil {
+		return
+	}
+	a.lastSB[id] = withoutAnnotations(s)
+}
+
+func withoutAnnotations(s *runtimeapi.PodSandboxStatus) *runtimeapi.PodSandboxStatus {
+	kept := &runtimeapi.PodSandboxStatus{}
+	dst := kept.ProtoReflect()
+	s.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Name() != "annotations" {
+			dst.Set(fd, v)
+		}
+		return true
+	})
+	return kept
 }
 
 // serve streams the events to one caller until it goes away or the proxy
