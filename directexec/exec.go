@@ -230,6 +230,8 @@ func outcome(ctx context.Context, line string, cmd []string, timeout time.Durati
 		return 0, fmt.Errorf("%w: %s", errNotRunning, rest)
 	case "container-exited":
 		return 0, fmt.Errorf("%w: it exited while the command ran", errNotRunning)
+	case "paused":
+		return 0, errPaused
 	}
 	return 0, fmt.Errorf("exec helper: status %q", line)
 }

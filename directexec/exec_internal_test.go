@@ -30,6 +30,7 @@ func TestOutcomeIsExecSyncs(t *testing.T) {
 		{line: "setup-error setns into the mnt namespace: Operation not permitted", fallback: true},
 		{line: "gone the container's init process 7 exited", wantErr: errNotRunning},
 		{line: "container-exited", wantErr: errNotRunning, wantText: "exited while the command ran"},
+		{line: "paused", wantErr: errPaused, wantText: "cannot exec in a paused container"},
 		{line: "cancelled", wantErr: context.Canceled},
 		{line: "exit three", wantText: "status"},
 		{line: "bogus", wantText: `status "bogus"`},

@@ -38,6 +38,10 @@ const (
 // would say.
 var errNotRunning = errors.New("container is not running")
 
+// errPaused: the container's cgroups are frozen; runc's exec refuses with
+// these words (ExecSync returns them wrapped in the runtime's error).
+var errPaused = errors.New("cannot exec in a paused container")
+
 // Runner runs exec probes directly, falling back to another runner (CRI
 // ExecSync) for containers it cannot run them in exactly as the runtime
 // would. It implements execprobe.Runner.

@@ -26,8 +26,9 @@
 // not found, ...), "setup-error MSG" (the helper could not reproduce the
 // runtime's setup; probelet asks the runtime instead), "lsm-error MSG" (the
 // container's AppArmor profile could not be applied; likewise), "gone MSG" (the
-// container is not running) and "container-exited" (its init exited while
-// the command ran).
+// container is not running), "container-exited" (its init exited while
+// the command ran) and "paused" (its cgroups are frozen: runc refuses such
+// an exec).
 
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -1156,11 +1157,89 @@ static void kill_tree(pid_t root, int rootfd)
 	}
 }
 
+// paused reports whether the container's cgroups are frozen or freezing
+// (v1's freezer.state shows a parent's freeze too; v2's cgroup.freeze):
+// runc refuses to exec into a paused container, and a process that joined
+// one would stop there. A freeze after this check is met by the bounded
+// waits of run.
+static int paused(const struct request *r)
+{
+	for (int i = 0; i < r->ncgroups; i++) {
+		static const char *const files[] = {"freezer.state", "cgroup.freeze"};
+		for (int f = 0; f < 2; f++) {
+			char path[4200], b[16] = {0};
+			snprintf(path, sizeof(path), "%s/%s", r->cgroups[i], files[f]);
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			ssize_t n = read(fd, b, sizeof(b) - 1);
+			close(fd);
+			if (n > 0 && (f == 0 ? strncmp(b, "THAWED", 6) != 0 : b[0] == '1'))
+				return 1;
+		}
+	}
+	return 0;
+}
+
 static int64_t now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+// How a wait ended: what it waited for happened, the probe's deadline
+// passed, or probelet hung up the control socket (the probe was
+// cancelled).
+enum { HAPPENED = 0, TIMED_OUT = 1, CANCELLED = 2 };
+
+// await_fd waits until fd is readable or hung up, the deadline passes or
+// ctl is hung up. Every wait of the helper is bounded so: a process of the
+// probe may be frozen (its container's cgroup paused) or stuck, and the
+// helper must still answer by the deadline and end.
+static int await_fd(int fd, int64_t deadline)
+{
+	struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = ctl, .events = POLLIN | POLLRDHUP}};
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		if (left <= 0)
+			return TIMED_OUT;
+		if (poll(p, 2, left > 1000000 ? 1000000 : (int)left) < 0) {
+			if (errno == EINTR)
+				continue;
+			return CANCELLED;
+		}
+		if (p[0].revents)
+			return HAPPENED;
+		if (p[1].revents)
+			return CANCELLED;
+	}
+}
+
+// REAP_GRACE_MS bounds the wait for a killed child to end: a process in a
+// frozen cgroup keeps a SIGKILL pending until it is thawed, and the helper
+// leaves it then (its parent becomes the subreaper above, or init, which
+// reaps it once it dies) rather than wait for ever.
+#define REAP_GRACE_MS 1000
+
+// reap waits until deadline for the helper's child pid (pidfd) to end and
+// reaps it into *ws; it returns 0 when the child did not end in time.
+static int reap(pid_t pid, int pidfd, int64_t deadline, int *ws)
+{
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		int n = poll(&p, 1, left <= 0 ? 0 : left > 1000000 ? 1000000 : (int)left);
+		if (n == 1)
+			break;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || left <= 0)
+			return 0;
+	}
+	while (waitpid(pid, ws, 0) < 0 && errno == EINTR)
+		;
+	return 1;
 }
 
 static int run(void)
@@ -1248,6 +1327,10 @@ static int run(void)
 			return 0;
 		}
 	}
+	if (paused(&r)) {
+		status("paused");
+		return 0;
+	}
 	if (r.apparmor) {
 		struct statfs sfs;
 		hostproc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -1276,6 +1359,7 @@ static int run(void)
 		close(pidpipe[0]);
 		intermediate(&r, ns, nns, cgroupfds, devnull, pidpipe[1]);
 	}
+	int midfd = pidfd_open(mid);
 	close(pipefd[1]);
 	close(pidpipe[1]);
 	close(devnull);
@@ -1287,14 +1371,33 @@ static int run(void)
 	// reason is on the error pipe). Once the intermediate is reaped, the
 	// command is this helper's child: its pid cannot be reused before
 	// this helper waits for it.
+	// The intermediate joins the container's cgroups: in a frozen one it
+	// stops there, so neither its pid nor its end may be waited for past
+	// the deadline (it and whatever it forked are then killed).
+	if (midfd < 0) {
+		kill(mid, SIGKILL);
+		waitpid(mid, NULL, 0);
+		status("setup-error pidfd_open: %s", strerror(errno));
+		return 0;
+	}
 	pid_t pid = -1;
-	ssize_t got;
-	while ((got = read(pidpipe[0], &pid, sizeof(pid))) < 0 && errno == EINTR)
-		;
+	ssize_t got = -1;
+	int ended = await_fd(pidpipe[0], deadline);
+	if (ended == HAPPENED) {
+		while ((got = read(pidpipe[0], &pid, sizeof(pid))) < 0 && errno == EINTR)
+			;
+	}
 	close(pidpipe[0]);
 	int mws;
-	while (waitpid(mid, &mws, 0) < 0 && errno == EINTR)
-		;
+	if (ended == HAPPENED && !reap(mid, midfd, deadline, &mws))
+		ended = TIMED_OUT;
+	if (ended != HAPPENED) {
+		kill_tree(mid, midfd);
+		reap(mid, midfd, now_ms() + REAP_GRACE_MS, &mws);
+		status(ended == TIMED_OUT ? "timeout" : "cancelled");
+		return 0;
+	}
+	close(midfd);
 	if (got != (ssize_t)sizeof(pid)) {
 		char msg[1025] = {0};
 		size_t msglen = 0;
@@ -1319,7 +1422,6 @@ static int run(void)
 
 	char msg[1025] = {0};
 	size_t msglen = 0;
-	int ended = 0; // 1: timeout, 2: cancelled
 	struct pollfd p[3] = {
 		{.fd = childfd, .events = POLLIN},
 		{.fd = pipefd[0], .events = POLLIN},
@@ -1328,11 +1430,11 @@ static int run(void)
 	while (!(p[0].revents & POLLIN)) {
 		int64_t left = deadline - now_ms();
 		if (left <= 0) {
-			ended = 1;
+			ended = TIMED_OUT;
 			break;
 		}
 		if (poll(p, 3, left > 1000000 ? 1000000 : (int)left) < 0 && errno != EINTR) {
-			ended = 2;
+			ended = CANCELLED;
 			break;
 		}
 		if (p[1].revents) {
@@ -1343,15 +1445,21 @@ static int run(void)
 				p[1].fd = -1; // closed: execve happened (or the child died)
 		}
 		if (p[2].revents) {
-			ended = 2; // probelet closed the socket: the probe was cancelled
+			ended = CANCELLED; // probelet closed the socket
 			break;
 		}
 	}
-	if (ended)
+	int ws = 0;
+	if (ended) {
 		kill_tree(pid, childfd);
-	int ws;
-	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
-		;
+		// A frozen command keeps its end of the error pipe open: its
+		// message, if any, is read without waiting for that end.
+		if (!reap(pid, childfd, now_ms() + REAP_GRACE_MS, &ws) && p[1].fd >= 0)
+			fcntl(pipefd[0], F_SETFL, O_NONBLOCK);
+	} else {
+		while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+			;
+	}
 	if (p[1].fd >= 0) {
 		ssize_t k;
 		while (msglen < sizeof(msg) - 1 && (k = read(pipefd[0], msg + msglen, sizeof(msg) - 1 - msglen)) > 0)
@@ -1359,9 +1467,9 @@ static int run(void)
 	}
 	msg[msglen] = 0;
 
-	if (ended == 1)
+	if (ended == TIMED_OUT)
 		status("timeout");
-	else if (ended == 2)
+	else if (ended == CANCELLED)
 		status("cancelled");
 	else if (msglen > 0 && msg[0] == 'E')
 		status("exec-error %s", msg + 1);
