@@ -117,18 +117,28 @@ func TestExecDirectIntoFrozenContainers(t *testing.T) {
 	t.Logf("%d containers frozen %d times with a run in flight, then %d runs while frozen: at most %d helper processes at once, none older than %v",
 		frozenApps, frozenCycles, frozenRuns, peak, limit)
 
-	setAll("THAWED")
-	for i, a := range apps {
-		eventually(t, limit, a.name+"'s cgroup without the probes' processes", func() (bool, string) {
-			var left []string
-			for _, pid := range cgroupPIDs(t, freezers[i]) {
-				if cmd := cmdline(pid); cmd == "sleep 5" || processName(pid) == "probelet-exec" {
-					left = append(left, fmt.Sprintf("%d %q", pid, cmd))
-				}
+	// What the freeze holds of the probes: commands killed while frozen
+	// (and, had a helper joined a frozen cgroup, the helper's processes).
+	// Thawed, they die at once; the runs that start after are new.
+	held := map[int]string{}
+	for _, f := range freezers {
+		for _, pid := range cgroupPIDs(t, f) {
+			if cmd := cmdline(pid); cmd == "sleep 5" || processName(pid) == "probelet-exec" {
+				held[pid] = cmd
 			}
-			return len(left) == 0, strings.Join(left, ", ")
-		})
+		}
 	}
+	setAll("THAWED")
+	eventually(t, limit, fmt.Sprintf("the %d probe processes the freeze held gone", len(held)), func() (bool, string) {
+		var left []string
+		for pid, cmd := range held {
+			if cmdline(pid) == cmd {
+				left = append(left, fmt.Sprintf("%d %q", pid, cmd))
+			}
+		}
+		return len(left) == 0, strings.Join(left, ", ")
+	})
+	t.Logf("thawed: the %d probe processes the freeze held died", len(held))
 	if n := d.sum("probelet_exec_direct_fallbacks_total"); n != 0 {
 		t.Errorf("%v probes went to the runtime; the log says why:\n%s", n, d.logTail(40))
 	}

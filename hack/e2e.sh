@@ -36,8 +36,27 @@ fi
 
 start=$(date +%s%N)
 status=0
-"$GO" test "${args[@]}" ./e2e/ ./internal/testbed/ ./internal/cluster/ || status=$?
+# Verbose into a file, so that the time of every test can be reported (the
+# suite's budget is CI's); on a failure the failing tests' lines and the
+# log's end follow, as go test would print them.
+log=$(mktemp "${TMPDIR:-/tmp}/probelet-e2e.XXXXXX.log")
+"$GO" test -v "${args[@]}" ./e2e/ ./internal/testbed/ ./internal/cluster/ >"$log" 2>&1 || status=$?
 ms=$((($(date +%s%N) - start) / 1000000))
+echo "e2e: the slowest tests (the serial ones run first, alone; then ${E2E_PARALLEL:-3} at once):"
+grep -E '^--- (PASS|FAIL|SKIP)' "$log" | sed -E 's/^--- ([A-Z]+): ([^ ]+) \(([0-9.]+)s\)/\3 \1 \2/' | sort -rn | head -20 |
+	awk '{printf "  %7.1fs  %s %s\n", $1, $2, $3}'
+grep -E '^(ok|FAIL|---) ' "$log" | grep -v -- '--- PASS' || true
+if [ "$status" -ne 0 ]; then
+	# Each failing test's own lines (verbose output names the test it
+	# continues with), then the end of the log (a panic or a timeout).
+	echo "e2e: the output of each failing test ($log):"
+	awk '/^=== (RUN|CONT|NAME) /{cur=$3; sub(/\/.*/, "", cur)} /^--- FAIL: /{fail[$3]=1}
+		{if (cur != "") out[cur] = out[cur] $0 "\n"} END {for (t in fail) printf "%s", out[t]}' "$log"
+	echo "e2e: the last 60 lines of the suite's output:"
+	tail -n 60 "$log"
+else
+	rm -f "$log"
+fi
 "$GO" vet -tags e2e ./... || status=$?
 verdict=passed
 [ "$status" -eq 0 ] || verdict=FAILED
