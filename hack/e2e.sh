@@ -44,7 +44,7 @@ log=$(mktemp "${TMPDIR:-/tmp}/probelet-e2e.XXXXXX.log")
 ms=$((($(date +%s%N) - start) / 1000000))
 echo "e2e: the slowest tests (the serial ones run first, alone; then ${E2E_PARALLEL:-3} at once):"
 grep -E '^--- (PASS|FAIL|SKIP)' "$log" | sed -E 's/^--- ([A-Z]+): ([^ ]+) \(([0-9.]+)s\)/\3 \1 \2/' | sort -rn | head -20 |
-	awk '{printf "  %7.1fs  %s %s\n", $1, $2, $3}'
+	awk '{printf "  %7.1fs  %s %s\n", $1, $2, $3}' || true
 grep -E '^(ok|FAIL|---) ' "$log" | grep -v -- '--- PASS' || true
 if [ "$status" -ne 0 ]; then
 	# Each failing test's own lines (verbose output names the test it
