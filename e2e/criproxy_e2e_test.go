@@ -26,6 +26,7 @@ import (
 // memo, the kubelet follows probelet's event stream, and shadow mode saw
 // no mismatch.
 func TestCRIProxyRunsAKubelet(t *testing.T) {
+	t.Parallel() // functional, no timing bound of its own: beside the others
 	bed := testbed.Start(t)
 	proxy := proxyEndpoint(bed)
 	d := startCRIProxy(t, bed, "--verify")

@@ -23,6 +23,7 @@ import (
 // answers byte for byte containerd's; the refusals count under one
 // label.
 func TestCRIProxyOnlyCRI(t *testing.T) {
+	t.Parallel() // functional, no timing bound of its own: beside the others
 	bed := testbed.Start(t)
 	proxy := proxyEndpoint(bed)
 	d := startCRIProxy(t, bed)

@@ -123,6 +123,7 @@ func TestExecHelperSurvivesAPtraceRace(t *testing.T) {
 // the wider set: its CapBnd equals ExecSync's, because the helper refused
 // (a fallback counted under reason "setup") and the runtime ran it.
 func TestExecHelperWithoutSetpcapFailsClosed(t *testing.T) {
+	t.Parallel() // functional, no timing bound of its own: beside the others
 	bed := testbed.Start(t)
 	d := startProbeletUnder(t, bed, []string{"setpriv", "--bounding-set", "-setpcap", "--"},
 		"--exec-mode", "direct", "--runtime-state-dir", filepath.Join(bed.Dir(), "state"))
