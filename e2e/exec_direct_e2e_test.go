@@ -399,21 +399,25 @@ func allPIDs() []int {
 type stat struct {
 	ppid  int
 	state string
+	// start is the start time in clock ticks after boot (USER_HZ, 100).
+	start int64
 }
 
-// procStat reads the state and parent of pid (zero when it is gone).
+// procStat reads the state, parent and start time of pid (zero when it
+// is gone).
 func procStat(pid int) stat {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	i := bytes.LastIndexByte(b, ')')
 	if err != nil || i < 0 {
 		return stat{}
 	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
+	f := strings.Fields(string(b[i+1:])) // f[0] is field 3 of stat
+	if len(f) < 20 {
 		return stat{}
 	}
 	ppid, _ := strconv.Atoi(f[1])
-	return stat{ppid: ppid, state: f[0]}
+	start, _ := strconv.ParseInt(f[19], 10, 64)
+	return stat{ppid: ppid, state: f[0], start: start}
 }
 
 // noLastingZombies: a child may be a zombie between its exit and the

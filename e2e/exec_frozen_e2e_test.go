@@ -3,7 +3,6 @@
 package e2e_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -193,21 +192,13 @@ func children(pid int) []int {
 
 // processAge is how long pid has run (zero when it is gone).
 func processAge(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	i := bytes.LastIndexByte(b, ')')
-	up, err2 := os.ReadFile("/proc/uptime")
-	if err != nil || err2 != nil || i < 0 {
+	s := procStat(pid)
+	up, err := os.ReadFile("/proc/uptime")
+	if s.start == 0 || err != nil {
 		return 0
 	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return 0
-	}
-	// Field 22 of stat, the start time in clock ticks after boot (USER_HZ,
-	// 100 on Linux); f starts at field 3.
-	ticks, _ := strconv.ParseInt(f[19], 10, 64)
 	secs, _ := strconv.ParseFloat(strings.Fields(string(up))[0], 64)
-	return time.Duration(secs*float64(time.Second)) - time.Duration(ticks)*10*time.Millisecond
+	return time.Duration(secs*float64(time.Second)) - time.Duration(s.start)*10*time.Millisecond
 }
 
 // processName is pid's comm ("" when it is gone).
