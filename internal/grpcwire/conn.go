@@ -32,8 +32,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/probelet/probelet/prober/probe"
 )
 
 // Limits bound what one call reads.
@@ -80,8 +78,7 @@ type Conn struct {
 	nc     net.Conn
 	lim    Limits
 	window uint32 // each reply's flow-control window, and the connection's
-	budget int64  // what a call may read
-	in     *probe.LimitedReader
+	in     *meter // what a call reads, bounded
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	fr     *http2.Framer
@@ -91,10 +88,9 @@ type Conn struct {
 	prefaced bool
 	nextID   uint32
 	// What the server lets the client send: the connection's window left,
-	// each new stream's window, the largest frame.
+	// and each new stream's window.
 	sendWindow int64
 	peerWindow int64
-	peerFrame  uint32
 	// owed is the DATA received since the connection's window was last
 	// given back; the next call's write gives it back.
 	owed     uint32
@@ -112,13 +108,15 @@ func NewConn(nc net.Conn, lim Limits) *Conn {
 	// would go on reading it until the deadline.
 	budget := 2*int64(lim.MaxHeaderList) + 2*int64(window)
 	c := &Conn{
-		nc: nc, lim: lim, window: window, budget: budget, stop: func() bool { return true },
-		nextID: 1, sendWindow: defaultWindow, peerWindow: defaultWindow, peerFrame: defaultFrame,
+		nc: nc, lim: lim, window: window, stop: func() bool { return true },
+		nextID: 1, sendWindow: defaultWindow, peerWindow: defaultWindow,
 	}
-	c.in = &probe.LimitedReader{R: nc, N: budget, Err: fmt.Errorf("the server sent over %d bytes", budget)}
 	c.bw = bufio.NewWriterSize(nc, 1<<10) // a request and its frames: a larger one goes out in two writes
-	c.br = bufio.NewReaderSize(c.in, 4<<10)
-	c.fr = http2.NewFramer(c.bw, c.br)
+	c.br = bufio.NewReaderSize(nc, 4<<10)
+	// Above the buffer: the meter sees the frames the Framer reads, not
+	// what the buffer read ahead.
+	c.in = newMeter(c.br, budget)
+	c.fr = http2.NewFramer(c.bw, c.in)
 	c.fr.SetMaxReadFrameSize(maxFrameSize)
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.fr.MaxHeaderListSize = lim.MaxHeaderList
@@ -168,37 +166,52 @@ func (c *Conn) Send(ctx context.Context, path, authority, userAgent string, msg 
 	if int64(len(body)) > min(c.sendWindow, c.peerWindow) {
 		return nil, ErrNoRoom
 	}
-	c.in.N = c.budget
+	c.in.reset()
 	c.answered = 0
+	// Every write goes to the buffer, and the first error ends the call:
+	// a frame the Framer refused, or the flush's.
+	var werr error
+	write := func(err error) {
+		if werr == nil {
+			werr = err
+		}
+	}
 	if !c.prefaced {
 		c.prefaced = true
-		_, _ = c.bw.WriteString(http2.ClientPreface)
-		_ = c.fr.WriteSettings(
+		_, err := c.bw.WriteString(http2.ClientPreface)
+		write(err)
+		write(c.fr.WriteSettings(
 			http2.Setting{ID: http2.SettingInitialWindowSize, Val: c.window},
 			http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: c.lim.MaxHeaderList},
-		)
-		_ = c.fr.WriteWindowUpdate(0, c.window-defaultWindow)
+		))
+		if c.window > defaultWindow { // a window can only grow
+			write(c.fr.WriteWindowUpdate(0, c.window-defaultWindow))
+		}
 	} else if c.owed > 0 {
-		_ = c.fr.WriteWindowUpdate(0, c.owed)
+		write(c.fr.WriteWindowUpdate(0, c.owed))
 		c.owed = 0
 	}
 	s := &Stream{id: c.nextID, maxReply: c.lim.MaxReply, window: c.window}
 	s.deadline, _ = ctx.Deadline()
 	c.nextID += 2
-	_ = c.fr.WriteHeaders(http2.HeadersFrameParam{
+	write(c.fr.WriteHeaders(http2.HeadersFrameParam{
 		StreamID:      s.id,
 		BlockFragment: requestHeaders(ctx, path, authority, userAgent),
 		EndHeaders:    true,
-	})
+	}))
+	// DATA frames of HTTP/2's initial size, which every peer must take,
+	// whatever its SETTINGS_MAX_FRAME_SIZE says: grpc-go's loopy writer
+	// does the same.
 	for rest := body; len(rest) > 0; {
-		n := min(len(rest), int(c.peerFrame))
-		_ = c.fr.WriteData(s.id, n == len(rest), rest[:n])
+		n := min(len(rest), defaultFrame)
+		write(c.fr.WriteData(s.id, n == len(rest), rest[:n]))
 		rest = rest[n:]
 	}
 	c.sendWindow -= int64(len(body))
-	if err := c.bw.Flush(); err != nil {
+	write(c.bw.Flush())
+	if werr != nil {
 		c.broken = true
-		return nil, err
+		return nil, werr
 	}
 	return s, nil
 }
@@ -299,13 +312,14 @@ func (c *Conn) onFrame(f http2.Frame, s *Stream) (done bool, err error) {
 	return done, err
 }
 
-// settings takes what the server's SETTINGS tell the client's sending.
+// settings takes what the server's SETTINGS tell the client's sending:
+// each new stream's window, which the Framer checked (a value over 2^31-1
+// fails the read, a connection error). The client writes frames of the
+// initial size, whatever SETTINGS_MAX_FRAME_SIZE says, and grpc-go's
+// client too ignores that setting, valid or not.
 func (c *Conn) settings(f *http2.SettingsFrame) {
 	if v, ok := f.Value(http2.SettingInitialWindowSize); ok {
 		c.peerWindow = int64(v)
-	}
-	if v, ok := f.Value(http2.SettingMaxFrameSize); ok {
-		c.peerFrame = v
 	}
 }
 

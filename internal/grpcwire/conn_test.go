@@ -63,9 +63,15 @@ func pair(t *testing.T) (*grpcwire.Conn, *server) {
 
 // call runs a Health/Check on c in the background.
 func call(c *grpcwire.Conn, service string) <-chan error {
+	return callWithin(c, service, 10*time.Second)
+}
+
+// callWithin runs a Health/Check on c in the background, with a deadline
+// d away.
+func callWithin(c *grpcwire.Conn, service string, d time.Duration) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), d)
 		defer cancel()
 		var resp healthpb.HealthCheckResponse
 		done <- c.Call(ctx, "/grpc.health.v1.Health/Check", "localhost", "test", &healthpb.HealthCheckRequest{Service: service}, &resp)
@@ -149,6 +155,22 @@ func TestConnKeptBetweenCalls(t *testing.T) {
 		}
 		if !c.Usable() {
 			t.Fatal("the connection is spent, want it kept")
+		}
+	})
+	t.Run("a MAX_FRAME_SIZE of 0 holds no call past its deadline", func(t *testing.T) {
+		// Invalid (RFC 9113 §6.5.2) and ignored, as grpc-go ignores it:
+		// the request still goes out in frames of the initial size.
+		_ = s.fr.WriteSettings(http2.Setting{ID: http2.SettingMaxFrameSize, Val: 0})
+		const deadline = time.Second
+		done := callWithin(c, "after-zero", deadline)
+		id := s.answer()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("call on stream %d: %v", id, err)
+			}
+		case <-time.After(2 * deadline):
+			t.Fatalf("the call is still running %v past its deadline", deadline)
 		}
 	})
 	t.Run("a GOAWAY while idle: the next call is not sent", func(t *testing.T) {

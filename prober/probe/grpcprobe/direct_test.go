@@ -120,8 +120,58 @@ func TestProbeAnswersAsGRPCGo(t *testing.T) {
 		{name: "reset: refused stream", port: serveH2(t, func(fr *http2.Framer) { _ = fr.WriteRSTStream(1, http2.ErrCodeRefusedStream) }),
 			differs: "error: health rpc probe failed: rpc error: code = Unavailable desc = stream terminated by RST_STREAM with error code: REFUSED_STREAM"},
 		{name: "a flood of pings", port: pingFlood(t, false), differs: "error: health rpc probe failed: rpc error: code = Unavailable desc = error reading from server: the server sent over 100 pings and settings"},
-		// Frames that need no answer: only the exchange's byte budget ends them.
-		{name: "a flood of ping acks", port: pingFlood(t, true), budget: true, differs: fmt.Sprintf("error: health rpc probe failed: rpc error: code = Unavailable desc = error reading from server: the server sent over %d bytes", 2*grpcprobe.MaxHeaderListBytes+2*(grpcprobe.MaxReplyBytes+5+1024))},
+		// Frames that need no answer and carry next to nothing: the
+		// frames' own bound ends them.
+		{name: "a flood of ping acks", port: pingFlood(t, true), differs: tooManyFrames},
+		{name: "a flood of empty DATA", port: serveH2(t, func(fr *http2.Framer) {
+			writeHeaders(fr, false, ":status", "200", "content-type", "application/grpc")
+			flood(func() error { return fr.WriteData(1, false, nil) })
+		}), differs: tooManyFrames},
+		{name: "a flood of 1-byte DATA", port: serveH2(t, func(fr *http2.Framer) {
+			writeHeaders(fr, false, ":status", "200", "content-type", "application/grpc")
+			flood(func() error { return fr.WriteData(1, false, []byte{0}) })
+		}), differs: tooManyFrames},
+		{name: "a flood of empty CONTINUATION", port: serveH2(t, func(fr *http2.Framer) {
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hpackFields(":status", "200")})
+			flood(func() error { return fr.WriteContinuation(1, false, nil) })
+		}), differs: tooManyFrames},
+		{name: "a flood of WINDOW_UPDATE", port: serveH2(t, func(fr *http2.Framer) {
+			flood(func() error { return fr.WriteWindowUpdate(0, 1) })
+		}), differs: tooManyFrames},
+		// Full frames for a stream that is not the call's: only the
+		// exchange's byte budget ends them.
+		{name: "a flood of DATA on another stream", port: serveH2(t, func(fr *http2.Framer) {
+			frame := make([]byte, 16<<10)
+			flood(func() error { return fr.WriteData(3, false, frame) })
+		}), budget: true, differs: fmt.Sprintf("error: health rpc probe failed: rpc error: code = Unavailable desc = error reading from server: the server sent over %d bytes", 2*grpcprobe.MaxHeaderListBytes+2*(grpcprobe.MaxReplyBytes+5+1024))},
+		// The bound is on frames that carry little: a reply cut into the
+		// smallest frames still comes through.
+		{name: "a reply in 1-byte DATA frames", port: serveH2(t, func(fr *http2.Framer) {
+			writeHeaders(fr, false, ":status", "200", "content-type", "application/grpc")
+			for _, b := range reply {
+				_ = fr.WriteData(1, false, []byte{b})
+			}
+			writeHeaders(fr, true, "grpc-status", "0")
+			waitClosed(fr)
+		})},
+		// A SETTINGS_MAX_FRAME_SIZE no peer may send: grpc-go ignores it,
+		// and so does the direct client.
+		{name: "settings with MAX_FRAME_SIZE 0", port: serveH2Raw(t, func(fr *http2.Framer) {
+			_ = fr.WriteSettings(http2.Setting{ID: http2.SettingMaxFrameSize, Val: 0})
+			for {
+				f, err := fr.ReadFrame()
+				if err != nil {
+					return
+				}
+				if d, ok := f.(*http2.DataFrame); ok && d.StreamEnded() {
+					break
+				}
+			}
+			writeHeaders(fr, false, ":status", "200", "content-type", "application/grpc")
+			_ = fr.WriteData(1, false, reply)
+			writeHeaders(fr, true, "grpc-status", "0")
+			waitClosed(fr)
+		})},
 		{name: "goaway before the call", port: serveH2(t, func(fr *http2.Framer) {
 			_ = fr.WriteGoAway(0, http2.ErrCodeNo, nil)
 			waitClosed(fr)
@@ -148,6 +198,16 @@ func TestProbeAnswersAsGRPCGo(t *testing.T) {
 			}
 			t.Logf("both: %s %q", res, out)
 		})
+	}
+}
+
+// tooManyFrames is the direct client's answer to frames that carry next
+// to nothing, as many as the server can write.
+const tooManyFrames = "error: health rpc probe failed: rpc error: code = Unavailable desc = error reading from server: the server sent over 200 frames carrying under 1024 bytes each"
+
+// flood writes frames until the client goes away.
+func flood(write func() error) {
+	for write() == nil {
 	}
 }
 
