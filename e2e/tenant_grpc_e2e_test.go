@@ -120,6 +120,83 @@ func TestTenantHostileGRPCTargetsHurtNobody(t *testing.T) {
 	t.Logf("%d hostile gRPC targets for %v: %v", len(hostileGRPC)*perMode, attackHold, v)
 }
 
+// frameFloodOutput is what a run against a flood of frames that carry next
+// to nothing says (internal/grpcwire's meter).
+const frameFloodOutput = "frames carrying under 1024 bytes each"
+
+// TestTenantGRPCFrameFloodsCostNoMoreThanPings (issue 41): frames that
+// need no answer — empty DATA, empty CONTINUATION, WINDOW_UPDATE — cost
+// the prober no more than the PING flood whose answers are capped. First
+// 21 targets flood PINGs, then 21 flood the three others (7 of each), at
+// readiness and liveness period 1 s beside a victim probed by gRPC: every
+// run of theirs fails by its own bound and well before its timeout, the
+// victim keeps its 1 s grid in both rounds, and probelet's CPU in the
+// second round is at most the first's (within the rounds' noise, 10% and
+// a hundredth of a CPU). Unbounded, each empty-frame call read until the
+// byte budget: tens of milliseconds of CPU a run.
+func TestTenantGRPCFrameFloodsCostNoMoreThanPings(t *testing.T) {
+	bed := testbed.Start(t)
+	d := startProbelet(t, bed)
+	victim := runApp(t, bed, appSpec{name: "victim", cmd: grpcApp, probes: spec.ContainerProbes{
+		Readiness: grpcProbe(appPort, 1, 1), Liveness: tcpProbe(appPort, 1, 3)}})
+	waitReady(t, d, victim, true, "")
+	rounds := []struct {
+		name  string
+		modes map[string]string // each mode's output
+		each  int
+	}{
+		{"pings", map[string]string{"ping-flood": "the server sent over 100 pings and settings"}, 21},
+		{"frames needing no answer", map[string]string{
+			"empty-data-flood":         frameFloodOutput,
+			"empty-continuation-flood": frameFloodOutput,
+			"window-update-flood":      frameFloodOutput,
+		}, 7},
+	}
+	cpu := make([]float64, len(rounds))
+	for i, r := range rounds {
+		targets := map[string][]app{}
+		for _, mode := range slices.Sorted(maps.Keys(r.modes)) {
+			for n := range r.each {
+				targets[mode] = append(targets[mode], runApp(t, bed, appSpec{name: fmt.Sprintf("grpc-%s-%d", mode, n),
+					cmd: hostileTarget("-hostile " + mode), probes: hostileProbes(grpcProbe(appPort, 1, 1).ProbeHandler)}))
+			}
+		}
+		eventually(t, 60*time.Second, "every target's probes failing as they should", func() (bool, string) {
+			listed := d.ps()
+			for mode, output := range r.modes {
+				if why := failingWith(listed, targets[mode], output); why != "" {
+					return false, why
+				}
+			}
+			return true, ""
+		})
+		since := time.Now()
+		v := holdsOnGrid(t, d, victim)
+		cpu[i] = v.agentCPU
+		for mode, output := range r.modes {
+			runs, longest := checkHostileRuns(t, d, targets[mode], since, output, false)
+			// A bound, not the timeout, ends each run.
+			if longest > hostileTimeout*time.Second/2 {
+				t.Errorf("%s: a run took %v: the flood was read until the timeout, not bounded", mode, longest)
+			}
+			t.Logf("%-24s %d runs, the longest %v", mode, runs, longest.Round(time.Millisecond))
+		}
+		t.Logf("round %q, %d targets: %v", r.name, len(r.modes)*r.each, v)
+		for _, as := range targets {
+			for _, a := range as {
+				if err := bed.RemovePod(a.pod); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if limit := 1.1*cpu[0] + 0.01; cpu[1] > limit {
+		t.Errorf("probelet used %.1f%% of a CPU on the floods needing no answer, over the PING flood's %.1f%% (limit %.1f%%)",
+			100*cpu[1], 100*cpu[0], 100*limit)
+	}
+	t.Logf("probelet's CPU: %.1f%% of a CPU under the PING flood, %.1f%% under the floods needing no answer", 100*cpu[0], 100*cpu[1])
+}
+
 // TestTenantUnansweredSYNsLeakNothing: under --tcp-mode dial, 10 pods whose
 // probed port drops every SYN (an accept queue full and never accepted:
 // the handshake never completes), readiness and liveness at period 1 s,

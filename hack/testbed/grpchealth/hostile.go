@@ -41,6 +41,22 @@ var hostileModes = map[string]func(net.Conn) error{
 		open := frame(typeHeaders, flagEndHeaders, 1, replyHeaders)
 		return repeat(c, slices.Concat(settings, open), frame(typeData, 0, 1, make([]byte, maxFrame)))
 	},
+	// Frames that carry nothing and need no answer (issue 41): the call's
+	// reply headers, then empty DATA frames, never ending the stream.
+	"empty-data-flood": func(c net.Conn) error {
+		open := frame(typeHeaders, flagEndHeaders, 1, replyHeaders)
+		return repeat(c, slices.Concat(settings, open), frame(typeData, 0, 1, nil))
+	},
+	// The call's reply headers, never ended: empty CONTINUATION frames,
+	// which add nothing to the header list whose size bounds them.
+	"empty-continuation-flood": func(c net.Conn) error {
+		open := frame(typeHeaders, 0, 1, replyHeaders)
+		return repeat(c, slices.Concat(settings, open), frame(typeContinuation, 0, 1, nil))
+	},
+	// WINDOW_UPDATE frames for the connection, one byte each.
+	"window-update-flood": func(c net.Conn) error {
+		return repeat(c, settings, frame(typeWindowUpdate, 0, 0, []byte{0, 0, 0, 1}))
+	},
 	// GOAWAY right after SETTINGS, refusing every stream (the last one
 	// processed is 0), then silence with the connection open.
 	"goaway": func(c net.Conn) error {
@@ -58,6 +74,7 @@ const (
 	typeSettings     = 0x4
 	typePing         = 0x6
 	typeGoAway       = 0x7
+	typeWindowUpdate = 0x8
 	typeContinuation = 0x9
 	flagEndHeaders   = 0x4
 	maxFrame         = 16 << 10
