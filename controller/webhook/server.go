@@ -34,6 +34,17 @@ const (
 	// MaxConcurrent bounds the conversions in progress; a review waits
 	// for its turn as long as the API server waits for the webhook.
 	MaxConcurrent = 4
+	// MaxReading bounds the reviews read at once up to MaxObject and the
+	// review around it (maxSmallReview), MaxReadingLarge those larger,
+	// which are held whole only to answer "too large". Reading costs
+	// about three times a review's size (the body, the object's copy, the
+	// decoder's): the webhook's heap stays under 16 × 1 MiB + 2 × 13 MiB +
+	// the conversions' ~100 MiB, below the controller's 256 Mi with the
+	// Lease monitor's ~30 MiB beside it, however many reviews the API
+	// server sends.
+	MaxReading      = 16
+	MaxReadingLarge = 2
+	maxSmallReview  = MaxObject + 64<<10
 )
 
 // The results the admissions metric counts.
@@ -57,8 +68,10 @@ type Handler struct {
 	Log        *zap.Logger
 	Admissions *prometheus.CounterVec // by result; nil: not counted
 
-	turns chan struct{} // MaxConcurrent conversions; made on first use
-	once  sync.Once
+	// Turns: MaxConcurrent conversions, MaxReading and MaxReadingLarge
+	// reviews read; made on first use.
+	turns, reading, readingLarge chan struct{}
+	once                         sync.Once
 }
 
 // NewAdmissions is the admissions counter a Handler takes.
@@ -76,6 +89,28 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
 		return
+	}
+	h.init()
+	if r.ContentLength < 0 || r.ContentLength > maxSmallReview {
+		// A pod over MaxObject is admitted unchanged either way: past
+		// MaxReadingLarge at once, the API server admits it unchanged
+		// now (failurePolicy Ignore) rather than at its timeout.
+		select {
+		case h.readingLarge <- struct{}{}:
+			defer func() { <-h.readingLarge }()
+		default:
+			h.count(ResultTooLarge)
+			http.Error(w, "too many large reviews at once", http.StatusTooManyRequests)
+			return
+		}
+	} else {
+		select {
+		case h.reading <- struct{}{}:
+			defer func() { <-h.reading }()
+		case <-r.Context().Done():
+			h.count(ResultError)
+			return // the API server gave up on it (failurePolicy Ignore)
+		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxReview))
 	if err != nil {
@@ -113,7 +148,7 @@ func (h *Handler) review(ctx context.Context, req *admissionv1.AdmissionRequest)
 		resp.Warnings = []string{fmt.Sprintf("probelet: this pod keeps its kubelet probes: at %d bytes it is over the %d the webhook converts", n, MaxObject)}
 		return resp, ResultTooLarge
 	}
-	h.once.Do(func() { h.turns = make(chan struct{}, MaxConcurrent) })
+	h.init()
 	select {
 	case h.turns <- struct{}{}:
 		defer func() { <-h.turns }()
@@ -141,6 +176,14 @@ func (h *Handler) review(ctx context.Context, req *admissionv1.AdmissionRequest)
 	resp.Patch, resp.PatchType = d.Patch, &jsonPatch
 	h.log().Debug("Moved a pod's probes to probelet", zap.String("pod", pod), zap.Strings("probes", d.Moved))
 	return resp, ResultMutated
+}
+
+func (h *Handler) init() {
+	h.once.Do(func() {
+		h.turns = make(chan struct{}, MaxConcurrent)
+		h.reading = make(chan struct{}, MaxReading)
+		h.readingLarge = make(chan struct{}, MaxReadingLarge)
+	})
 }
 
 func (h *Handler) count(result string) {
