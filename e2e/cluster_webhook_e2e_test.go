@@ -335,17 +335,7 @@ func controllerRightsEndAtCABundle(ctx context.Context, t *testing.T, n *cluster
 // account, serving the webhook on addr with a short-lived certificate.
 func startWebhookController(t *testing.T, n *clusterNode, addr string) *daemon {
 	t.Helper()
-	kubeconfig, err := n.c.ServiceAccountKubeconfig(context.Background(), "probelet-system", "probelet-controller", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, _, _ := net.SplitHostPort(addr)
-	d := &daemon{t: t, bed: n.bed, name: "probelet-controller", bin: bins.controller,
-		args: []string{"--kubeconfig", kubeconfig, "--metrics-bind-address", "127.0.0.1:0", "--leader-elect=false",
-			"--webhook-listen", addr, "--webhook-cert-hosts", host, "--webhook-cert-validity", webhookCertValidity.String()}}
-	t.Cleanup(d.cleanup)
-	d.start()
-	return d
+	return startWebhookControllerIn(t, n, addr, nil)
 }
 
 // servedSerial is the serial of the certificate the webhook serves now.
