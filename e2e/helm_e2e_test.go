@@ -59,7 +59,7 @@ func TestHelmInstallOnCluster(t *testing.T) {
 
 	metrics := freeLocalAddr(t)
 	_, port, _ := net.SplitHostPort(metrics)
-	values := helmBedValues(t, bed.Dir(), port, strings.TrimPrefix(c.URL(), "https://"))
+	values := helmBedValues(t, bed.Dir(), port, strings.TrimPrefix(c.URL(), "https://"), k.NodeIP())
 	run := func(args ...string) {
 		t.Helper()
 		args = append(args, "--kubeconfig", c.Kubeconfig(), "--namespace", "default")
@@ -175,7 +175,7 @@ func checkWebhookAnswers(ctx context.Context, t *testing.T, c *cluster.Cluster, 
 // helmBedValues writes the chart values that point the agent at the bed
 // (what bedOverlay does for kustomize), and the controller at free host
 // ports and the API server, and returns the file.
-func helmBedValues(t *testing.T, bedDir, port, apiServer string) string {
+func helmBedValues(t *testing.T, bedDir, port, apiServer, nodeIP string) string {
 	t.Helper()
 	host, apiPort, _ := strings.Cut(apiServer, ":")
 	run, state := filepath.Join(bedDir, "probelet-run"), filepath.Join(bedDir, "probelet-state")
@@ -196,13 +196,15 @@ controller:
   replicas: 1
   hostNetwork: true
   flags:
-    metrics-bind-address: 127.0.0.1:%[9]s
+    # The node's address: the kubelet probes /healthz and /readyz at the
+    # pod's IP, the host's in its network.
+    metrics-bind-address: %[11]s:%[9]s
     webhook-listen: :%[10]s
   extraEnv:
     - {name: KUBERNETES_SERVICE_HOST, value: %[7]q}
     - {name: KUBERNETES_SERVICE_PORT, value: %[8]q}
 `, strings.Split(e2eImageName, ":")[0], strings.Split(e2eImageName, ":")[1], bedDir, run, port, state, host, apiPort,
-		freePort(t), freePort(t))
+		freePort(t), freePort(t), nodeIP)
 	file := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(file, []byte(values), 0o644); err != nil {
 		t.Fatal(err)
