@@ -5,11 +5,13 @@
 // a fixed status, enough for the kubelet's and probelet's gRPC probes.
 //
 //	grpc-health -port 9090 [-status SERVING|NOT_SERVING] [-hang] [-hostile MODE]
+//	grpc-health -slow-clients HOST:PORT [-per-kind N]
 //
 // -hang accepts connections and never answers: a target that hangs.
 // -hostile plays a hostile target (hostile.go): ping-flood, header-flood,
 // data-flood or goaway on HTTP/2, or full-backlog, a port whose TCP
-// handshake never completes.
+// handshake never completes. -slow-clients holds connections to an HTTP
+// port without finishing a request (slowclients.go).
 package main
 
 import (
@@ -30,8 +32,13 @@ func main() {
 	port := flag.Int("port", 9090, "port to listen on")
 	status := flag.String("status", "SERVING", "SERVING or NOT_SERVING")
 	hang := flag.Bool("hang", false, "accept connections and never answer")
-	hostile := flag.String("hostile", "", "ping-flood, header-flood, data-flood, goaway or full-backlog")
+	hostile := flag.String("hostile", "", "ping-flood, header-flood, data-flood, empty-data-flood, empty-continuation-flood, window-update-flood, goaway or full-backlog")
+	slow := flag.String("slow-clients", "", "HOST:PORT: hold connections to this HTTP port, -per-kind of each slow kind, instead of serving")
+	perKind := flag.Int("per-kind", 10, "with -slow-clients, connections of each kind")
 	flag.Parse()
+	if *slow != "" {
+		slowClients(*slow, *perKind)
+	}
 	code, ok := statuses[*status]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "grpc-health: unknown status %q\n", *status)
