@@ -72,6 +72,8 @@ testbed:
 
 unit:
 	HELM=$$(hack/tools.sh helm) $(GO) test -race -count=1 ./...
+	@# The engine's suite once more on the libraries' I/O and Go timers (--io=std).
+	PROBELET_IO=std $(GO) test -race -count=1 ./prober/
 
 ## helm: helm lint (strict) and helm template of deploy/helm/probelet, in
 ## each agent mode (Helm built from the Go module proxy by hack/tools.sh;

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/probelet/probelet/internal/quietio"
 )
 
 // alarm is what the scheduler goroutine sleeps on: one wake-up time, which
@@ -32,6 +34,9 @@ type alarm interface {
 func newAlarm(c clock.Clock, onError func(error)) alarm {
 	switch c.(type) {
 	case clock.RealClock, *clock.RealClock:
+		if quietio.Off() {
+			break // --io=std: a Go timer, and nothing runs inline
+		}
 		if a, err := newTimerfdAlarm(onError); err == nil {
 			return a
 		}

@@ -39,6 +39,7 @@ func newCRIProxyCommand(run criProxyFunc, stderr io.Writer) *cobra.Command {
 	fs.BoolVar(&cfg.Verify, "verify", cfg.Verify, "shadow mode: compare cached answers with the runtime's and count differences")
 	fs.StringVar(&cfg.MetricsBindAddress, "metrics-bind-address", cfg.MetricsBindAddress, "HOST:PORT serving /metrics and /healthz; empty turns it off")
 	fs.IntVar(&cfg.ExecOutputBudgetMiB, "exec-output-budget-mib", cfg.ExecOutputBudgetMiB, "with --exec-mode direct, the MiB of command output all ExecSync calls hold at once; a call printing more than 64 KiB waits for room (its command waits on its pipe) until its timeout")
+	fs.StringVar(&cfg.IO, "io", cfg.IO, "who does the proxy's runtime I/O: quiet (raw system calls) or std (net)")
 	fs.StringVar(&cfg.ExecMode, "exec-mode", cfg.ExecMode, "who runs the kubelet's ExecSync calls (exec probes, exec hooks): runtime (forwarded to containerd) or direct (probelet's exec helper, with the container's exact confinement; any call it cannot serve so goes to containerd)")
 	fs.StringVar(&cfg.RuntimeStateDir, "runtime-state-dir", cfg.RuntimeStateDir, "containerd's state directory (its OCI bundles, for --exec-mode direct); empty: learned from containerd's CRI status, else /run/containerd")
 	fs.StringVar(&cfg.ExecHelper, "exec-helper", cfg.ExecHelper, "the direct exec helper binary (default: probelet-exec next to probelet)")

@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probelet/probelet/internal/endpoint"
+	"github.com/probelet/probelet/internal/quietio"
 )
 
 const (
@@ -73,7 +74,10 @@ func New(ep string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{endpoint: ep, wire: newWirePool(path, MaxExecReply), timeout: DefaultTimeout, log: zap.NewNop()}
+	c := &Client{endpoint: ep, timeout: DefaultTimeout, log: zap.NewNop()}
+	if !quietio.Off() { // --io=std: every call through grpc-go
+		c.wire = newWirePool(path, MaxExecReply)
+	}
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, err

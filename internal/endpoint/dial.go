@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/internal/rawconn"
 )
 
@@ -35,6 +36,10 @@ func DialRuntime(endpoint string, maxRecv, maxSend int) (*grpc.ClientConn, error
 		// Reads and writes as raw system calls: an exec probe is a call
 		// per period, and net's would wake the idle agent's sysmon on each.
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			if quietio.Off() {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", path)
+			}
 			return rawconn.DialUnix(ctx, path)
 		}),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),

@@ -8,6 +8,7 @@ import (
 	"github.com/probelet/probelet/cri/client"
 	"github.com/probelet/probelet/history"
 	"github.com/probelet/probelet/internal/promutil"
+	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/killer"
 	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/lifecycle"
@@ -38,6 +39,10 @@ func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 			p.release()
 		}
 	}()
+	// Process-wide, before anything dials or probes (Validate checked it).
+	if err = quietio.Set(a.cfg.IO); err != nil {
+		return nil, err
+	}
 	if p.cri, err = client.New(a.cfg.RuntimeEndpoint, client.WithLogger(a.log.Named("cri"))); err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/probelet/probelet/cri/client"
 	"github.com/probelet/probelet/internal/endpoint"
+	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/killguard"
 	"github.com/probelet/probelet/kube/heartbeat"
 	"github.com/probelet/probelet/plugin"
@@ -42,6 +43,9 @@ type Config struct {
 	MetricsBindAddress string `json:"metricsBindAddress,omitempty"`
 	// TCPMode picks who answers TCP probes: auto, ebpf or dial (--tcp-mode).
 	TCPMode string `json:"tcpMode,omitempty"`
+	// IO picks who does the probes' network I/O and timing: quiet
+	// (probelet's own) or std (net, net/http, grpc-go and Go timers) (--io).
+	IO string `json:"io,omitempty"`
 	// TCPVerify double-checks eBPF answers with a dial (--tcp-verify).
 	TCPVerify bool `json:"tcpVerify,omitempty"`
 	// LivenessAction is restart (kill like the kubelet) or report (--liveness-action).
@@ -110,6 +114,7 @@ func Default() Config {
 		Listen:             "unix:///run/probelet/probelet.sock",
 		MetricsBindAddress: "127.0.0.1:9809",
 		TCPMode:            "auto",
+		IO:                 quietio.Quiet,
 		LivenessAction:     "restart",
 		KillGuard:          "on",
 
@@ -168,6 +173,7 @@ func (c Config) Validate() error {
 	check("listen", unixEndpoint(c.Listen))
 	check("metrics-bind-address", hostPort(c.MetricsBindAddress))
 	check("tcp-mode", oneOf(c.TCPMode, "auto", "ebpf", "dial"))
+	check("io", oneOf(c.IO, quietio.Quiet, quietio.Std))
 	check("liveness-action", oneOf(c.LivenessAction, "restart", "report"))
 	check("kill-guard", oneOf(c.KillGuard, "on", "off"))
 	check("exec-mode", oneOf(c.ExecMode, "runtime", "direct"))

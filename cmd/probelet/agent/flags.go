@@ -27,6 +27,7 @@ var flagFields = map[string]func(dst *Config, src Config){
 	"metrics-bind-address":      func(d *Config, s Config) { d.MetricsBindAddress = s.MetricsBindAddress },
 	"tcp-mode":                  func(d *Config, s Config) { d.TCPMode = s.TCPMode },
 	"tcp-verify":                func(d *Config, s Config) { d.TCPVerify = s.TCPVerify },
+	"io":                        func(d *Config, s Config) { d.IO = s.IO },
 	"liveness-action":           func(d *Config, s Config) { d.LivenessAction = s.LivenessAction },
 	"kill-guard":                func(d *Config, s Config) { d.KillGuard = s.KillGuard },
 	"kill-guard-rate":           func(d *Config, s Config) { d.KillGuardRate = s.KillGuardRate },
@@ -65,6 +66,7 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&v.Listen, "listen", v.Listen, "probelet's CRI-style socket, unix:///path")
 	fs.StringVar(&v.MetricsBindAddress, "metrics-bind-address", v.MetricsBindAddress, "HOST:PORT serving /metrics and /healthz; empty turns it off")
 	fs.StringVar(&v.TCPMode, "tcp-mode", v.TCPMode, "who answers TCP probes: auto, ebpf or dial")
+	fs.StringVar(&v.IO, "io", v.IO, "who does the probes' network I/O and timing: quiet (probelet's own, on the probing goroutine) or std (net, net/http, grpc-go and Go timers: the libraries' answers at the libraries' cost; README \"The quiet I/O\")")
 	fs.BoolVar(&v.TCPVerify, "tcp-verify", v.TCPVerify, "also dial to verify eBPF TCP answers")
 	fs.StringVar(&v.LivenessAction, "liveness-action", v.LivenessAction, "on liveness/startup failure: restart (like the kubelet) or report")
 	fs.StringVar(&v.KillGuard, "kill-guard", v.KillGuard, "on: hold liveness and startup kills back when many probes fail at once (README \"Kill guard\"); off: kill exactly like the kubelet")

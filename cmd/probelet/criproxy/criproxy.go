@@ -27,6 +27,7 @@ import (
 	"github.com/probelet/probelet/internal/endpoint"
 	"github.com/probelet/probelet/internal/httpserve"
 	"github.com/probelet/probelet/internal/logging"
+	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/internal/runtimestate"
 )
 
@@ -46,6 +47,9 @@ type Config struct {
 	Verify bool
 	// MetricsBindAddress serves /metrics and /healthz; empty: off.
 	MetricsBindAddress string
+	// IO is who does the proxy's runtime I/O: quiet (raw system calls) or
+	// std (net) (--io).
+	IO string
 	// ExecMode is who runs ExecSync: "runtime" (forwarded) or "direct"
 	// (the direct executor, forwarding what it does not serve).
 	ExecMode string
@@ -60,7 +64,7 @@ type Config struct {
 
 // Default is the configuration without flags.
 func Default() Config {
-	return Config{RuntimeEndpoint: endpoint.Containerd, MetricsBindAddress: "127.0.0.1:9810", ExecMode: "runtime", ExecOutputBudgetMiB: defaultExecOutputBudgetMiB, LogFormat: "console", LogLevel: "info"}
+	return Config{RuntimeEndpoint: endpoint.Containerd, MetricsBindAddress: "127.0.0.1:9810", ExecMode: "runtime", IO: quietio.Quiet, ExecOutputBudgetMiB: defaultExecOutputBudgetMiB, LogFormat: "console", LogLevel: "info"}
 }
 
 // Validate names the flag at fault.
@@ -73,6 +77,9 @@ func (c Config) Validate() error {
 	}
 	if endpoint.Same(c.Listen, c.RuntimeEndpoint) {
 		return errors.New("--listen is the runtime's own endpoint (--runtime-endpoint)")
+	}
+	if c.IO != quietio.Quiet && c.IO != quietio.Std {
+		return fmt.Errorf("--io %q: want %s or %s", c.IO, quietio.Quiet, quietio.Std)
 	}
 	if c.ExecMode != "runtime" && c.ExecMode != "direct" {
 		return fmt.Errorf("--exec-mode %q: want runtime or direct", c.ExecMode)
@@ -96,6 +103,9 @@ func (c Config) Validate() error {
 // Run serves the proxy until ctx ends, then drains the calls in flight.
 func Run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := quietio.Set(cfg.IO); err != nil {
 		return err
 	}
 	log, err := logging.New(stderr, cfg.LogFormat, cfg.LogLevel)
@@ -140,7 +150,7 @@ func serve(ctx context.Context, cfg Config, p *proxy.Proxy, reg *prometheus.Regi
 	}
 	defer release()
 	log.Info("CRI proxy listening", zap.String("listen", cfg.Listen), zap.String("runtime", cfg.RuntimeEndpoint),
-		zap.Bool("socketActivated", activated), zap.Bool("verify", cfg.Verify), zap.String("execMode", cfg.ExecMode))
+		zap.Bool("socketActivated", activated), zap.Bool("verify", cfg.Verify), zap.String("execMode", cfg.ExecMode), zap.String("io", cfg.IO))
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

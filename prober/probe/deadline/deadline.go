@@ -20,6 +20,8 @@ package deadline
 import (
 	"context"
 	"time"
+
+	"github.com/probelet/probelet/internal/quietio"
 )
 
 // WithTimeout is WithDeadline(parent, time.Now().Add(timeout)).
@@ -31,9 +33,9 @@ func WithTimeout(parent context.Context, timeout time.Duration) (context.Context
 // func that releases it, as context.WithDeadline does. A parent ending
 // earlier, or a deadline already past, is context.WithDeadline's own case
 // (it arms no timer for either); so is a process whose timer file could
-// not be made.
+// not be made, or that runs on Go timers (--io=std).
 func WithDeadline(parent context.Context, d time.Time) (context.Context, context.CancelFunc) {
-	if cur, ok := parent.Deadline(); (ok && !d.Before(cur)) || !time.Now().Before(d) {
+	if cur, ok := parent.Deadline(); (ok && !d.Before(cur)) || !time.Now().Before(d) || quietio.Off() {
 		return context.WithDeadline(parent, d)
 	}
 	w := theWheel()

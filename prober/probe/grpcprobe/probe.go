@@ -15,6 +15,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/deadline"
 )
@@ -31,6 +32,9 @@ const UserAgent = "kube-probe/1.37"
 // The check runs on the calling goroutine (checkDirect); what it answers
 // is grpc-go's, which ProbeWithGRPCGo runs.
 func Probe(ctx context.Context, host string, port int, service string, timeout time.Duration) (probe.Result, string, error) {
+	if quietio.Off() {
+		return ProbeWithGRPCGo(ctx, host, port, service, timeout)
+	}
 	return probeWith(ctx, checkDirect, host, port, service, timeout)
 }
 

@@ -13,6 +13,7 @@ import (
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
+	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/deadline"
 	"github.com/probelet/probelet/prober/probe/tcpprobe"
@@ -68,7 +69,7 @@ func New(opts ...Option) *Prober {
 		// HTTP/2 (over TLS) takes its header list limit from this too.
 		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	})
-	if !p.netHTTPOnly {
+	if !p.netHTTPOnly && !quietio.Off() {
 		p.direct = &directTransport{dial: dialer.DialRaw, next: p.transport}
 	}
 	return p

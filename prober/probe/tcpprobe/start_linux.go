@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/deadline"
 )
@@ -38,7 +39,7 @@ import (
 // SYN, and a FIN once connected — or a RST when the target already sent
 // data, as the kubelet's close does with data unread.
 func (d *Dialer) StartTCP(target probe.TCPTarget) (res probe.Result, output string, method probe.Method, pending probe.TCPPending, ok bool) {
-	if d.control == nil || target.Timeout <= 0 || target.Port < 1 || target.Port > 65535 {
+	if d.control == nil || target.Timeout <= 0 || target.Port < 1 || target.Port > 65535 || quietio.Off() {
 		return probe.Unknown, "", probe.MethodDial, nil, false
 	}
 	ip, err := netip.ParseAddr(target.Host)
