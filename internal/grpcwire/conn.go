@@ -93,10 +93,13 @@ type Conn struct {
 	peerWindow int64
 	// owed is the DATA received since the connection's window was last
 	// given back; the next call's write gives it back.
-	owed     uint32
-	goAway   bool
-	broken   bool
-	answered int
+	owed   uint32
+	goAway bool
+	// goAwayDebug is grpc-go's account of the last GOAWAY, which it
+	// adds to the status of a connection that fails after it.
+	goAwayDebug string
+	broken      bool
+	answered    int
 }
 
 // NewConn makes a Conn of nc, a connected stream to a gRPC server, which
@@ -241,6 +244,7 @@ func (c *Conn) AwaitSettings() error {
 // call's status, as grpc-go's. The connection carries further calls only
 // when the server ended the stream.
 func (c *Conn) Await(s *Stream, m proto.Message) error {
+	s.into = m
 	for {
 		// Answers go out before waiting for more: once the frames read so
 		// far are handled.
@@ -250,7 +254,16 @@ func (c *Conn) Await(s *Stream, m proto.Message) error {
 			}
 		}
 		f, err := c.fr.ReadFrame()
-		if err != nil {
+		var se http2.StreamError
+		switch {
+		case errors.As(err, &se) && se.StreamID == s.id:
+			// A frame of the call's the framer refused (and consumed):
+			// grpc-go ends the call, not the connection.
+			c.broken = true
+			return frameError(se, c.fr.ErrorDetail())
+		case errors.As(err, &se):
+			continue // another stream's: grpc-go drops it
+		case err != nil:
 			return c.readError(err)
 		}
 		done, err := c.onFrame(f, s)
@@ -266,7 +279,7 @@ func (c *Conn) Await(s *Stream, m proto.Message) error {
 		if err != nil {
 			return err
 		}
-		return s.reply(m)
+		return s.reply()
 	}
 }
 
@@ -302,6 +315,14 @@ func (c *Conn) onFrame(f http2.Frame, s *Stream) (done bool, err error) {
 			done, err = true, s.onReset(f)
 		}
 	case *http2.GoAwayFrame:
+		// grpc-go keeps the first GOAWAY's account, and takes one naming
+		// an even (client) stream as the connection's failure instead.
+		if first := !c.goAway; first && (f.LastStreamID == 0 || f.LastStreamID%2 == 1) {
+			c.goAwayDebug = fmt.Sprintf("code: %s", f.ErrCode)
+			if len(f.DebugData()) > 0 {
+				c.goAwayDebug = fmt.Sprintf("code: %s, debug data: %q", f.ErrCode, string(f.DebugData()))
+			}
+		}
 		c.goAway = true
 		if s != nil && f.LastStreamID < s.id {
 			// Refused unprocessed: grpc-go would retry the call on a new
@@ -339,7 +360,11 @@ func (c *Conn) readError(err error) error {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())
 	}
-	return status.Error(codes.Unavailable, "error reading from server: "+err.Error())
+	desc := "error reading from server: " + err.Error()
+	if c.goAwayDebug != "" {
+		return status.Errorf(codes.Unavailable, "closing transport due to: connection error: desc = %q, received prior goaway: %s", desc, c.goAwayDebug)
+	}
+	return status.Error(codes.Unavailable, desc)
 }
 
 // ended: f ended s's stream on the server's side too (its trailers, or a

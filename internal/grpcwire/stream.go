@@ -29,8 +29,13 @@ type Stream struct {
 	headers  bool      // a gRPC reply's headers came
 	encoded  string    // the reply's grpc-encoding
 	data     []byte    // the reply's message bytes, prefix included
-	nonGRPC  *status.Status
-	status   *status.Status // from the trailers
+	// into takes the reply's message as soon as all of it came, as
+	// grpc-go's reader decodes it before the stream ends; read is where
+	// the data past it starts (0 until then).
+	into    proto.Message
+	read    int
+	nonGRPC *status.Status
+	status  *status.Status // from the trailers
 }
 
 // onHeaders is grpc-go's operateHeaders for the call's stream: the reply's
@@ -160,6 +165,21 @@ var resetCodes = map[http2.ErrCode]codes.Code{
 	http2.ErrCodeHTTP11Required:     codes.Internal,
 }
 
+// frameError is grpc-go's status for a frame of the call's stream that
+// the framer refused: the stream error's code as a reset's, and the
+// framer's detail.
+func frameError(se http2.StreamError, detail error) error {
+	code, ok := resetCodes[se.Code]
+	if !ok {
+		code = codes.Unknown
+	}
+	msg := "received invalid frame"
+	if detail != nil {
+		msg = detail.Error()
+	}
+	return status.Error(code, msg)
+}
+
 func (s *Stream) onReset(f *http2.RSTStreamFrame) error {
 	code, ok := resetCodes[f.ErrCode]
 	if !ok {
@@ -193,14 +213,14 @@ func (s *Stream) onData(f *http2.DataFrame) (done bool, err error) {
 		return true, status.Error(codes.Internal, fmt.Sprintf("received %d-bytes data exceeding the limit %d bytes", len(s.data)+len(p), s.window))
 	}
 	s.data = append(s.data, p...)
-	if len(s.data) >= 5 {
-		if n := binary.BigEndian.Uint32(s.data[1:5]); n > s.maxReply {
-			return true, status.Errorf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", n, s.maxReply)
-		}
+	if err := s.readMessages(); err != nil {
+		return true, err
 	}
 	if f.StreamEnded() {
-		// Ended without trailers: grpc-go's reader reports it so.
-		return true, status.Error(codes.Internal, "server closed the stream without sending trailers")
+		// Ended without trailers: that is the status, but grpc-go reads
+		// what came first (a message cut short is its own error).
+		s.status = status.New(codes.Internal, "server closed the stream without sending trailers")
+		return true, nil
 	}
 	return false, nil
 }
@@ -209,21 +229,37 @@ func (s *Stream) nonGRPCStatus() *status.Status {
 	return status.New(s.nonGRPC.Code(), fmt.Sprintf("%s\ndata: %q", s.nonGRPC.Message(), s.data))
 }
 
-// reply is the end of a call whose trailers came, as grpc-go's unary call
-// reads it: the message first (its flaws before the status), then that no
-// second one follows, then the trailers' status.
-func (s *Stream) reply(m proto.Message) error {
-	if len(s.data) == 0 {
-		if err := s.status.Err(); err != nil {
+// readMessages reads what came of the reply as grpc-go's reader does, as
+// it comes: a message's prefix is checked for the size as soon as it is
+// in, the first message is decoded as soon as all of it is (its flaws are
+// the call's error whatever follows), and a second one, once all of it
+// is in, is the unary call's cardinality error.
+func (s *Stream) readMessages() error {
+	for {
+		rest := s.data[s.read:]
+		if len(rest) < 5 {
+			return nil
+		}
+		n := binary.BigEndian.Uint32(rest[1:5])
+		if n > s.maxReply {
+			return status.Errorf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", n, s.maxReply)
+		}
+		if uint32(len(rest)-5) < n {
+			return nil
+		}
+		if s.read > 0 {
+			return status.Error(codes.Internal, "cardinality violation: expected <EOF> for non server-streaming RPCs, but received another message")
+		}
+		if err := s.decode(rest[0], rest[5:5+n]); err != nil {
 			return err
 		}
-		return status.Error(codes.Internal, "cardinality violation: received no response message from non-server-streaming RPC")
+		s.read = 5 + int(n)
 	}
-	msg, rest, err := s.nextMessage(s.data)
-	if err != nil {
-		return err
-	}
-	switch flag := s.data[0]; {
+}
+
+// decode is the reply's message, its flag byte first, into s.into.
+func (s *Stream) decode(flag byte, msg []byte) error {
+	switch {
 	case flag == 1 && (s.encoded == "" || s.encoded == "identity"):
 		return status.Error(codes.Internal, "grpc: compressed flag set with identity or empty encoding")
 	case flag == 1:
@@ -231,14 +267,27 @@ func (s *Stream) reply(m proto.Message) error {
 	case flag > 1:
 		return status.Errorf(codes.Internal, "grpc: received unexpected payload format %d", flag)
 	}
-	if err := proto.Unmarshal(msg, m); err != nil {
+	if err := proto.Unmarshal(msg, s.into); err != nil {
 		return status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
 	}
-	if len(rest) > 0 {
-		if _, _, err := s.nextMessage(rest); err != nil {
+	return nil
+}
+
+// reply is the end of a call whose stream ended (its trailers, or data
+// that ended it), as grpc-go's unary call reads it: its message, which
+// readMessages decoded as it came; a message or prefix cut short; no
+// message at all; then the status.
+func (s *Stream) reply() error {
+	if rest := s.data[s.read:]; len(rest) > 0 {
+		// Cut short: a whole one would have been read as it came.
+		_, _, err := s.nextMessage(rest)
+		return err
+	}
+	if s.read == 0 {
+		if err := s.status.Err(); err != nil {
 			return err
 		}
-		return status.Error(codes.Internal, "cardinality violation: expected <EOF> for non server-streaming RPCs, but received another message")
+		return status.Error(codes.Internal, "cardinality violation: received no response message from non-server-streaming RPC")
 	}
 	return s.status.Err()
 }

@@ -129,8 +129,21 @@ func TestProbeAnswersAsGRPCGo(t *testing.T) {
 		}), differs: tooManyFrames},
 		{name: "a flood of 1-byte DATA", port: serveH2(t, func(fr *http2.Framer) {
 			writeHeaders(fr, false, ":status", "200", "content-type", "application/grpc")
+			_ = fr.WriteData(1, false, []byte{0, 0, 1, 0, 0}) // a 64 KiB message, then its bytes one at a time
 			flood(func() error { return fr.WriteData(1, false, []byte{0}) })
 		}), differs: tooManyFrames},
+		// Messages of nothing, one after another: the second is the
+		// unary call's error.
+		{name: "empty messages, one by one", port: serveH2(t, func(fr *http2.Framer) {
+			writeHeaders(fr, false, ":status", "200", "content-type", "application/grpc")
+			flood(func() error { return fr.WriteData(1, false, []byte{0}) })
+		})},
+		// A message whose flag is no format, then the connection ends:
+		// the message's flaw is the answer.
+		{name: "a bad message, then the end", port: serveH2(t, func(fr *http2.Framer) {
+			writeHeaders(fr, false, ":status", "200", "content-type", "application/grpc")
+			_ = fr.WriteData(1, false, []byte{0x30, 0, 0, 0, 2, 0x30, 0x30})
+		})},
 		{name: "a flood of empty CONTINUATION", port: serveH2(t, func(fr *http2.Framer) {
 			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hpackFields(":status", "200")})
 			flood(func() error { return fr.WriteContinuation(1, false, nil) })
