@@ -95,7 +95,9 @@ vm:
 ## probes annotation, NRI input through the plugin, requests to the socket,
 ## the config file and plugin configuration, the history file, port
 ## resolution, the exec helper's request decoder, the CRI proxy's frames,
-## the admission webhook's pods (FUZZTIME each; seeds under each package's testdata/fuzz)
+## the admission webhook's pods, and the direct HTTP and gRPC clients held
+## to net/http and grpc-go by differential fuzzers (FUZZTIME each; seeds and
+## the corpus kept under each package's testdata/fuzz)
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzParse ./prober/spec
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzNRIEvents ./plugin
@@ -106,6 +108,8 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzHelperRequest ./directexec
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzProxyFrames ./cri/proxy
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzMutate ./controller/webhook
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzDirectAnswersAsNetHTTP ./prober/probe/httpprobe
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzDirectAnswersAsGRPCGo ./prober/probe/grpcprobe
 
 ## e2e: the suite on a real containerd built by hack/testbed (root only;
 ## in CI it fails loudly when it cannot run)
