@@ -6,19 +6,17 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/quietio"
+	"github.com/probelet/probelet/internal/testutil"
 )
 
 // Under --io=std a deadline is the standard library's, on a Go timer: the
 // process's timer file holds nothing.
 func TestStdIOTakesGoTimers(t *testing.T) {
-	for _, mode := range []string{quietio.Quiet, quietio.Std} {
-		if err := quietio.Set(mode); err != nil {
-			t.Fatal(err)
-		}
+	testutil.EachIOMode(t, func(mode string) {
 		ctx, cancel := WithTimeout(context.Background(), time.Hour)
+		defer cancel()
 		w := theWheel()
 		if w == nil {
-			cancel()
 			t.Skip("no timer file on this system")
 		}
 		w.mu.Lock()
@@ -30,7 +28,5 @@ func TestStdIOTakesGoTimers(t *testing.T) {
 		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) < 59*time.Minute {
 			t.Errorf("--io=%s: deadline %v, %v", mode, dl, ok)
 		}
-		cancel()
-	}
-	_ = quietio.Set(quietio.Quiet)
+	})
 }

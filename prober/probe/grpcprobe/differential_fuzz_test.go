@@ -1,13 +1,11 @@
 package grpcprobe_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,73 +15,23 @@ import (
 	"github.com/probelet/probelet/prober/probe/grpcprobe"
 )
 
-// h2Scripted answers every connection as an HTTP/2 server would up to the
-// call (its SETTINGS, then the client's frames until the request ended and
-// its settings were acknowledged), then writes the script in hand and ends
-// its side of the connection: a server whose every frame after its
-// SETTINGS the fuzzer chooses.
-type h2Scripted struct {
-	ln     net.Listener
-	mu     sync.Mutex
-	script []byte
-}
-
-var (
-	theH2Scripted     *h2Scripted
-	theH2ScriptedOnce sync.Once
-)
-
-func h2ScriptedServer(t testing.TB) *h2Scripted {
-	theH2ScriptedOnce.Do(func() {
-		ln, err := net.Listen("tcp4", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		theH2Scripted = &h2Scripted{ln: ln}
-		go theH2Scripted.serve()
-	})
-	return theH2Scripted
-}
-
-func (s *h2Scripted) serve() {
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
+// serveScript answers every connection as an HTTP/2 server would up to
+// the call (its SETTINGS, then the client's frames until awaitCall), then
+// writes script and ends its side of the connection, reading what else
+// comes (closed unread, it would reset under the client): a server whose
+// every frame after its SETTINGS the fuzzer chooses.
+func serveScript(t *testing.T, script []byte) int {
+	return serveH2Conn(t, func(c net.Conn, fr *http2.Framer) {
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if fr.WriteSettings() != nil || !awaitCall(fr) {
 			return
 		}
-		s.mu.Lock()
-		script := s.script
-		s.mu.Unlock()
-		go func() {
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-			br := bufio.NewReader(c)
-			if _, err := io.ReadFull(br, make([]byte, len(http2.ClientPreface))); err != nil {
-				return
-			}
-			fr := http2.NewFramer(c, br)
-			if fr.WriteSettings() != nil {
-				return
-			}
-			for sent, acked := false, false; !sent || !acked; {
-				f, err := fr.ReadFrame()
-				if err != nil {
-					return
-				}
-				switch f := f.(type) {
-				case *http2.DataFrame:
-					sent = sent || f.StreamID == 1 && f.StreamEnded()
-				case *http2.SettingsFrame:
-					acked = acked || f.IsAck()
-				}
-			}
-			if _, err := c.Write(script); err != nil {
-				return
-			}
-			_ = c.(*net.TCPConn).CloseWrite()
-			_, _ = io.Copy(io.Discard, io.LimitReader(c, 1<<20))
-		}()
-	}
+		if _, err := c.Write(script); err != nil {
+			return
+		}
+		_ = c.(*net.TCPConn).CloseWrite()
+		_, _ = io.Copy(io.Discard, io.LimitReader(c, 1<<20))
+	})
 }
 
 // fuzzFrames makes HTTP/2 frames of the fuzzer's bytes, each record a
@@ -151,11 +99,8 @@ func FuzzDirectAnswersAsGRPCGo(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s := h2ScriptedServer(t)
-		s.mu.Lock()
-		s.script = fuzzFrames(b)
-		s.mu.Unlock()
-		port := s.ln.Addr().(*net.TCPAddr).Port
+		script := fuzzFrames(b)
+		port := serveScript(t, script)
 		const timeout = 250 * time.Millisecond
 		probeGo := func() (probe.Result, string) {
 			res, out, _ := grpcprobe.ProbeWithGRPCGo(context.Background(), "127.0.0.1", port, "", timeout)
@@ -165,7 +110,7 @@ func FuzzDirectAnswersAsGRPCGo(f *testing.F) {
 		res, out, err := grpcprobe.Probe(context.Background(), "127.0.0.1", port, "", timeout)
 		switch {
 		case err != nil:
-			t.Fatalf("frames %x: the direct probe errored: %v", s.script, err)
+			t.Fatalf("frames %x: the direct probe errored: %v", script, err)
 		case res == wantRes && out == wantOut:
 			return
 		case strings.HasPrefix(wantOut, "timeout:") && strings.HasPrefix(out, "timeout:"):
@@ -179,7 +124,7 @@ func FuzzDirectAnswersAsGRPCGo(f *testing.F) {
 		if againRes, againOut := probeGo(); againRes != wantRes || againOut != wantOut {
 			return // grpc-go answers this two ways
 		}
-		t.Fatalf("frames %x:\ndirect  = (%s, %q)\ngrpc-go = (%s, %q)", s.script, res, out, wantRes, wantOut)
+		t.Fatalf("frames %x:\ndirect  = (%s, %q)\ngrpc-go = (%s, %q)", script, res, out, wantRes, wantOut)
 	})
 }
 

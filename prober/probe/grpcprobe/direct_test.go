@@ -305,22 +305,8 @@ func serveHTTP(t *testing.T, h2 bool, h http.HandlerFunc) int {
 // request ended — and then plays script.
 func serveH2(t *testing.T, script func(fr *http2.Framer)) int {
 	return serveH2Raw(t, func(fr *http2.Framer) {
-		_ = fr.WriteSettings()
-		// The call, and the client's ack of the settings (before the call
-		// from grpc-go, after it from the direct client): a script that
-		// closed with the ack unread would reset the connection, and the
-		// client read ECONNRESET or EOF as the race went.
-		for sent, acked := false, false; !sent || !acked; {
-			f, err := fr.ReadFrame()
-			if err != nil {
-				return
-			}
-			switch f := f.(type) {
-			case *http2.DataFrame:
-				sent = sent || f.StreamID == 1 && f.StreamEnded()
-			case *http2.SettingsFrame:
-				acked = acked || f.IsAck()
-			}
+		if fr.WriteSettings() != nil || !awaitCall(fr) {
+			return
 		}
 		script(fr)
 	})
@@ -329,6 +315,11 @@ func serveH2(t *testing.T, script func(fr *http2.Framer)) int {
 // serveH2Raw reads each connection's client preface and hands it to
 // script as a framer that writes at once.
 func serveH2Raw(t *testing.T, script func(fr *http2.Framer)) int {
+	return serveH2Conn(t, func(_ net.Conn, fr *http2.Framer) { script(fr) })
+}
+
+// serveH2Conn is serveH2Raw handing the script the connection too.
+func serveH2Conn(t *testing.T, script func(c net.Conn, fr *http2.Framer)) int {
 	return probetest.ServePort(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		if _, err := io.ReadFull(br, make([]byte, len(http2.ClientPreface))); err != nil {
@@ -336,8 +327,29 @@ func serveH2Raw(t *testing.T, script func(fr *http2.Framer)) int {
 		}
 		fr := http2.NewFramer(c, br)
 		fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-		script(fr)
+		script(c, fr)
 	})
+}
+
+// awaitCall reads the client's frames until its call's request ended and
+// it acknowledged the server's settings (before the call from grpc-go,
+// after it from the direct client): a script that closed with the ack
+// unread would reset the connection, and the client read ECONNRESET or
+// EOF as the race went. False: the connection failed first.
+func awaitCall(fr *http2.Framer) bool {
+	for sent, acked := false, false; !sent || !acked; {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return false
+		}
+		switch f := f.(type) {
+		case *http2.DataFrame:
+			sent = sent || f.StreamID == 1 && f.StreamEnded()
+		case *http2.SettingsFrame:
+			acked = acked || f.IsAck()
+		}
+	}
+	return true
 }
 
 func writeHeaders(fr *http2.Framer, end bool, kv ...string) {

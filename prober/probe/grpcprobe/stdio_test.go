@@ -6,19 +6,20 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/quietio"
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/prober/probe/grpcprobe"
 )
 
 // Under --io=std a gRPC probe is grpc-go's, where the direct client
 // deliberately answers otherwise too (a flood of pings it stops counting).
 func TestStdIOProbesThroughGRPCGo(t *testing.T) {
-	t.Cleanup(func() { _ = quietio.Set(quietio.Quiet) })
 	port := pingFlood(t, false)
 	const timeout = 300 * time.Millisecond
 	wantRes, wantOut, _ := grpcprobe.ProbeWithGRPCGo(context.Background(), "127.0.0.1", port, "", timeout)
-	_ = quietio.Set(quietio.Std)
-	res, out, err := grpcprobe.Probe(context.Background(), "127.0.0.1", port, "", timeout)
-	if res != wantRes || out != wantOut || err != nil {
-		t.Fatalf("--io=std: Probe = (%s, %q, %v), grpc-go = (%s, %q)", res, out, err, wantRes, wantOut)
-	}
+	testutil.EachIOMode(t, func(mode string) {
+		res, out, err := grpcprobe.Probe(context.Background(), "127.0.0.1", port, "", timeout)
+		if same := res == wantRes && out == wantOut && err == nil; same != (mode == quietio.Std) {
+			t.Errorf("--io=%s: Probe = (%s, %q, %v), grpc-go = (%s, %q)", mode, res, out, err, wantRes, wantOut)
+		}
+	})
 }

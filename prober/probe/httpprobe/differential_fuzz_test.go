@@ -8,73 +8,35 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/probelet/probelet/prober/probe/httpprobe"
+	"github.com/probelet/probelet/prober/probe/internal/probetest"
 )
 
-// scripted answers every connection with the reply in hand, byte for byte,
-// once the request's header has come, and closes it: a server whose every
-// byte the fuzzer chooses.
-type scripted struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	reply []byte
-}
-
-var (
-	theScripted     *scripted
-	theScriptedOnce sync.Once
-)
-
-// scriptedServer is the process's scripted server (one per fuzz worker).
-func scriptedServer(t testing.TB) *scripted {
-	theScriptedOnce.Do(func() {
-		ln, err := net.Listen("tcp4", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+// serveReply answers every connection with reply, byte for byte, once
+// the request's header has come, and ends its side of the connection,
+// reading what else comes (closed unread, it would reset under the
+// client): a server whose every byte the fuzzer chooses.
+func serveReply(t *testing.T, reply []byte) int {
+	return probetest.ServePort(t, func(c net.Conn) {
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		// net/http's client sends a GET's header in one write.
+		br := bufio.NewReader(io.LimitReader(c, 64<<10))
+		for {
+			line, err := br.ReadSlice('\n')
+			if err != nil || len(bytes.TrimRight(line, "\r\n")) == 0 {
+				break
+			}
 		}
-		theScripted = &scripted{ln: ln}
-		go theScripted.serve()
-	})
-	return theScripted
-}
-
-func (s *scripted) serve() {
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
+		if _, err := c.Write(reply); err != nil {
 			return
 		}
-		s.mu.Lock()
-		reply := s.reply
-		s.mu.Unlock()
-		go func() {
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-			// The request's header: net/http's client sends a GET's
-			// header in one write.
-			br := bufio.NewReader(io.LimitReader(c, 64<<10))
-			for {
-				line, err := br.ReadSlice('\n')
-				if err != nil || len(bytes.TrimRight(line, "\r\n")) == 0 {
-					break
-				}
-			}
-			_, _ = c.Write(reply)
-			// The probe reads up to its own end; a close with its
-			// request unread would reset the connection under it.
-			if tc, ok := c.(*net.TCPConn); ok {
-				_ = tc.CloseWrite()
-			}
-			_, _ = io.Copy(io.Discard, io.LimitReader(c, 1<<20))
-		}()
-	}
+		_ = c.(*net.TCPConn).CloseWrite()
+		_, _ = io.Copy(io.Discard, io.LimitReader(c, 1<<20))
+	})
 }
-
-func (s *scripted) port() int { return s.ln.Addr().(*net.TCPAddr).Port }
 
 // FuzzDirectAnswersAsNetHTTP (issue 42) holds the plain-HTTP exchange on
 // the probing goroutine to net/http's Transport, the kubelet's: for any
@@ -103,11 +65,7 @@ func FuzzDirectAnswersAsNetHTTP(f *testing.F) {
 	}
 	direct, std := httpprobe.New(), httpprobe.New(httpprobe.WithNetHTTPTransport())
 	f.Fuzz(func(t *testing.T, reply []byte) {
-		s := scriptedServer(t)
-		s.mu.Lock()
-		s.reply = reply
-		s.mu.Unlock()
-		target := httpprobe.Target{Host: "127.0.0.1", Port: s.port(), Path: "/healthz", Timeout: 2 * time.Second}
+		target := httpprobe.Target{Host: "127.0.0.1", Port: serveReply(t, reply), Path: "/healthz", Timeout: 2 * time.Second}
 		wantRes, wantOut, wantErr := std.Probe(context.Background(), target)
 		res, out, err := direct.Probe(context.Background(), target)
 		if timedOut(wantErr, wantOut) || timedOut(err, out) {

@@ -4,16 +4,15 @@ import (
 	"testing"
 
 	"github.com/probelet/probelet/internal/quietio"
+	"github.com/probelet/probelet/internal/testutil"
 )
 
 // Under --io=std plain HTTP goes through net/http's Transport, as HTTPS
 // always does.
 func TestStdIOTakesNetHTTP(t *testing.T) {
-	t.Cleanup(func() { _ = quietio.Set(quietio.Quiet) })
-	for _, mode := range []string{quietio.Quiet, quietio.Std} {
-		_ = quietio.Set(mode)
+	testutil.EachIOMode(t, func(mode string) {
 		if direct := New().direct != nil; direct != (mode == quietio.Quiet) {
 			t.Errorf("--io=%s: the direct exchange in use: %v", mode, direct)
 		}
-	}
+	})
 }

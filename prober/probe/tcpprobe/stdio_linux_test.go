@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/quietio"
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/tcpprobe"
 )
@@ -13,11 +14,9 @@ import (
 // Under --io=std no dial begins on the scheduling goroutine: StartTCP
 // declines, and ProbeTCP dials through net on a runner.
 func TestStdIODeclinesStartTCP(t *testing.T) {
-	t.Cleanup(func() { _ = quietio.Set(quietio.Quiet) })
 	target := probe.TCPTarget{Host: "127.0.0.1", Port: 1, Timeout: time.Second}
 	d := tcpprobe.NewDialer()
-	for _, mode := range []string{quietio.Quiet, quietio.Std} {
-		_ = quietio.Set(mode)
+	testutil.EachIOMode(t, func(mode string) {
 		_, _, _, pending, ok := d.StartTCP(target)
 		if pending != nil {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -27,5 +26,5 @@ func TestStdIODeclinesStartTCP(t *testing.T) {
 		if begun := ok || pending != nil; begun != (mode == quietio.Quiet) {
 			t.Errorf("--io=%s: StartTCP began a dial: %v", mode, begun)
 		}
-	}
+	})
 }
