@@ -104,9 +104,9 @@ var _ agent = (*probelet)(nil)
 
 var metricsAddr = regexp.MustCompile(`Serving /metrics and /healthz.*"address": ?"([^"]+)"`)
 
-// startProbelet runs probelet with tcpMode and waits until it is
+// startProbelet runs probelet with tcpMode and io and waits until it is
 // registered with containerd over NRI.
-func (e *env) startProbelet(ctx context.Context, tcpMode string) (*probelet, error) {
+func (e *env) startProbelet(ctx context.Context, tcpMode, io string) (*probelet, error) {
 	logFile, err := os.CreateTemp(e.bed, "probelet-*.log")
 	if err != nil {
 		return nil, err
@@ -115,7 +115,7 @@ func (e *env) startProbelet(ctx context.Context, tcpMode string) (*probelet, err
 	p := &probelet{log: logFile.Name(), done: make(chan error, 1)}
 	p.cmd = exec.Command(e.probelet, "--nri-socket", e.nriSocket(), "--runtime-endpoint", e.criEndpoint(),
 		"--listen", "unix://"+filepath.Join(e.bed, "pl.sock"), "--metrics-bind-address", "127.0.0.1:0",
-		"--tcp-mode", tcpMode,
+		"--tcp-mode", tcpMode, "--io", io,
 		// A state directory like a node's, but in the bed: never the
 		// host's /var/lib/probelet.
 		"--state-dir", filepath.Join(e.bed, "probelet-state"))

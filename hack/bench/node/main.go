@@ -28,6 +28,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/probelet/probelet/internal/quietio"
 	"os"
 	"os/signal"
 	"strconv"
@@ -49,6 +50,7 @@ type config struct {
 	sysWindow time.Duration
 	probelet  string
 	env       []string // extra environment of the probelet process
+	ios       []string // probelet's --io modes, each kind measured in each
 	keep      bool
 	verbose   bool
 }
@@ -94,6 +96,7 @@ func parseFlags(args []string) (config, error) {
 		c.env = append(c.env, s)
 		return nil
 	})
+	ios := fs.String("io", quietio.Quiet, "probelet's --io modes, comma-separated: quiet,std measures each kind in both, side by side")
 	fs.BoolVar(&c.keep, "keep", false, "keep the test bed and kubelet afterwards")
 	fs.BoolVar(&c.verbose, "v", false, "log each step to stderr")
 	if err := fs.Parse(args); err != nil {
@@ -112,6 +115,13 @@ func parseFlags(args []string) (config, error) {
 			return c, err
 		}
 		c.kinds = append(c.kinds, k)
+	}
+	for _, s := range strings.Split(*ios, ",") {
+		io := strings.TrimSpace(s)
+		if io != quietio.Quiet && io != quietio.Std {
+			return c, fmt.Errorf("-io: %q is not %s or %s", s, quietio.Quiet, quietio.Std)
+		}
+		c.ios = append(c.ios, io)
 	}
 	switch {
 	case c.window < time.Second:

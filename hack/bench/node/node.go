@@ -12,6 +12,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/prober/spec"
 )
 
@@ -20,6 +21,7 @@ type variant struct {
 	label   string // the table's row
 	kind    kind
 	tcpMode string // probelet's --tcp-mode
+	io      string // probelet's --io
 	method  string // probelet_tcp_probes_total method expected ("" for non-TCP)
 }
 
@@ -27,15 +29,36 @@ func variants(k kind) []variant {
 	switch k {
 	case kindTCP:
 		return []variant{
-			{"TCP (probelet: eBPF short-circuit)", k, "auto", "ebpf"},
-			{"TCP (probelet: --tcp-mode dial)", k, "dial", "dial"},
+			{"TCP (probelet: eBPF short-circuit)", k, "auto", quietio.Quiet, "ebpf"},
+			{"TCP (probelet: --tcp-mode dial)", k, "dial", quietio.Quiet, "dial"},
 		}
 	case kindHTTP:
-		return []variant{{"HTTP GET", k, "auto", ""}}
+		return []variant{{"HTTP GET", k, "auto", quietio.Quiet, ""}}
 	case kindGRPC:
-		return []variant{{"gRPC", k, "auto", ""}}
+		return []variant{{"gRPC", k, "auto", quietio.Quiet, ""}}
 	}
-	return []variant{{"exec (true), agent side only", k, "auto", ""}}
+	return []variant{{"exec (true), agent side only", k, "auto", quietio.Quiet, ""}}
+}
+
+// variantsIn are k's variants in each I/O mode of ios: under --io=std
+// each again but the eBPF short-circuit (it does no I/O either way), its
+// label saying so.
+func variantsIn(k kind, ios []string) []variant {
+	var out []variant
+	for _, io := range ios {
+		for _, v := range variants(k) {
+			if io == quietio.Quiet {
+				out = append(out, v)
+				continue
+			}
+			if v.method == "ebpf" {
+				continue
+			}
+			v.io, v.label = io, v.label+" [--io="+io+"]"
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // row is one line of the table: the kubelet and probelet on the same pods.
@@ -78,13 +101,13 @@ func (e *env) measureNode(ctx context.Context, n int) (report, error) {
 	if err := e.kubelet.stop(ctx); err != nil {
 		return r, err
 	}
-	if r.probeletBase, err = e.measureProbelet(ctx, n, variant{label: "baseline", kind: kindNone, tcpMode: "auto"}, nil); err != nil {
+	if r.probeletBase, err = e.measureProbelet(ctx, n, variant{label: "baseline", kind: kindNone, tcpMode: "auto", io: quietio.Quiet}, nil); err != nil {
 		return r, err
 	}
 	for _, k := range e.c.kinds {
 		if k == kindTCP {
 			r.hasDialBase = true
-			if r.probeletDialBase, err = e.measureProbelet(ctx, n, variant{label: "baseline", kind: kindNone, tcpMode: "dial"}, nil); err != nil {
+			if r.probeletDialBase, err = e.measureProbelet(ctx, n, variant{label: "baseline", kind: kindNone, tcpMode: "dial", io: quietio.Quiet}, nil); err != nil {
 				return r, err
 			}
 		}
@@ -94,7 +117,7 @@ func (e *env) measureNode(ctx context.Context, n int) (report, error) {
 			return r, err
 		}
 		rows := make([]row, 0, 2)
-		for _, v := range variants(k) {
+		for _, v := range variantsIn(k, e.c.ios) {
 			rows = append(rows, row{variant: v, methodShare: -1})
 		}
 		// Rounds alternate which agent goes first (kubelet, probelet;
@@ -291,8 +314,8 @@ func (e *env) measureKubelet(ctx context.Context) (window, error) {
 // (none for the baseline), settles, measures and stops it. share, when
 // given for a TCP variant, receives the share of runs answered by v.method.
 func (e *env) measureProbelet(ctx context.Context, n int, v variant, share *float64) (window, error) {
-	e.logf("probelet (--tcp-mode %s), %s", v.tcpMode, v.label)
-	p, err := e.startProbelet(ctx, v.tcpMode)
+	e.logf("probelet (--tcp-mode %s --io %s), %s", v.tcpMode, v.io, v.label)
+	p, err := e.startProbelet(ctx, v.tcpMode, v.io)
 	if err != nil {
 		return window{}, err
 	}
