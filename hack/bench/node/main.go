@@ -28,13 +28,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/probelet/probelet/internal/quietio"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/probelet/probelet/internal/quietio"
 )
 
 // config is the benchmark's shape.
