@@ -70,8 +70,10 @@ var hostileGRPC = []struct {
 	// The reply's headers never ended, CONTINUATION after CONTINUATION:
 	// the header list's bound ends the call.
 	{"header-flood", "-hostile header-flood", "PROTOCOL_ERROR", false},
-	// DATA frames, the stream never ended: the reply's window ends it.
-	{"data-flood", "-hostile data-flood", "exceeding the limit", false},
+	// DATA frames of zeros, the stream never ended: empty messages one
+	// after another, and the second is the unary call's error (grpc-go's
+	// answer too: it decodes each message as it comes).
+	{"data-flood", "-hostile data-flood", "received another message", false},
 	// GOAWAY right after SETTINGS, then silence: the call was refused.
 	{"goaway", "-hostile goaway", "server is draining the connection", false},
 	// Accepts and never writes, not even SETTINGS.
