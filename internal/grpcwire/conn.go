@@ -95,7 +95,7 @@ type Conn struct {
 	// given back; the next call's write gives it back.
 	owed   uint32
 	goAway bool
-	// goAwayDebug is grpc-go's account of the last GOAWAY, which it
+	// goAwayDebug is grpc-go's account of the first GOAWAY, which it
 	// adds to the status of a connection that fails after it.
 	goAwayDebug string
 	broken      bool
