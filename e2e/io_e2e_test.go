@@ -4,7 +4,6 @@ package e2e_test
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -77,16 +76,9 @@ func probeKindsSay(t *testing.T, mode string) []string {
 // openTimerFiles counts pid's open timer files.
 func openTimerFiles(t *testing.T, pid int) int {
 	t.Helper()
-	dir := fmt.Sprintf("/proc/%d/fd", pid)
-	fds, err := os.ReadDir(dir)
+	n, err := countOpenFiles(pid, func(link string) bool { return link == "anon_inode:[timerfd]" })
 	if err != nil {
 		t.Fatal(err)
-	}
-	n := 0
-	for _, fd := range fds {
-		if l, _ := os.Readlink(dir + "/" + fd.Name()); l == "anon_inode:[timerfd]" {
-			n++
-		}
 	}
 	return n
 }

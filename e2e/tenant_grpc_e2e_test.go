@@ -535,11 +535,17 @@ func openSockets(t *testing.T, pid int, d time.Duration) (fewest, most int) {
 
 // countSockets is how many of pid's open files are sockets.
 func countSockets(pid int) (int, error) {
+	return countOpenFiles(pid, func(link string) bool { return strings.HasPrefix(link, "socket:") })
+}
+
+// countOpenFiles is how many of pid's open files match, by what their
+// /proc/PID/fd link names.
+func countOpenFiles(pid int, match func(link string) bool) (int, error) {
 	dir := fmt.Sprintf("/proc/%d/fd", pid)
 	fds, err := os.ReadDir(dir)
 	n := 0
 	for _, fd := range fds {
-		if l, _ := os.Readlink(dir + "/" + fd.Name()); strings.HasPrefix(l, "socket:") {
+		if l, _ := os.Readlink(dir + "/" + fd.Name()); match(l) {
 			n++
 		}
 	}

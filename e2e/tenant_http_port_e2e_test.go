@@ -39,7 +39,7 @@ func TestTenantSlowClientsHoldNoHTTPPort(t *testing.T) {
 	// The bridge has its address once a pod is on it; probelet finds the
 	// victim already running when it starts.
 	victim := victimApp(t, bed, webApp)
-	gw := bridgeAddr(t, bed)
+	gw := bridgeIPv4(t, bed)
 	d := startProbelet(t, bed, "--metrics-bind-address", net.JoinHostPort(gw, "0"))
 	host, _, err := net.SplitHostPort(d.metrics)
 	if err != nil || host != gw {
@@ -90,29 +90,4 @@ func TestTenantSlowClientsHoldNoHTTPPort(t *testing.T) {
 		t.Logf("%-6s %d connections ended, held %v to %v", kind, len(lives), slices.Min(lives), slices.Max(lives))
 	}
 	t.Logf("%d scrapes from the node during the attack, the slowest %v", scrapes, slowest.Round(time.Millisecond))
-}
-
-// bridgeAddr is the IPv4 address of the bed's bridge: the node as its pods
-// reach it.
-func bridgeAddr(t *testing.T, bed *testbed.Bed) string {
-	t.Helper()
-	var addr string
-	eventually(t, 30*time.Second, "the bed's bridge "+bed.Bridge()+" with an address", func() (bool, string) {
-		ifi, err := net.InterfaceByName(bed.Bridge())
-		if err != nil {
-			return false, err.Error()
-		}
-		addrs, err := ifi.Addrs()
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
-				addr = n.IP.String()
-				return true, ""
-			}
-		}
-		return false, fmt.Sprint(addrs)
-	})
-	return addr
 }
