@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probelet/probelet/internal/httpserve"
 	"github.com/probelet/probelet/internal/testbed"
 )
 
 // What internal/httpserve lets a connection hold, at most: a request's
-// header 5 s, its whole read 10 s; and a second for the node's load.
-const slowClientBound = 10*time.Second + time.Second
+// whole read (its header sooner); and a second for the node's load.
+var slowClientBound = max(httpserve.DefaultLimits.ReadHeader, httpserve.DefaultLimits.Read) + time.Second
 
 // slowKinds are grpc-health's slow clients (its slowclients.go): a header
 // trickled a line a second, a body promised and trickled, and nothing at
