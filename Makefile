@@ -99,12 +99,12 @@ vm:
 ## to net/http and grpc-go by differential fuzzers (FUZZTIME each; seeds and
 ## the corpus kept under each package's testdata/fuzz)
 fuzz:
-	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzParse ./prober/spec
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzParse ./probespec
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzNRIEvents ./plugin
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzSocketRequests ./cri/server
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzConfig ./cmd/probelet/agent
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzOpen ./history
-	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzResolvePort ./prober/spec
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzResolvePort ./probespec
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzHelperRequest ./directexec
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzProxyFrames ./cri/proxy
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzMutate ./controller/webhook

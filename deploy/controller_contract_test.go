@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/probelet/probelet/controller/webhook"
+	"github.com/probelet/probelet/probespec"
 )
 
 const (
@@ -381,13 +381,13 @@ func checkWebhook(objs *objects, podLabels map[string]string) error {
 		}
 		optOut := false
 		if sel := w.ObjectSelector; sel != nil {
-			optOut = sel.MatchLabels[webhook.Label] == webhook.LabelManaged
+			optOut = sel.MatchLabels[probespec.LabelProbes] == probespec.LabelManaged
 			for _, e := range sel.MatchExpressions {
-				optOut = optOut || e.Key == webhook.Label && e.Operator == metav1.LabelSelectorOpNotIn && slices.Contains(e.Values, webhook.LabelUnmanaged)
+				optOut = optOut || e.Key == probespec.LabelProbes && e.Operator == metav1.LabelSelectorOpNotIn && slices.Contains(e.Values, probespec.LabelUnmanaged)
 			}
 		}
 		if !optOut {
-			fail(w.Name, "must leave a pod labelled %s=%s alone (objectSelector)", webhook.Label, webhook.LabelUnmanaged)
+			fail(w.Name, "must leave a pod labelled %s=%s alone (objectSelector)", probespec.LabelProbes, probespec.LabelUnmanaged)
 		}
 	}
 	svc := objs.services[webhookService]

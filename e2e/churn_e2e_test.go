@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 const (
@@ -82,14 +82,14 @@ func churn(d *daemon, bed *testbed.Bed) error {
 
 // churnOne runs a pod, waits until probelet finds it ready and removes it.
 func churnOne(d *daemon, bed *testbed.Bed, name string) error {
-	probes := spec.ContainerProbes{
+	probes := probespec.ContainerProbes{
 		Startup: execProbe(1, 10, "true"), Liveness: tcpProbe(appPort, 1, 3), Readiness: httpProbe("/", 1, 3),
 	}
-	anno, err := jsonString(spec.PodProbes{name: probes})
+	anno, err := jsonString(probespec.PodProbes{name: probes})
 	if err != nil {
 		return err
 	}
-	podID, ctrID, err := bed.RunPod(testbed.PodSpec{Name: name, Annotations: map[string]string{spec.AnnotationProbes: anno},
+	podID, ctrID, err := bed.RunPod(testbed.PodSpec{Name: name, Annotations: map[string]string{probespec.AnnotationProbes: anno},
 		Container: testbed.ContainerSpec{Name: name, Command: webApp, Ports: httpPort}})
 	if err != nil {
 		return err

@@ -23,8 +23,7 @@ import (
 
 	"github.com/probelet/probelet/internal/cluster"
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/kube/heartbeat"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // readyGate is the readiness gate probelet owns.
@@ -102,15 +101,15 @@ func (n *clusterNode) tokenFor(nodeName string) string {
 
 // apiPod is a busybox pod on the node with probelet's probes for its one
 // container "app" (port "http" 8080), optionally with the readiness gate.
-func (n *clusterNode) apiPod(name string, cmd []string, probes spec.ContainerProbes, gate bool) *corev1.Pod {
-	anno, err := jsonString(spec.PodProbes{"app": probes})
+func (n *clusterNode) apiPod(name string, cmd []string, probes probespec.ContainerProbes, gate bool) *corev1.Pod {
+	anno, err := jsonString(probespec.PodProbes{"app": probes})
 	if err != nil {
 		n.t.Fatal(err)
 	}
 	grace := int64(2)
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": name},
-			Annotations: map[string]string{spec.AnnotationProbes: anno}},
+			Annotations: map[string]string{probespec.AnnotationProbes: anno}},
 		Spec: corev1.PodSpec{
 			NodeName:                      n.k.NodeName(),
 			TerminationGracePeriodSeconds: &grace,
@@ -228,7 +227,7 @@ func TestClusterReadinessGateAndEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	readiness := execProbeSpec(1, 1, "test", "-f", "/tmp/ready")
-	n.create(n.apiPod("web", shell("sleep 3600"), spec.ContainerProbes{Readiness: readiness}, true))
+	n.create(n.apiPod("web", shell("sleep 3600"), probespec.ContainerProbes{Readiness: readiness}, true))
 	id := n.containerID("web")
 
 	// Not ready until probelet says so, although the kubelet sees the
@@ -270,7 +269,7 @@ func TestClusterReadinessGateAndEvents(t *testing.T) {
 // Killing Event on the pod, on spec.containers{app}, from probelet.
 func checkLivenessEvents(t *testing.T, n *clusterNode) {
 	live := execProbeSpec(1, 1, "test", "-f", "/tmp/alive")
-	n.create(n.apiPod("live", shell("touch /tmp/alive; sleep 3600"), spec.ContainerProbes{Liveness: live}, false))
+	n.create(n.apiPod("live", shell("touch /tmp/alive; sleep 3600"), probespec.ContainerProbes{Liveness: live}, false))
 	id := n.containerID("live")
 	mustExec(t, n.bed, id, "rm", "/tmp/alive")
 	eventually(t, 60*time.Second, "Unhealthy and Killing events and the kubelet's restart", func() (bool, string) {
@@ -310,7 +309,7 @@ func TestClusterDeletionAndRestartPolicy(t *testing.T) {
 
 	live := execProbeSpec(1, 1, "test", "-f", "/tmp/alive")
 	p := n.apiPod("stubborn", shell("trap '' TERM; touch /tmp/alive; while true; do sleep 1; done"),
-		spec.ContainerProbes{Liveness: live}, false)
+		probespec.ContainerProbes{Liveness: live}, false)
 	grace := int64(60)
 	p.Spec.TerminationGracePeriodSeconds = &grace
 	n.create(p)
@@ -338,7 +337,7 @@ func TestClusterDeletionAndRestartPolicy(t *testing.T) {
 	zero := int64(0)
 	_ = n.admin.CoreV1().Pods("default").Delete(ctx, "stubborn", metav1.DeleteOptions{GracePeriodSeconds: &zero})
 
-	once := n.apiPod("once", shell("sleep 4; exit 1"), spec.ContainerProbes{Readiness: execProbeSpec(1, 3, "true")}, false)
+	once := n.apiPod("once", shell("sleep 4; exit 1"), probespec.ContainerProbes{Readiness: execProbeSpec(1, 3, "true")}, false)
 	once.Spec.RestartPolicy = corev1.RestartPolicyNever
 	n.create(once)
 	onceID := n.containerID("once")
@@ -358,7 +357,7 @@ func TestClusterAPIServerOutage(t *testing.T) {
 	n := startClusterNode(t)
 	live := execProbeSpec(1, 3, "true")
 	readiness := execProbeSpec(1, 1, "test", "-f", "/tmp/ready")
-	n.create(n.apiPod("web", shell("touch /tmp/ready; sleep 3600"), spec.ContainerProbes{Liveness: live, Readiness: readiness}, true))
+	n.create(n.apiPod("web", shell("touch /tmp/ready; sleep 3600"), probespec.ContainerProbes{Liveness: live, Readiness: readiness}, true))
 	id := n.containerID("web")
 	n.waitConditions("web", corev1.ConditionTrue, 30*time.Second)
 
@@ -407,8 +406,8 @@ func TestClusterRights(t *testing.T) {
 	if _, err := n.admin.CoreV1().Nodes().Create(ctx, nodeB, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	mine := n.apiPod("mine", shell("sleep 3600"), spec.ContainerProbes{}, true)
-	theirs := n.apiPod("theirs", shell("sleep 3600"), spec.ContainerProbes{}, true)
+	mine := n.apiPod("mine", shell("sleep 3600"), probespec.ContainerProbes{}, true)
+	theirs := n.apiPod("theirs", shell("sleep 3600"), probespec.ContainerProbes{}, true)
 	theirs.Spec.NodeName = "node-b"
 	n.create(mine)
 	n.create(theirs)
@@ -537,7 +536,7 @@ func TestClusterNodeLease(t *testing.T) {
 			l.Spec.RenewTime != nil && l.Spec.RenewTime.After(first) &&
 			// --tcp-mode auto, as root on this kernel: the short-circuit
 			// loads, and the Lease says so for the whole cluster to see.
-			l.Labels[heartbeat.LabelTCPMode] == "ebpf" && l.Annotations[heartbeat.AnnotationTCPModeReason] == ""
+			l.Labels[probespec.LabelTCPMode] == "ebpf" && l.Annotations[probespec.AnnotationTCPModeReason] == ""
 		return ok, fmt.Sprintf("%+v %+v %v %v", l.ObjectMeta.OwnerReferences, l.Spec, l.Labels, l.Annotations)
 	})
 

@@ -16,10 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/probelet/probelet/controller/marking"
 	"github.com/probelet/probelet/controller/monitor"
 	"github.com/probelet/probelet/internal/cluster"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // The controller's timings the test's windows come from: its defaults
@@ -83,15 +82,15 @@ func TestClusterProbeletDownSafetyNet(t *testing.T) {
 		node *clusterNode
 		name string
 	}{{s.a, "a1"}, {s.a, "a2"}, {s.b, "b1"}, {s.x, "c1"}} {
-		p.node.create(p.node.apiPod(p.name, shell("sleep 3600"), spec.ContainerProbes{Readiness: readiness}, true))
+		p.node.create(p.node.apiPod(p.name, shell("sleep 3600"), probespec.ContainerProbes{Readiness: readiness}, true))
 	}
 	for _, name := range []string{"a1", "a2", "b1"} {
 		s.a.waitConditions(name, corev1.ConditionTrue, 60*time.Second)
 	}
 
 	// 1. C has no probelet: its pod says so after the grace period.
-	s.waitMarked("c1", marking.ReasonNotRunning, started.Add(safetyGrace+10*time.Second))
-	t.Logf("c1 marked %s %v after the controller started", marking.ReasonNotRunning, time.Since(started).Round(time.Second))
+	s.waitMarked("c1", probespec.ReasonProbeletNotRunning, started.Add(safetyGrace+10*time.Second))
+	t.Logf("c1 marked %s %v after the controller started", probespec.ReasonProbeletNotRunning, time.Since(started).Round(time.Second))
 
 	// 2. A restart within the grace period is no silence.
 	down := time.Now()
@@ -106,9 +105,9 @@ func TestClusterProbeletDownSafetyNet(t *testing.T) {
 	down = time.Now()
 	s.a.d.kill()
 	for _, name := range []string{"a1", "a2"} {
-		s.waitMarked(name, marking.ReasonUnavailable, down.Add(safetyGrace+10*time.Second))
+		s.waitMarked(name, probespec.ReasonProbeletUnavailable, down.Add(safetyGrace+10*time.Second))
 	}
-	t.Logf("A's pods marked %s %v after probelet was killed", marking.ReasonUnavailable, time.Since(down).Round(time.Second))
+	t.Logf("A's pods marked %s %v after probelet was killed", probespec.ReasonProbeletUnavailable, time.Since(down).Round(time.Second))
 	if ok, state := s.gatesAre(corev1.ConditionTrue, "b1")(); !ok {
 		t.Fatalf("B's pod touched: %s", state)
 	}
@@ -156,7 +155,7 @@ func TestClusterProbeletDownSafetyNet(t *testing.T) {
 		s.gatesAre(corev1.ConditionTrue, "a1", "a2", "b1"))
 	for _, n := range []*clusterNode{s.a, s.b} {
 		eventually(t, 30*time.Second, "the held-back Event on node "+n.k.NodeName(), func() (bool, string) {
-			evs := s.nodeEvents(ctx, n.k.NodeName(), marking.ReasonHeldBack)
+			evs := s.nodeEvents(ctx, n.k.NodeName(), probespec.EventMarkingHeldBack)
 			ok := len(evs) > 0 && strings.Contains(evs[0].Message, "every zone is fully disrupted")
 			return ok, fmt.Sprintf("%d Events", len(evs))
 		})
@@ -310,7 +309,7 @@ func (s *safetyNet) markEvents(ctx context.Context, pod string) int {
 	}
 	n := 0
 	for _, e := range evs.Items {
-		if e.Reason == marking.ReasonUnavailable || e.Reason == marking.ReasonNotRunning {
+		if e.Reason == probespec.ReasonProbeletUnavailable || e.Reason == probespec.ReasonProbeletNotRunning {
 			n += int(max(e.Count, 1))
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 const specChangedMessage = "probelet.io/probes changed after the pod was created; " +
@@ -33,12 +33,12 @@ func TestClusterProbeSpecIsFixedAtCreation(t *testing.T) {
 	t.Parallel()
 	n := startClusterNode(t)
 	readiness := execProbeSpec(1, 1, "test", "-f", "/tmp/ready")
-	n.create(n.apiPod("web", shell("sleep 3600"), spec.ContainerProbes{Readiness: readiness}, true))
+	n.create(n.apiPod("web", shell("sleep 3600"), probespec.ContainerProbes{Readiness: readiness}, true))
 	id := n.containerID("web")
 	n.waitConditions("web", corev1.ConditionFalse, 30*time.Second)
 
 	for i, value := range []string{"{}", `{"app":{"livenessProbe":{"exec":{"command":["false"]}}}}`} {
-		if out, err := n.c.Kubectl("annotate", "pod", "web", "-n", "default", spec.AnnotationProbes+"="+value, "--overwrite"); err != nil {
+		if out, err := n.c.Kubectl("annotate", "pod", "web", "-n", "default", probespec.AnnotationProbes+"="+value, "--overwrite"); err != nil {
 			t.Fatalf("kubectl annotate: %v\n%s", err, out)
 		}
 		if i == 0 {
@@ -86,7 +86,7 @@ func TestClusterProbeSpecIsFixedAtCreation(t *testing.T) {
 // same pod: on the socket, in the log, in the condition's message.
 func checkNamedPortRejected(t *testing.T, n *clusterNode) {
 	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("nope")}}, PeriodSeconds: 1}
-	pod := n.apiPod("named", shell("sleep 3600"), spec.ContainerProbes{Readiness: probe}, true)
+	pod := n.apiPod("named", shell("sleep 3600"), probespec.ContainerProbes{Readiness: probe}, true)
 	line := validateLine(t, pod)
 	_, reason, _ := strings.Cut(line, `container "app": `)
 	n.create(pod)

@@ -10,7 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // TestTenantProbeHostNamespaceGrantOnCluster: with the API server, a probe
@@ -23,7 +23,7 @@ func TestTenantProbeHostNamespaceGrantOnCluster(t *testing.T) {
 	target := listenCounting(t, "127.0.0.1:0")
 	probe := tcpProbe(target.port(), 1, 1)
 	probe.TCPSocket.Host = "127.0.0.1"
-	n.create(n.apiPod("ssrf", shell("sleep 3600"), spec.ContainerProbes{Readiness: probe}, true))
+	n.create(n.apiPod("ssrf", shell("sleep 3600"), probespec.ContainerProbes{Readiness: probe}, true))
 	id := n.containerID("ssrf")
 	const field = "readinessProbe.tcpSocket.host"
 	eventually(t, 30*time.Second, "the spec error on the socket", func() (bool, string) {
@@ -44,7 +44,7 @@ func TestTenantProbeHostNamespaceGrantOnCluster(t *testing.T) {
 		t.Fatalf("%d connections to the node's 127.0.0.1 before the grant, want 0", got)
 	}
 
-	if out, err := n.c.Kubectl("label", "namespace", "default", spec.LabelAllowProbeHost+"=true"); err != nil {
+	if out, err := n.c.Kubectl("label", "namespace", "default", probespec.LabelAllowProbeHost+"=true"); err != nil {
 		t.Fatalf("kubectl label: %v\n%s", err, out)
 	}
 	eventually(t, 30*time.Second, "the granted probe to run", func() (bool, string) {

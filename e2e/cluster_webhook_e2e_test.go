@@ -29,7 +29,7 @@ import (
 	"github.com/probelet/probelet/controller/marking"
 	"github.com/probelet/probelet/controller/webhook"
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // webhookCertValidity is the serving certificate's lifetime in the test:
@@ -97,7 +97,7 @@ func TestClusterWebhook(t *testing.T) {
 	}{{"managed", true}, {"plain", false}} {
 		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name}}
 		if ns.managed {
-			obj.Labels = map[string]string{webhook.Label: webhook.LabelManaged}
+			obj.Labels = map[string]string{probespec.LabelProbes: probespec.LabelManaged}
 		}
 		if _, err := n.admin.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -116,8 +116,8 @@ func TestClusterWebhook(t *testing.T) {
 	}
 	// The API server defaults probes before admission: the annotation
 	// holds them as the kubelet would have run them.
-	anno := managed.Annotations[spec.AnnotationProbes]
-	var probes spec.PodProbes
+	anno := managed.Annotations[probespec.AnnotationProbes]
+	var probes probespec.PodProbes
 	if err := json.Unmarshal([]byte(anno), &probes); err != nil {
 		t.Fatalf("managed pod's annotation %q: %v", anno, err)
 	}
@@ -128,7 +128,7 @@ func TestClusterWebhook(t *testing.T) {
 	plain := n.onlyPod(ctx, "plain", "app=web")
 	want := n.probedDeployment("plain").Spec.Template.Spec.Containers[0]
 	if c := plain.Spec.Containers[0]; c.ReadinessProbe == nil || c.LivenessProbe == nil || c.StartupProbe == nil ||
-		c.ReadinessProbe.HTTPGet.Path != want.ReadinessProbe.HTTPGet.Path || plain.Annotations[spec.AnnotationProbes] != "" || marking.Gated(plain) {
+		c.ReadinessProbe.HTTPGet.Path != want.ReadinessProbe.HTTPGet.Path || plain.Annotations[probespec.AnnotationProbes] != "" || marking.Gated(plain) {
 		t.Fatalf("plain namespace's pod changed: %+v, annotations %v", c, plain.Annotations)
 	}
 
@@ -173,7 +173,7 @@ func TestClusterWebhook(t *testing.T) {
 	if got := w.take(); len(got) != 1 || !strings.Contains(got[0], "keeps its kubelet probes") || !strings.Contains(got[0], "httpGet.host") {
 		t.Fatalf("warnings %q, want probelet's naming the host", got)
 	}
-	if created.Spec.Containers[0].ReadinessProbe == nil || created.Annotations[spec.AnnotationProbes] != "" {
+	if created.Spec.Containers[0].ReadinessProbe == nil || created.Annotations[probespec.AnnotationProbes] != "" {
 		t.Fatalf("a refused pod was changed: %+v", created)
 	}
 
@@ -190,7 +190,7 @@ func TestClusterWebhook(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Annotations[spec.AnnotationProbes] == "" {
+		if p.Annotations[probespec.AnnotationProbes] == "" {
 			t.Fatalf("admission %d (%d certificates seen so far) was not converted: the webhook failed it", i, len(serials))
 		}
 		time.Sleep(2 * time.Second)
@@ -203,13 +203,13 @@ func TestClusterWebhook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if away.Spec.Containers[0].ReadinessProbe == nil || away.Annotations[spec.AnnotationProbes] != "" {
+	if away.Spec.Containers[0].ReadinessProbe == nil || away.Annotations[probespec.AnnotationProbes] != "" {
 		t.Fatalf("a pod created while the webhook was down was converted: %+v", away)
 	}
 	ctl.start()
 	eventually(t, 60*time.Second, "the Event on the pod created while the webhook was away", func() (bool, string) {
 		evs, err := n.admin.CoreV1().Events("managed").List(ctx, metav1.ListOptions{
-			FieldSelector: fields.Set{"involvedObject.name": "away", "reason": webhook.ReasonMissed}.String()})
+			FieldSelector: fields.Set{"involvedObject.name": "away", "reason": probespec.EventWebhookMissed}.String()})
 		if err != nil {
 			return false, err.Error()
 		}

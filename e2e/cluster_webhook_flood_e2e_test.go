@@ -16,12 +16,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/probelet/probelet/controller/marking"
 	"github.com/probelet/probelet/controller/webhook"
 	"github.com/probelet/probelet/internal/cluster"
 	"github.com/probelet/probelet/internal/testbed"
 	"github.com/probelet/probelet/kube/heartbeat"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // The flood of TestClusterWebhookFloodLeavesTheSafetyNet: the issue's
@@ -72,8 +71,8 @@ func TestClusterWebhookFloodLeavesTheSafetyNet(t *testing.T) {
 	})
 
 	readiness := execProbeSpec(2, 1, "true")
-	a.create(a.apiPod("a1", shell("sleep 3600"), spec.ContainerProbes{Readiness: readiness}, true))
-	b.create(b.apiPod("b1", shell("sleep 3600"), spec.ContainerProbes{Readiness: readiness}, true))
+	a.create(a.apiPod("a1", shell("sleep 3600"), probespec.ContainerProbes{Readiness: readiness}, true))
+	b.create(b.apiPod("b1", shell("sleep 3600"), probespec.ContainerProbes{Readiness: readiness}, true))
 	gates := &safetyNet{t: t, c: c, a: a}
 	eventually(t, 60*time.Second, "a1 and b1 True", gates.gatesAre(corev1.ConditionTrue, "a1", "b1"))
 
@@ -95,12 +94,12 @@ func TestClusterWebhookFloodLeavesTheSafetyNet(t *testing.T) {
 	time.Sleep(heartbeat.RenewInterval - 2*time.Second)
 	down := time.Now()
 	a.d.kill()
-	gates.waitMarked("a1", marking.ReasonUnavailable, down.Add(safetyGrace+10*time.Second))
+	gates.waitMarked("a1", probespec.ReasonProbeletUnavailable, down.Add(safetyGrace+10*time.Second))
 	marked := time.Since(down)
 
 	// A small labelled pod during the flood is converted as ever.
-	small := a.apiPod("small", shell("sleep 3600"), spec.ContainerProbes{}, false)
-	small.Labels[webhook.Label] = webhook.LabelManaged
+	small := a.apiPod("small", shell("sleep 3600"), probespec.ContainerProbes{}, false)
+	small.Labels[probespec.LabelProbes] = probespec.LabelManaged
 	small.Annotations = nil
 	small.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 		Exec: &corev1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 2}
@@ -108,7 +107,7 @@ func TestClusterWebhookFloodLeavesTheSafetyNet(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a small labelled pod during the flood: %v", err)
 	}
-	if created.Annotations[spec.AnnotationProbes] == "" || created.Spec.Containers[0].ReadinessProbe != nil {
+	if created.Annotations[probespec.AnnotationProbes] == "" || created.Spec.Containers[0].ReadinessProbe != nil {
 		t.Errorf("a small labelled pod during the flood was not converted: annotations %v, readiness %v",
 			created.Annotations, created.Spec.Containers[0].ReadinessProbe)
 	}
@@ -147,7 +146,7 @@ func floodBomb(t *testing.T) *corev1.Pod {
 	value := strings.Repeat("x", floodPodBytes/vars-64)
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "bomb-", Namespace: "default",
-			Labels: map[string]string{webhook.Label: webhook.LabelManaged}},
+			Labels: map[string]string{probespec.LabelProbes: probespec.LabelManaged}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: testbed.BusyboxImage,
 			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}}}},
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 const (
@@ -33,13 +33,13 @@ func TestContainerdRestart(t *testing.T) {
 	t.Parallel()
 	bed := testbed.Start(t)
 	d := startProbelet(t, bed)
-	web := runApp(t, bed, appSpec{name: "web", cmd: webApp, probes: spec.ContainerProbes{
+	web := runApp(t, bed, appSpec{name: "web", cmd: webApp, probes: probespec.ContainerProbes{
 		// The startup probe holds liveness back until httpd listens: the
 		// first probe runs as the container starts, and one failure would
 		// kill it (as the kubelet would, probing that early).
 		Liveness: tcpProbe(appPort, 1, 1), Readiness: httpProbe("/", 1, 1), Startup: tcpProbe(appPort, 1, 30),
 	}})
-	ex := runApp(t, bed, appSpec{name: "exec", cmd: sleeper, probes: spec.ContainerProbes{
+	ex := runApp(t, bed, appSpec{name: "exec", cmd: sleeper, probes: probespec.ContainerProbes{
 		Liveness: execProbe(1, 1, "true"), Readiness: execProbe(1, 1, "true"),
 	}})
 	waitReady(t, d, web, true, "")

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/probelet/probelet/internal/cluster"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // convertFixtures are `probelet convert`'s golden inputs that convert:
@@ -147,12 +147,12 @@ func checkServerTemplate(t *testing.T, kind string, tmpl map[string]any) {
 			}
 		}
 	}
-	anno, ok := pod.Metadata.Annotations[spec.AnnotationProbes]
+	anno, ok := pod.Metadata.Annotations[probespec.AnnotationProbes]
 	if !ok {
-		t.Errorf("%s: no %s annotation on the pod template", kind, spec.AnnotationProbes)
+		t.Errorf("%s: no %s annotation on the pod template", kind, probespec.AnnotationProbes)
 		return
 	}
-	probes, errs := spec.Parse(spec.PodRef{Name: pod.Metadata.Name}, anno)
+	probes, errs := probespec.Parse(probespec.PodRef{Name: pod.Metadata.Name}, anno)
 	if len(errs) > 0 {
 		t.Errorf("%s: the annotation does not parse: %v", kind, errs)
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/probelet/probelet/internal/cluster"
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 const (
@@ -278,7 +278,7 @@ func watchPodReady(ctx context.Context, c *cluster.Cluster, namespace, name stri
 func runClusterApp(ctx context.Context, t *testing.T, c *cluster.Cluster, node string) app {
 	t.Helper()
 	grace := int64(5)
-	probes, err := jsonString(spec.PodProbes{"web": {
+	probes, err := jsonString(probespec.PodProbes{"web": {
 		Liveness:  tcpProbe(appPort, 1, 3),
 		Readiness: execProbe(1, 3, "cat", indexDoc),
 	}})
@@ -286,7 +286,7 @@ func runClusterApp(ctx context.Context, t *testing.T, c *cluster.Cluster, node s
 		t.Fatal(err)
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{spec.AnnotationProbes: probes}},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", Annotations: map[string]string{probespec.AnnotationProbes: probes}},
 		Spec: corev1.PodSpec{
 			NodeName:                      node,
 			TerminationGracePeriodSeconds: &grace,

@@ -13,7 +13,7 @@ import (
 
 	"github.com/probelet/probelet/internal/cluster"
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // TestBenchExecProbes is the exec probes' benchmark (make bench; build
@@ -32,7 +32,7 @@ func TestBenchExecProbes(t *testing.T) {
 	bed := testbed.Start(t)
 	for i := range pods {
 		name := fmt.Sprintf("exec-%02d", i)
-		runApp(t, bed, appSpec{name: name, cmd: sleeper, probes: spec.ContainerProbes{Readiness: execProbe(1, 1, "true")}})
+		runApp(t, bed, appSpec{name: name, cmd: sleeper, probes: probespec.ContainerProbes{Readiness: execProbe(1, 1, "true")}})
 	}
 	res := map[string]execCost{"idle": measureExec(t, bed, nil, window)}
 	for _, mode := range []string{"runtime", "direct"} {

@@ -20,7 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // observe prints what confines a process: its credentials, capabilities,
@@ -113,10 +113,10 @@ func TestExecDirectMatchesRuntime(t *testing.T) {
 	for i, c := range cases {
 		ready := execProbe(2, 1, "sh", "-c", observe)
 		ready.TimeoutSeconds = observeTimeout
-		probes := spec.ContainerProbes{Readiness: ready}
+		probes := probespec.ContainerProbes{Readiness: ready}
 		pod := testbed.PodSpec{
 			Name: c.name, Privileged: c.privileged,
-			Annotations: map[string]string{spec.AnnotationProbes: mustJSON(t, spec.PodProbes{c.name: probes})},
+			Annotations: map[string]string{probespec.AnnotationProbes: mustJSON(t, probespec.PodProbes{c.name: probes})},
 			Container:   testbed.ContainerSpec{Name: c.name, Command: sleeper, Security: c.sc, Annotations: c.anno},
 		}
 		if c.userns {
@@ -276,7 +276,7 @@ func TestExecDirectBehavesLikeExecSync(t *testing.T) {
 	}
 	apps := make([]app, len(cases))
 	for i, c := range cases {
-		apps[i] = runApp(t, bed, appSpec{name: c.name, cmd: sleeper, probes: spec.ContainerProbes{Readiness: c.probe}})
+		apps[i] = runApp(t, bed, appSpec{name: c.name, cmd: sleeper, probes: probespec.ContainerProbes{Readiness: c.probe}})
 	}
 
 	// The same probes through the runtime, then through the direct path

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // TestExecProbeExitCodesAndTimeout: exec probes run through containerd's
@@ -20,12 +20,12 @@ func TestExecProbeExitCodesAndTimeout(t *testing.T) {
 	t.Parallel()
 	bed := testbed.Start(t)
 	d := startProbelet(t, bed)
-	codes := runApp(t, bed, appSpec{name: "codes", cmd: sleeper, probes: spec.ContainerProbes{
+	codes := runApp(t, bed, appSpec{name: "codes", cmd: sleeper, probes: probespec.ContainerProbes{
 		Readiness: execProbe(1, 1, "sh", "-c", `c=$(cat /tmp/code 2>/dev/null || echo 0); echo "exit $c"; exit $c`),
 	}})
 	slowProbe := execProbe(1, 1, "sleep", "5")
 	slowProbe.TimeoutSeconds = 1
-	slow := runApp(t, bed, appSpec{name: "slow", cmd: sleeper, probes: spec.ContainerProbes{Readiness: slowProbe}})
+	slow := runApp(t, bed, appSpec{name: "slow", cmd: sleeper, probes: probespec.ContainerProbes{Readiness: slowProbe}})
 
 	for _, step := range []struct {
 		code  int

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // frozenApps containers, frozenCycles times frozen while each has a run in
@@ -40,7 +40,7 @@ func TestExecDirectIntoFrozenContainers(t *testing.T) {
 	var apps []app
 	var freezers []string
 	for i := range frozenApps {
-		a := runApp(t, bed, appSpec{name: fmt.Sprintf("frozen-%02d", i), cmd: sleeper, probes: spec.ContainerProbes{Readiness: probe}})
+		a := runApp(t, bed, appSpec{name: fmt.Sprintf("frozen-%02d", i), cmd: sleeper, probes: probespec.ContainerProbes{Readiness: probe}})
 		apps = append(apps, a)
 		freezers = append(freezers, freezerOf(t, bed, a.ctr))
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // TestContainerExitingByItself: a container that exits on its own is not
@@ -18,7 +18,7 @@ func TestContainerExitingByItself(t *testing.T) {
 	t.Parallel()
 	bed := testbed.Start(t)
 	d := startProbelet(t, bed)
-	a := runApp(t, bed, appSpec{name: "quitter", cmd: shell(`echo started; touch /tmp/up; sleep 3; exit 7`), probes: spec.ContainerProbes{
+	a := runApp(t, bed, appSpec{name: "quitter", cmd: shell(`echo started; touch /tmp/up; sleep 3; exit 7`), probes: probespec.ContainerProbes{
 		Liveness:  execProbe(1, 1, "true"),
 		Readiness: execProbe(1, 1, "cat", "/tmp/up"),
 	}})
@@ -58,7 +58,7 @@ func TestLivenessFailureCausedByTheExitDoesNotKill(t *testing.T) {
 	d := startProbelet(t, bed)
 	live := execProbe(1, 1, "sleep", "600")
 	live.TimeoutSeconds = 900
-	a := runApp(t, bed, appSpec{name: "racer", cmd: shell(`sleep 5; exit 7`), probes: spec.ContainerProbes{Liveness: live}})
+	a := runApp(t, bed, appSpec{name: "racer", cmd: shell(`sleep 5; exit 7`), probes: probespec.ContainerProbes{Liveness: live}})
 	waitProbeInFlight(t, bed, a)
 	st := waitExited(t, bed, a.ctr, 15*time.Second)
 	if st.ExitCode != 7 {

@@ -21,9 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/probelet/probelet/controller/marking"
-	"github.com/probelet/probelet/controller/webhook"
 	"github.com/probelet/probelet/internal/cluster"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // helmPath is Helm as `make helm` installs it (hack/tools.sh, cached).
@@ -140,7 +139,7 @@ func TestHelmInstallOnCluster(t *testing.T) {
 func managedNamespace(ctx context.Context, t *testing.T, c *cluster.Cluster) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "adopted",
-		Labels: map[string]string{webhook.Label: webhook.LabelManaged}}}
+		Labels: map[string]string{probespec.LabelProbes: probespec.LabelManaged}}}
 	if _, err := c.Client().CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +164,7 @@ func checkWebhookAnswers(ctx context.Context, t *testing.T, c *cluster.Cluster, 
 		if err != nil {
 			return false, err.Error()
 		}
-		_, annotated := got.Annotations[spec.AnnotationProbes]
+		_, annotated := got.Annotations[probespec.AnnotationProbes]
 		gated := marking.Gated(got)
 		return annotated && gated && got.Spec.Containers[0].ReadinessProbe == nil,
 			fmt.Sprintf("annotated %v, gated %v, probe in spec %v", annotated, gated, got.Spec.Containers[0].ReadinessProbe != nil)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // raceFor is how long the ptrace race runs: a minute in the suite (two
@@ -68,11 +68,11 @@ func TestExecHelperSurvivesAPtraceRace(t *testing.T) {
 	probe := execProbe(1, 3, "sleep", "0.2")
 	liveness := *probe
 	liveness.FailureThreshold = 1000 // a slow run under load must not restart the racer
-	anno, err := jsonString(spec.PodProbes{"racer": {Readiness: probe, Liveness: &liveness}})
+	anno, err := jsonString(probespec.PodProbes{"racer": {Readiness: probe, Liveness: &liveness}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, racer, err := bed.RunPod(testbed.PodSpec{Name: "racer", Annotations: map[string]string{spec.AnnotationProbes: anno},
+	_, racer, err := bed.RunPod(testbed.PodSpec{Name: "racer", Annotations: map[string]string{probespec.AnnotationProbes: anno},
 		Container: testbed.ContainerSpec{Name: "racer", Command: shell(ptraceRacer),
 			Security: &testbed.SecurityContext{AddCapabilities: []string{"SYS_PTRACE"}}}})
 	if err != nil {
@@ -127,7 +127,7 @@ func TestExecHelperWithoutSetpcapFailsClosed(t *testing.T) {
 	bed := testbed.Start(t)
 	d := startProbeletUnder(t, bed, []string{"setpriv", "--bounding-set", "-setpcap", "--"},
 		"--exec-mode", "direct", "--runtime-state-dir", filepath.Join(bed.Dir(), "state"))
-	a := runApp(t, bed, appSpec{name: "capbnd", cmd: sleeper, probes: spec.ContainerProbes{
+	a := runApp(t, bed, appSpec{name: "capbnd", cmd: sleeper, probes: probespec.ContainerProbes{
 		Readiness: execProbe(1, 1, "sh", "-c", "grep CapBnd /proc/self/status; exit 1")}})
 	out, code, err := bed.Exec(a.ctr, "grep", "CapBnd", "/proc/self/status")
 	if err != nil || code != 0 {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // TestHistorySurvivesARestart: the restart probelet issued and its probe
@@ -25,7 +25,7 @@ func TestHistorySurvivesARestart(t *testing.T) {
 	live := execProbe(1, 1, "test", "-f", "/tmp/alive")
 	grace := int64(2)
 	a := runApp(t, bed, appSpec{name: "app", cmd: shell("touch /tmp/alive; exec sleep 3600"), grace: &grace,
-		probes: spec.ContainerProbes{Liveness: live}})
+		probes: probespec.ContainerProbes{Liveness: live}})
 	waitProbe(t, d, a, "liveness", "Success")
 	mustExec(t, bed, a.ctr, "rm", "/tmp/alive")
 	var before detailView

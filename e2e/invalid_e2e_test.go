@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // TestInvalidAnnotation: a pod whose probelet.io/probes annotation is
@@ -20,7 +20,7 @@ func TestInvalidAnnotation(t *testing.T) {
 	t.Parallel()
 	bed := testbed.Start(t)
 	d := startProbelet(t, bed)
-	good := runApp(t, bed, appSpec{name: "good", cmd: webApp, probes: spec.ContainerProbes{Readiness: httpProbe("/", 1, 1)}})
+	good := runApp(t, bed, appSpec{name: "good", cmd: webApp, probes: probespec.ContainerProbes{Readiness: httpProbe("/", 1, 1)}})
 	tests := []struct {
 		name, anno string
 		want       []string // in the spec error

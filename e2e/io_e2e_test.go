@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
+	"github.com/probelet/probelet/quietio"
 )
 
 // TestProbeKindsOnBothIO (issue 42): every probe kind through probelet's
@@ -36,11 +36,11 @@ func TestProbeKindsOnBothIO(t *testing.T) {
 func probeKindsSay(t *testing.T, mode string) []string {
 	bed := testbed.Start(t)
 	d := startProbelet(t, bed, "--io", mode, "--tcp-mode", "dial")
-	web := runApp(t, bed, appSpec{name: "web", cmd: webApp, probes: spec.ContainerProbes{
+	web := runApp(t, bed, appSpec{name: "web", cmd: webApp, probes: probespec.ContainerProbes{
 		Readiness: httpProbe("/", 1, 1), Liveness: tcpProbe(9999, 1, 1<<20)}})
-	grpc := runApp(t, bed, appSpec{name: "grpc", cmd: grpcApp, probes: spec.ContainerProbes{
+	grpc := runApp(t, bed, appSpec{name: "grpc", cmd: grpcApp, probes: probespec.ContainerProbes{
 		Readiness: grpcProbe(appPort, 1, 1)}})
-	sh := runApp(t, bed, appSpec{name: "exec", cmd: shell("trap 'exit 0' TERM; while :; do sleep 1; done"), probes: spec.ContainerProbes{
+	sh := runApp(t, bed, appSpec{name: "exec", cmd: shell("trap 'exit 0' TERM; while :; do sleep 1; done"), probes: probespec.ContainerProbes{
 		Readiness: execProbe(1, 1, "sh", "-c", "test -f /tmp/ready || { echo not yet; exit 3; }")}})
 
 	var said []string

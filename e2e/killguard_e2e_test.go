@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // stormPods is the node: 20 pods whose TCP liveness (period 1 s,
@@ -135,7 +135,7 @@ func newStorm(t *testing.T, start func(*testing.T, *testbed.Bed, ...string) *dae
 	s.d = start(t, s.bed)
 	for i := range stormPods {
 		s.apps = append(s.apps, runApp(t, s.bed, appSpec{name: fmt.Sprintf("storm-%02d", i), cmd: stormApp,
-			probes: spec.ContainerProbes{Liveness: tcpProbe(appPort, int32(stormPeriod/time.Second), stormThreshold)}}))
+			probes: probespec.ContainerProbes{Liveness: tcpProbe(appPort, int32(stormPeriod/time.Second), stormThreshold)}}))
 	}
 	return s
 }

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // TestLivenessFailureStopsTheContainer: when the app stops listening, a
@@ -43,7 +43,7 @@ func TestLivenessFailureStopsTheContainer(t *testing.T) {
 			live := tcpProbe(appPort, 1, 3)
 			live.TerminationGracePeriodSeconds = tc.probeGrace
 			a := runApp(t, bed, appSpec{name: tc.name, cmd: stubbornWebApp, grace: &tc.podGrace,
-				probes: spec.ContainerProbes{Liveness: live}})
+				probes: probespec.ContainerProbes{Liveness: live}})
 			waitProbe(t, d, a, "liveness", "Success")
 			checkLivenessKill(t, d, bed, a, live, tc.wantGrace, tc.wrongGrace)
 		})

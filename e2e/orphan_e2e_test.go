@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // TestPodRemovedAfterContainerdRestart: containerd announces no
@@ -19,7 +19,7 @@ func TestPodRemovedAfterContainerdRestart(t *testing.T) {
 	t.Parallel()
 	bed := testbed.Start(t)
 	d := startProbelet(t, bed, "--reconcile-interval", "0")
-	a := runApp(t, bed, appSpec{name: "old", cmd: sleeper, probes: spec.ContainerProbes{
+	a := runApp(t, bed, appSpec{name: "old", cmd: sleeper, probes: probespec.ContainerProbes{
 		Readiness: execProbe(1, 1, "true"),
 	}})
 	waitReady(t, d, a, true, "")

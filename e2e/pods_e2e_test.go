@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 const (
@@ -44,7 +44,7 @@ type app struct {
 type appSpec struct {
 	name    string
 	cmd     []string
-	probes  spec.ContainerProbes
+	probes  probespec.ContainerProbes
 	rawAnno *string // the annotation verbatim instead of probes
 	grace   *int64  // pod terminationGracePeriodSeconds
 }
@@ -59,7 +59,7 @@ func runApp(t *testing.T, bed *testbed.Bed, s appSpec) app {
 	anno := annotation(t, s)
 	podID, ctrID, err := bed.RunPod(testbed.PodSpec{
 		Name:                          s.name,
-		Annotations:                   map[string]string{spec.AnnotationProbes: anno},
+		Annotations:                   map[string]string{probespec.AnnotationProbes: anno},
 		TerminationGracePeriodSeconds: s.grace,
 		Container: testbed.ContainerSpec{
 			Name:    s.name,
@@ -82,7 +82,7 @@ func annotation(t *testing.T, s appSpec) string {
 	if s.rawAnno != nil {
 		return *s.rawAnno
 	}
-	data, err := jsonString(spec.PodProbes{s.name: s.probes})
+	data, err := jsonString(probespec.PodProbes{s.name: s.probes})
 	if err != nil {
 		t.Fatal(err)
 	}

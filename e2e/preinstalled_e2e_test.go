@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 const launchTimeout = 30 * time.Second
@@ -70,7 +70,7 @@ func TestPreinstalledPlugin(t *testing.T) {
 // readiness probe and checks the launched probelet's answers on its socket.
 func checkProbesAsPlugin(t *testing.T, d *daemon, bed *testbed.Bed) {
 	t.Helper()
-	a := runApp(t, bed, appSpec{name: "web", cmd: webApp, probes: spec.ContainerProbes{
+	a := runApp(t, bed, appSpec{name: "web", cmd: webApp, probes: probespec.ContainerProbes{
 		Liveness:  tcpProbe(appPort, 1, 3),
 		Readiness: execProbe(1, 3, "cat", indexDoc),
 	}})

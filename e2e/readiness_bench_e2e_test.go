@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // TestBenchReadinessCondition is the readiness gate's benchmark (make
@@ -35,7 +35,7 @@ func TestBenchReadinessCondition(t *testing.T) {
 		// Staggered phases: a flap somewhere every 20/N seconds.
 		app := fmt.Sprintf("sleep %d; while true; do timeout 10 nc -ll -p 8080 -e true; sleep 10; done", i%20)
 		readiness := tcpProbe(appPort, 1, 1)
-		n.create(n.apiPod(fmt.Sprintf("flap-%03d", i), shell(app), spec.ContainerProbes{Readiness: readiness}, true))
+		n.create(n.apiPod(fmt.Sprintf("flap-%03d", i), shell(app), probespec.ContainerProbes{Readiness: readiness}, true))
 	}
 	eventually(t, 5*time.Minute, "every pod running", func() (bool, string) {
 		list, err := n.admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})

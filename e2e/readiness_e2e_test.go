@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // TestReadinessFollowsTheApp: an HTTP readiness probe turns the container
@@ -19,7 +19,7 @@ func TestReadinessFollowsTheApp(t *testing.T) {
 	t.Parallel()
 	bed := testbed.Start(t)
 	d := startProbelet(t, bed)
-	a := runApp(t, bed, appSpec{name: "web", cmd: webApp, probes: spec.ContainerProbes{
+	a := runApp(t, bed, appSpec{name: "web", cmd: webApp, probes: probespec.ContainerProbes{
 		Readiness: httpProbe("/", 1, 2),
 	}})
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // TestProbeletRestart: probelet is stopped (SIGTERM) and later crashes
@@ -24,10 +24,10 @@ func TestProbeletRestart(t *testing.T) {
 	d := startProbelet(t, bed)
 	// The startup probe holds the one-failure liveness probe back until
 	// httpd listens: probes start with the container, before the app.
-	web := runApp(t, bed, appSpec{name: "web", cmd: webApp, probes: spec.ContainerProbes{
+	web := runApp(t, bed, appSpec{name: "web", cmd: webApp, probes: probespec.ContainerProbes{
 		Liveness: tcpProbe(appPort, 1, 1), Readiness: httpProbe("/", 1, 1), Startup: tcpProbe(appPort, 1, 30),
 	}})
-	ex := runApp(t, bed, appSpec{name: "exec", cmd: sleeper, probes: spec.ContainerProbes{
+	ex := runApp(t, bed, appSpec{name: "exec", cmd: sleeper, probes: probespec.ContainerProbes{
 		Liveness: execProbe(1, 1, "true"), Startup: execProbe(1, 3, "true"),
 	}})
 	for _, a := range []app{web, ex} {

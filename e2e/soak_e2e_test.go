@@ -24,7 +24,7 @@ import (
 
 	apiv1 "github.com/probelet/probelet/api/v1alpha1"
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // TestSoak is the node-scale soak (make soak; build tags e2e and soak):
@@ -212,12 +212,12 @@ func (s *soak) runPod(i int, churn bool) *soakPod {
 	// alike: pods of the same kind and period share one annotation value,
 	// and churn brings no new ones (the engine parses each value once and
 	// keeps a bounded number).
-	anno, err := jsonString(spec.PodProbes{soakContainer: probes})
+	anno, err := jsonString(probespec.PodProbes{soakContainer: probes})
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	podID, ctrID, err := s.bed.RunPod(testbed.PodSpec{Name: p.name, TerminationGracePeriodSeconds: &grace,
-		Annotations: map[string]string{spec.AnnotationProbes: anno},
+		Annotations: map[string]string{probespec.AnnotationProbes: anno},
 		Container:   testbed.ContainerSpec{Name: soakContainer, Command: shell(cmd), Ports: httpPort}})
 	if err != nil {
 		// Errorf, not Fatal: churn runs pods off the test's goroutine.
@@ -236,7 +236,7 @@ func (s *soak) runPod(i int, churn bool) *soakPod {
 
 // app is the pod's command and probes. Liveness uses the healthy target;
 // readiness the hanging one when the pod hangs.
-func (p *soakPod) app() (string, spec.ContainerProbes) {
+func (p *soakPod) app() (string, probespec.ContainerProbes) {
 	die := ""
 	if p.dieIn > 0 {
 		die = fmt.Sprintf("sleep %d; killall %s; ", int(p.dieIn.Seconds()), p.targetProcess())
@@ -259,7 +259,7 @@ func (p *soakPod) app() (string, spec.ContainerProbes) {
 	if p.hanging {
 		cmd += " grpc-health -port 8081 -hang &" // accepts, never answers
 	}
-	return cmd + " " + die + "exec sleep 100000", spec.ContainerProbes{Liveness: live, Readiness: ready}
+	return cmd + " " + die + "exec sleep 100000", probespec.ContainerProbes{Liveness: live, Readiness: ready}
 }
 
 // targetProcess is the process name that dies (killall: busybox has no

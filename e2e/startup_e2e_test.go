@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // TestStartupGatesLivenessAndReadiness: until the exec startup probe
@@ -18,7 +18,7 @@ func TestStartupGatesLivenessAndReadiness(t *testing.T) {
 	t.Parallel()
 	bed := testbed.Start(t)
 	d := startProbelet(t, bed)
-	a := runApp(t, bed, appSpec{name: "gated", cmd: sleeper, probes: spec.ContainerProbes{
+	a := runApp(t, bed, appSpec{name: "gated", cmd: sleeper, probes: probespec.ContainerProbes{
 		Startup: execProbe(1, 60, "cat", "/tmp/started"),
 		// Nothing listens on 8080 while starting up: were liveness
 		// probed, one failure would kill the container.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // TestTCPShortCircuit: by default TCP probes are answered from the eBPF
@@ -55,7 +55,7 @@ func TestTCPShortCircuit(t *testing.T) {
 // checkReachable: an app on 0.0.0.0 is alive, and a dial agrees.
 func checkReachable(t *testing.T, d *daemon, bed *testbed.Bed, method string) {
 	t.Helper()
-	a := runApp(t, bed, appSpec{name: "any", cmd: webApp, probes: spec.ContainerProbes{Liveness: tcpProbe(appPort, 1, 3)}})
+	a := runApp(t, bed, appSpec{name: "any", cmd: webApp, probes: probespec.ContainerProbes{Liveness: tcpProbe(appPort, 1, 3)}})
 	waitProbe(t, d, a, "liveness", "Success")
 	if l := d.describe(a.ctr).Probes["liveness"]; l.Method != method {
 		t.Errorf("liveness answered by %q, want %s", l.Method, method)
@@ -71,7 +71,7 @@ func checkReachable(t *testing.T, d *daemon, bed *testbed.Bed, method string) {
 // dial from the node gets, and is stopped.
 func checkLoopbackOnly(t *testing.T, d *daemon, bed *testbed.Bed, method string) {
 	t.Helper()
-	a := runApp(t, bed, appSpec{name: "loopback", cmd: loopbackWebApp, probes: spec.ContainerProbes{Liveness: tcpProbe(appPort, 1, 3)}})
+	a := runApp(t, bed, appSpec{name: "loopback", cmd: loopbackWebApp, probes: probespec.ContainerProbes{Liveness: tcpProbe(appPort, 1, 3)}})
 	// httpd listens inside the container; the probe must still fail.
 	eventually(t, 10*time.Second, "httpd listening on 127.0.0.1", func() (bool, string) {
 		out, code, err := bed.Exec(a.ctr, "sh", "-c", "netstat -ltn | grep -q 127.0.0.1:8080")

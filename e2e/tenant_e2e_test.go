@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // Hostile tenants (issue 26): each test runs one attack beside a
@@ -32,7 +32,7 @@ import (
 // failureThreshold 1, and TCP liveness at period 1 s, failureThreshold 3.
 func victimApp(t *testing.T, bed *testbed.Bed, cmd []string) app {
 	t.Helper()
-	return runApp(t, bed, appSpec{name: "victim", cmd: cmd, probes: spec.ContainerProbes{
+	return runApp(t, bed, appSpec{name: "victim", cmd: cmd, probes: probespec.ContainerProbes{
 		Readiness: tcpProbe(appPort, 1, 1),
 		Liveness:  tcpProbe(appPort, 1, 3),
 	}})
@@ -64,15 +64,15 @@ func TestTenantSecretNeverExpands(t *testing.T) {
 	bed := testbed.Start(t)
 	d := startProbelet(t, bed)
 	victim := victimApp(t, bed, webApp)
-	probes := spec.ContainerProbes{Readiness: execProbe(1, 1, "sh", "-c", "sleep 3; : $(TOKEN)")}
+	probes := probespec.ContainerProbes{Readiness: execProbe(1, 1, "sh", "-c", "sleep 3; : $(TOKEN)")}
 	probes.Readiness.TimeoutSeconds = 1
-	anno, err := jsonString(spec.PodProbes{"thief": probes})
+	anno, err := jsonString(probespec.PodProbes{"thief": probes})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, thief, err := bed.RunPod(testbed.PodSpec{
 		Name:        "thief",
-		Annotations: map[string]string{spec.AnnotationProbes: anno},
+		Annotations: map[string]string{probespec.AnnotationProbes: anno},
 		Container: testbed.ContainerSpec{Name: "thief", Command: sleeper, Ports: httpPort,
 			Env: map[string]string{"TOKEN": tenantSecret}},
 	})
@@ -161,10 +161,10 @@ func TestTenantPinnedFailuresDoNotHoldKills(t *testing.T) {
 	s := &storm{t: t, bed: testbed.Start(t)}
 	s.d = startProbelet(t, s.bed)
 	for i := range 4 {
-		runApp(t, s.bed, appSpec{name: fmt.Sprintf("pinned-%d", i), cmd: sleeper, probes: spec.ContainerProbes{
+		runApp(t, s.bed, appSpec{name: fmt.Sprintf("pinned-%d", i), cmd: sleeper, probes: probespec.ContainerProbes{
 			Liveness: execProbe(1, 1000000, "false")}})
 	}
-	victim := runApp(t, s.bed, appSpec{name: "victim", cmd: stormApp, probes: spec.ContainerProbes{
+	victim := runApp(t, s.bed, appSpec{name: "victim", cmd: stormApp, probes: probespec.ContainerProbes{
 		Readiness: tcpProbe(appPort, 1, 1),
 		Liveness:  tcpProbe(appPort, 1, stormThreshold),
 	}})
@@ -206,7 +206,7 @@ func TestTenantEscapesNeverReachTheTerminal(t *testing.T) {
 	bed := testbed.Start(t)
 	d := startProbelet(t, bed)
 	victim := victimApp(t, bed, webApp)
-	a := runApp(t, bed, appSpec{name: "painter", cmd: sleeper, probes: spec.ContainerProbes{
+	a := runApp(t, bed, appSpec{name: "painter", cmd: sleeper, probes: probespec.ContainerProbes{
 		Readiness: execProbe(1, 1, "sh", "-c", termHostile)}})
 	eventually(t, 15*time.Second, "the painter's output", func() (bool, string) {
 		c, _ := d.ctr(a.ctr)
@@ -259,7 +259,7 @@ func TestTenantHeaderBombsCostBoundedMemory(t *testing.T) {
 	victim := victimApp(t, bed, webApp)
 	var bombs []app
 	for i := range 20 {
-		bombs = append(bombs, runApp(t, bed, appSpec{name: fmt.Sprintf("bomb-%02d", i), cmd: headerBomb, probes: spec.ContainerProbes{
+		bombs = append(bombs, runApp(t, bed, appSpec{name: fmt.Sprintf("bomb-%02d", i), cmd: headerBomb, probes: probespec.ContainerProbes{
 			Readiness: httpProbe("/", 1, 1)}}))
 	}
 	// Between two connections nc is not listening (and under load it may
@@ -310,7 +310,7 @@ func TestTenantExecOutputBombsCostBoundedMemory(t *testing.T) {
 			var bombs []app
 			for i := range 10 {
 				bombs = append(bombs, runApp(t, bed, appSpec{name: fmt.Sprintf("exec-bomb-%02d", i), cmd: sleeper,
-					probes: spec.ContainerProbes{Readiness: bomb}}))
+					probes: probespec.ContainerProbes{Readiness: bomb}}))
 			}
 			eventually(t, 60*time.Second, "every bomb run with its output bounded", func() (bool, string) {
 				n := 0
@@ -451,16 +451,16 @@ func TestTenantProbeHostReachesOnlyItsPod(t *testing.T) {
 	}
 	attackers := []struct {
 		name   string
-		probes spec.ContainerProbes
+		probes probespec.ContainerProbes
 		fields []string
 	}{
-		{"ssrf-loopback", spec.ContainerProbes{Readiness: hostProbe(true, "127.0.0.1", loopback.port())},
+		{"ssrf-loopback", probespec.ContainerProbes{Readiness: hostProbe(true, "127.0.0.1", loopback.port())},
 			[]string{"readinessProbe.httpGet.host", `"127.0.0.1"`}},
-		{"ssrf-bridge", spec.ContainerProbes{Liveness: hostProbe(false, bridgeIPv4(t, bed), bridge.port())},
+		{"ssrf-bridge", probespec.ContainerProbes{Liveness: hostProbe(false, bridgeIPv4(t, bed), bridge.port())},
 			[]string{"livenessProbe.tcpSocket.host", bridgeIPv4(t, bed)}},
-		{"ssrf-localhost", spec.ContainerProbes{Readiness: hostProbe(false, "localhost", loopback.port())},
+		{"ssrf-localhost", probespec.ContainerProbes{Readiness: hostProbe(false, "localhost", loopback.port())},
 			[]string{"readinessProbe.tcpSocket.host", "a hostname is never one"}},
-		{"ssrf-padded", spec.ContainerProbes{Startup: hostProbe(true, "127.000.000.001", loopback.port())},
+		{"ssrf-padded", probespec.ContainerProbes{Startup: hostProbe(true, "127.000.000.001", loopback.port())},
 			[]string{"startupProbe.httpGet.host", "127.000.000.001"}},
 	}
 	var apps []app
@@ -491,12 +491,12 @@ func TestTenantProbeHostReachesOnlyItsPod(t *testing.T) {
 	}
 
 	// The exception: a hostNetwork pod shares the node's network already.
-	anno, err := jsonString(spec.PodProbes{"hostnet": {Readiness: hostProbe(false, "127.0.0.1", hostnet.port())}})
+	anno, err := jsonString(probespec.PodProbes{"hostnet": {Readiness: hostProbe(false, "127.0.0.1", hostnet.port())}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, hostCtr, err := bed.RunPod(testbed.PodSpec{
-		Name: "hostnet", HostNetwork: true, Annotations: map[string]string{spec.AnnotationProbes: anno},
+		Name: "hostnet", HostNetwork: true, Annotations: map[string]string{probespec.AnnotationProbes: anno},
 		Container: testbed.ContainerSpec{Name: "hostnet", Command: sleeper},
 	})
 	if err != nil {
@@ -540,10 +540,10 @@ func TestTenantHungProbesDelayNobody(t *testing.T) {
 	d := startProbelet(t, bed)
 	// The victim's readiness is an HTTP GET: a TCP probe answered from the
 	// eBPF table never waits for a runner at all.
-	victim := runApp(t, bed, appSpec{name: "victim", cmd: webApp, probes: spec.ContainerProbes{
+	victim := runApp(t, bed, appSpec{name: "victim", cmd: webApp, probes: probespec.ContainerProbes{
 		Readiness: httpProbe("/", 1, 1), Liveness: tcpProbe(appPort, 1, 3)}})
 	for i := range attackers {
-		runApp(t, bed, appSpec{name: fmt.Sprintf("hang-%02d", i), cmd: silentListener, probes: spec.ContainerProbes{
+		runApp(t, bed, appSpec{name: fmt.Sprintf("hang-%02d", i), cmd: silentListener, probes: probespec.ContainerProbes{
 			Readiness: hungProbe(1), Liveness: hungProbe(1 << 20)}})
 	}
 	for i := range execAttackers {
@@ -551,7 +551,7 @@ func TestTenantHungProbesDelayNobody(t *testing.T) {
 		// patience, short of the bed's teardown.
 		keepOpen := execProbe(1, 1, "sh", "-c", "sleep 20 & echo detached")
 		keepOpen.TimeoutSeconds = 3600
-		runApp(t, bed, appSpec{name: fmt.Sprintf("hang-exec-%d", i), cmd: sleeper, probes: spec.ContainerProbes{Readiness: keepOpen}})
+		runApp(t, bed, appSpec{name: fmt.Sprintf("hang-exec-%d", i), cmd: sleeper, probes: probespec.ContainerProbes{Readiness: keepOpen}})
 	}
 	eventually(t, 60*time.Second, "every attacker's probes started and hanging", func() (bool, string) {
 		n, other := 0, ""
@@ -664,11 +664,11 @@ func TestTenantAnnotationChurnCostsBoundedMemory(t *testing.T) {
 	pad := func(i, n int) string { return fmt.Sprintf("%06d", i) + strings.Repeat("x", n-6) }
 	annotations := func(i int) map[string]string {
 		a := map[string]string{
-			spec.AnnotationProbes: `{"app": {"readinessProbe": {"exec": {"command": ["` + pad(i, 250<<10) + `"]}}}}`,
-			"example.com/blob":    pad(i, 250<<10),
+			probespec.AnnotationProbes: `{"app": {"readinessProbe": {"exec": {"command": ["` + pad(i, 250<<10) + `"]}}}}`,
+			"example.com/blob":         pad(i, 250<<10),
 		}
 		if i%2 == 0 {
-			a[spec.AnnotationProbes] = `{"app": {"readinessProbe": {"exec": {"command": ["true", "` + pad(i, 60<<10) + `"]}}}}`
+			a[probespec.AnnotationProbes] = `{"app": {"readinessProbe": {"exec": {"command": ["true", "` + pad(i, 60<<10) + `"]}}}}`
 		}
 		return a
 	}

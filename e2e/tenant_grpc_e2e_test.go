@@ -20,7 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // Hostile tenants (issue 26), continued: targets that attack probelet's
@@ -48,11 +48,11 @@ const runSlack = 500 * time.Millisecond
 // hostileProbes are a target's readiness and liveness, both h at period
 // 1 s with hostileTimeout. Liveness's threshold is never reached: the
 // target is never restarted, so the attack never pauses.
-func hostileProbes(h corev1.ProbeHandler) spec.ContainerProbes {
+func hostileProbes(h corev1.ProbeHandler) probespec.ContainerProbes {
 	probe := func(failures int32) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: h, PeriodSeconds: 1, TimeoutSeconds: hostileTimeout, FailureThreshold: failures}
 	}
-	return spec.ContainerProbes{Readiness: probe(1), Liveness: probe(1 << 20)}
+	return probespec.ContainerProbes{Readiness: probe(1), Liveness: probe(1 << 20)}
 }
 
 // hostileGRPC are the gRPC-probe targets of
@@ -92,7 +92,7 @@ func TestTenantHostileGRPCTargetsHurtNobody(t *testing.T) {
 	bed := testbed.Start(t)
 	d := startProbelet(t, bed)
 	// The victim's readiness goes through the very client under attack.
-	victim := runApp(t, bed, appSpec{name: "victim", cmd: grpcApp, probes: spec.ContainerProbes{
+	victim := runApp(t, bed, appSpec{name: "victim", cmd: grpcApp, probes: probespec.ContainerProbes{
 		Readiness: grpcProbe(appPort, 1, 1), Liveness: tcpProbe(appPort, 1, 3)}})
 	waitReady(t, d, victim, true, "")
 	targets := make([][]app, len(hostileGRPC))
@@ -123,7 +123,7 @@ func TestTenantHostileGRPCTargetsHurtNobody(t *testing.T) {
 }
 
 // frameFloodOutput is what a run against a flood of frames that carry next
-// to nothing says (internal/grpcwire's meter).
+// to nothing says (quietio/grpcwire's meter).
 const frameFloodOutput = "frames carrying under 1024 bytes each"
 
 // TestTenantGRPCFrameFloodsCostNoMoreThanPings (issue 41): frames that
@@ -139,7 +139,7 @@ const frameFloodOutput = "frames carrying under 1024 bytes each"
 func TestTenantGRPCFrameFloodsCostNoMoreThanPings(t *testing.T) {
 	bed := testbed.Start(t)
 	d := startProbelet(t, bed)
-	victim := runApp(t, bed, appSpec{name: "victim", cmd: grpcApp, probes: spec.ContainerProbes{
+	victim := runApp(t, bed, appSpec{name: "victim", cmd: grpcApp, probes: probespec.ContainerProbes{
 		Readiness: grpcProbe(appPort, 1, 1), Liveness: tcpProbe(appPort, 1, 3)}})
 	waitReady(t, d, victim, true, "")
 	rounds := []struct {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // TestCrictlAndProbectl: the unmodified crictl and probectl read a running
@@ -24,7 +24,7 @@ func TestCrictlAndProbectl(t *testing.T) {
 	t.Parallel()
 	bed := testbed.Start(t)
 	d := startProbelet(t, bed)
-	a := runApp(t, bed, appSpec{name: "tools", cmd: webApp, probes: spec.ContainerProbes{
+	a := runApp(t, bed, appSpec{name: "tools", cmd: webApp, probes: probespec.ContainerProbes{
 		Liveness: tcpProbe(appPort, 1, 3), Readiness: httpProbe("/", 1, 1),
 	}})
 	waitReady(t, d, a, true, "probelet test bed")

@@ -77,7 +77,7 @@ root() {
 gobench() { "$GO" test -run='^$' -bench=. -benchmem "$@"; }
 
 engine() {
-	gobench ./prober/ ./lifecycle/ ./prober/spec/ ./cri/server/ &&
+	gobench ./prober/ ./lifecycle/ ./probespec/ ./cri/server/ &&
 		wakefloor &&
 		gobench -benchtime="${BENCH_NET_ITERATIONS:-2000}x" ./prober/probe/...
 }

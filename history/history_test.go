@@ -20,13 +20,13 @@ import (
 	"github.com/probelet/probelet/history"
 	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/probespec"
 )
 
 var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
 func restart(id string) prober.Restart {
-	return prober.Restart{Time: t0, ContainerID: id, ProbeType: probe.Liveness, GracePeriod: 30 * time.Second,
+	return prober.Restart{Time: t0, ContainerID: id, ProbeType: probespec.Liveness, GracePeriod: 30 * time.Second,
 		Message: "Container app failed liveness probe, will be restarted"}
 }
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/node"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // nopSink is an engine that takes snapshots and does nothing.
@@ -27,7 +27,7 @@ func BenchmarkContainerEventHandoff(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			ann := map[string]string{spec.AnnotationProbes: `{"web": {"readinessProbe": {"tcpSocket": {"port": 8080}}}}`}
+			ann := map[string]string{probespec.AnnotationProbes: `{"web": {"readinessProbe": {"tcpSocket": {"port": 8080}}}}`}
 			for i := range pods {
 				sb := lifecycle.Sandbox{ID: fmt.Sprint("sb", i), UID: fmt.Sprint("uid", i), Name: "web", Namespace: "ns", Annotations: ann}
 				c.UpdateContainer(time.Now(), sb, ctr(fmt.Sprint("c", i), sb.ID, "web", node.StateRunning, t0))

@@ -9,7 +9,7 @@ import (
 	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/node"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 const (
@@ -138,7 +138,7 @@ func TestSnapshotCarriesPodAndContainerFields(t *testing.T) {
 	sb.Labels = map[string]string{"app": "web"}
 	ct := ctr("c1", "sb1", "web", running, t0)
 	ct.Pid, ct.StartedAt = 99, t0.Add(time.Second)
-	ct.Annotations = map[string]string{spec.AnnotationPodTerminationGracePeriod: "45"}
+	ct.Annotations = map[string]string{probespec.AnnotationPodTerminationGracePeriod: "45"}
 	e.cache.UpdateContainer(t0, sb, ct)
 
 	p := e.sink.last(t).pod
@@ -148,7 +148,7 @@ func TestSnapshotCarriesPodAndContainerFields(t *testing.T) {
 	}
 	// The runtime carries the pod's grace only on containers; the snapshot
 	// keeps them so the one derivation (spec.PodGrace) can read it.
-	if g, err := spec.PodGrace(&p); err != nil || g == nil || *g != 45 {
+	if g, err := probespec.PodGrace(&p); err != nil || g == nil || *g != 45 {
 		t.Errorf("grace period = %v (%v), want 45", g, err)
 	}
 	c := p.Containers[0]
@@ -170,18 +170,18 @@ func TestSnapshotCarriesPodAndContainerFields(t *testing.T) {
 func TestBarePodKeepsWhatWasKnown(t *testing.T) {
 	e := newEnv(t)
 	sb := sandbox("sb1", "uid1")
-	sb.Annotations = map[string]string{spec.AnnotationProbes: "probes"}
+	sb.Annotations = map[string]string{probespec.AnnotationProbes: "probes"}
 	e.cache.RunPod(t0, sb)
 	e.cache.UpdateContainer(t0, sb, ctr("c0", "sb1", "web", running, t0))
 	bare := lifecycle.Sandbox{ID: "sb1", Annotations: map[string]string{}, Labels: map[string]string{}}
 	e.cache.UpdateContainer(t0, bare, ctr("c0", "sb1", "web", exited, t0))
-	if p := e.sink.last(t).pod; p.Annotations[spec.AnnotationProbes] != "probes" || p.Name != "web-uid1" {
+	if p := e.sink.last(t).pod; p.Annotations[probespec.AnnotationProbes] != "probes" || p.Name != "web-uid1" {
 		t.Fatalf("a bare pod erased what was known: %+v", p)
 	}
 	changed := sb
-	changed.Annotations = map[string]string{spec.AnnotationProbes: "new"}
+	changed.Annotations = map[string]string{probespec.AnnotationProbes: "new"}
 	e.cache.RunPod(t0, changed)
-	if p := e.sink.last(t).pod; p.Annotations[spec.AnnotationProbes] != "new" {
+	if p := e.sink.last(t).pod; p.Annotations[probespec.AnnotationProbes] != "new" {
 		t.Fatalf("a changed annotation was not handed over: %+v", p.Annotations)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/plugin"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 type harness struct {
@@ -125,13 +125,13 @@ func TestTranslatesPodAndContainerFields(t *testing.T) {
 	}
 	got, _ := h.sink.pod("uid1")
 	if got.Name != "web-uid1" || got.Namespace != "default" || got.SandboxID != "sb1" ||
-		got.IPs[0] != "10.88.0.5" || got.NetNSPath != "/run/netns/cni-1" || got.Labels["app"] != "web" || got.Annotations[spec.AnnotationProbes] != "{}" ||
+		got.IPs[0] != "10.88.0.5" || got.NetNSPath != "/run/netns/cni-1" || got.Labels["app"] != "web" || got.Annotations[probespec.AnnotationProbes] != "{}" ||
 		got.CreatedAt.IsZero() {
 		t.Errorf("pod = %+v", got)
 	}
 	ct := got.Containers[0]
 	if ct.Name != "web" || ct.Pid != 4242 || ct.Image != "busybox:latest" ||
-		ct.StartedAt.IsZero() || ct.CreatedAt.IsZero() || ct.Annotations[spec.AnnotationContainerPorts] == "" {
+		ct.StartedAt.IsZero() || ct.CreatedAt.IsZero() || ct.Annotations[probespec.AnnotationContainerPorts] == "" {
 		t.Errorf("container = %+v", ct)
 	}
 }
@@ -148,7 +148,7 @@ func TestMalformedAnnotationNeverFailsTheOperation(t *testing.T) {
 	}
 	got, _ := h.sink.pod("uid1")
 	// The engine reports the bad spec (prober tests); here it only passes through.
-	if got.Annotations[spec.AnnotationProbes] != "bad" || got.Containers[0].State != node.StateRunning {
+	if got.Annotations[probespec.AnnotationProbes] != "bad" || got.Containers[0].State != node.StateRunning {
 		t.Fatalf("annotation not handed on or container not running: %+v", got)
 	}
 	// Events the cache cannot key (no IDs) are ignored, not failed.

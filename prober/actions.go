@@ -10,8 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/probelet/probelet/node"
-	"github.com/probelet/probelet/prober/probe"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 const (
@@ -41,7 +40,7 @@ func (m *Manager) act(w *worker, output string) {
 		m.log.Warn("Unreadable pod grace period, using the default", m.fields(w, zap.Error(err))...)
 	}
 	kind := "liveness"
-	if w.typ == probe.Startup {
+	if w.typ == probespec.Startup {
 		kind = "startup"
 	}
 	if m.action == ActionReport || m.killer == nil {
@@ -50,7 +49,7 @@ func (m *Manager) act(w *worker, output string) {
 			why = "no container killer configured"
 		}
 		msg := fmt.Sprintf("Container %s failed %s probe, would be restarted (%s)", w.name, kind, why)
-		m.emit(m.eventOf(w, eventNormal, reasonWouldRestart, msg), zap.String("output", output))
+		m.emit(m.eventOf(w, probespec.EventNormal, probespec.EventWouldRestart, msg), zap.String("output", output))
 		return
 	}
 	msg := fmt.Sprintf("Container %s failed %s probe, will be restarted", w.name, kind)
@@ -142,7 +141,7 @@ func (m *Manager) killOutcome(w *worker, pk *pendingKill, k Kill, o KillOutcome,
 // killEvent is the kubelet's Killing event for k.
 func killEvent(k Kill, at time.Time) Event {
 	return Event{
-		Time: at, Type: eventNormal, Reason: reasonKilling, Message: k.Reason,
+		Time: at, Type: probespec.EventNormal, Reason: probespec.EventKilling, Message: k.Reason,
 		PodUID: k.PodUID, PodName: k.PodName, PodNamespace: k.PodNamespace,
 		ContainerName: k.ContainerName, ContainerID: k.ContainerID, ProbeType: k.ProbeType,
 	}
@@ -172,7 +171,7 @@ func graceSeconds(p *corev1.Probe, pod *node.Pod) (int64, error) {
 	case p.TerminationGracePeriodSeconds != nil:
 		return *p.TerminationGracePeriodSeconds, nil
 	}
-	v, err := spec.PodGrace(pod)
+	v, err := probespec.PodGrace(pod)
 	if err != nil || v == nil {
 		return -1, err
 	}
@@ -230,7 +229,7 @@ func (m *Manager) deferred(w *worker, pk *pendingKill, k Kill, reason string) {
 	m.killing--
 	defer m.notifyIdle()
 	ev := killEvent(k, pk.since)
-	ev.Type, ev.Reason, ev.Message = eventWarning, reasonKillDeferred, "Kill of container "+k.ContainerName+" deferred: "+reason
+	ev.Type, ev.Reason, ev.Message = probespec.EventWarning, probespec.EventKillDeferred, "Kill of container "+k.ContainerName+" deferred: "+reason
 	m.emit(ev)
 	if w.containerID == k.ContainerID && w.onHold {
 		w.onHold, w.resultRun = false, 0

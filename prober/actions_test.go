@@ -13,9 +13,8 @@ import (
 	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // failingLiveness is a liveness probe that fails at its first run.
@@ -33,10 +32,10 @@ func TestLivenessFailureKillsWithTheKubeletsGracePeriod(t *testing.T) {
 		want        time.Duration
 	}{
 		{"probe terminationGracePeriodSeconds wins", ptr.To[int64](5), ptr.To[int64](60), nil, 5 * time.Second},
-		{"else the pod's", nil, ptr.To[int64](60), map[string]string{spec.AnnotationPodTerminationGracePeriod: "90"}, 60 * time.Second},
-		{"else the pod's from the container annotation", nil, nil, map[string]string{spec.AnnotationPodTerminationGracePeriod: "90"}, 90 * time.Second},
+		{"else the pod's", nil, ptr.To[int64](60), map[string]string{probespec.AnnotationPodTerminationGracePeriod: "90"}, 60 * time.Second},
+		{"else the pod's from the container annotation", nil, nil, map[string]string{probespec.AnnotationPodTerminationGracePeriod: "90"}, 90 * time.Second},
 		{"else 30 s", nil, nil, nil, 30 * time.Second},
-		{"an unreadable annotation falls back to 30 s", nil, nil, map[string]string{spec.AnnotationPodTerminationGracePeriod: "soon"}, 30 * time.Second},
+		{"an unreadable annotation falls back to 30 s", nil, nil, map[string]string{probespec.AnnotationPodTerminationGracePeriod: "soon"}, 30 * time.Second},
 		{"never below 2 s (probe)", ptr.To[int64](1), nil, nil, 2 * time.Second},
 		{"never below 2 s (pod 0)", nil, ptr.To[int64](0), nil, 2 * time.Second},
 	}
@@ -44,7 +43,7 @@ func TestLivenessFailureKillsWithTheKubeletsGracePeriod(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			p := failingLiveness(h, func(p *corev1.Probe) { p.TerminationGracePeriodSeconds = tc.probeGrace })
-			pod := testPod("c1", spec.ContainerProbes{Liveness: p})
+			pod := testPod("c1", probespec.ContainerProbes{Liveness: p})
 			pod.TerminationGracePeriodSeconds = tc.podGrace
 			pod.Containers[0].Annotations = tc.annotations
 			h.update(pod)
@@ -59,10 +58,10 @@ func TestLivenessFailureKillsWithTheKubeletsGracePeriod(t *testing.T) {
 
 func TestKillIsRecordedAsRestartAndKillingEvent(t *testing.T) {
 	h := newHarness(t)
-	h.update(testPod("c1", spec.ContainerProbes{Liveness: failingLiveness(h)}))
+	h.update(testPod("c1", probespec.ContainerProbes{Liveness: failingLiveness(h)}))
 	st, _ := h.m.Container("c1")
 	want := prober.Restart{
-		Time: epoch, ContainerID: "c1", ProbeType: probe.Liveness, GracePeriod: 30 * time.Second,
+		Time: epoch, ContainerID: "c1", ProbeType: probespec.Liveness, GracePeriod: 30 * time.Second,
 		Message: "Container app failed liveness probe, will be restarted",
 	}
 	if len(st.Restarts) != 1 || st.Restarts[0] != want {
@@ -82,7 +81,7 @@ func TestKillIsRecordedAsRestartAndKillingEvent(t *testing.T) {
 func TestStartupFailureKills(t *testing.T) {
 	h := newHarness(t)
 	h.tcp.always(startPort, failure)
-	h.update(testPod("c1", spec.ContainerProbes{Startup: tcpProbe(startPort, withThresholds(1, 2))}))
+	h.update(testPod("c1", probespec.ContainerProbes{Startup: tcpProbe(startPort, withThresholds(1, 2))}))
 	h.step(10 * time.Second)
 	kills := h.killer.calls()
 	if len(kills) != 1 || kills[0].reason != "Container app failed startup probe, will be restarted" {
@@ -93,7 +92,7 @@ func TestStartupFailureKills(t *testing.T) {
 func TestReadinessFailureNeverKills(t *testing.T) {
 	h := newHarness(t)
 	h.tcp.always(readyPort, failure)
-	h.update(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withThresholds(1, 1))}))
+	h.update(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withThresholds(1, 1))}))
 	h.step(time.Minute)
 	if k := h.killer.calls(); len(k) != 0 {
 		t.Fatalf("readiness failure killed: %+v", k)
@@ -103,7 +102,7 @@ func TestReadinessFailureNeverKills(t *testing.T) {
 func TestLivenessFailureBelowThresholdDoesNotKill(t *testing.T) {
 	h := newHarness(t)
 	h.tcp.then(livePort, failure, failure, success, failure, failure)
-	h.update(testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort)}))
+	h.update(testPod("c1", probespec.ContainerProbes{Liveness: tcpProbe(livePort)}))
 	h.step(40 * time.Second)
 	if k := h.killer.calls(); len(k) != 0 {
 		t.Fatalf("killed below threshold: %+v", k)
@@ -112,7 +111,7 @@ func TestLivenessFailureBelowThresholdDoesNotKill(t *testing.T) {
 
 func TestReportModeReportsWithoutKilling(t *testing.T) {
 	h := newHarness(t, prober.WithLivenessAction(prober.ActionReport))
-	h.update(testPod("c1", spec.ContainerProbes{Liveness: failingLiveness(h)}))
+	h.update(testPod("c1", probespec.ContainerProbes{Liveness: failingLiveness(h)}))
 	if k := h.killer.calls(); len(k) != 0 {
 		t.Fatalf("report mode killed: %+v", k)
 	}
@@ -133,8 +132,8 @@ func TestReportModeReportsWithoutKilling(t *testing.T) {
 func TestSlowKillDoesNotBlockProbing(t *testing.T) {
 	h := newHarness(t)
 	h.killer.gate = make(chan struct{})
-	pod := testPod("c1", spec.ContainerProbes{Liveness: failingLiveness(h)})
-	other := testPod("d1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+	pod := testPod("c1", probespec.ContainerProbes{Liveness: failingLiveness(h)})
+	other := testPod("d1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort)})
 	other.UID, other.Name = "uid-2", "other"
 	h.m.UpdatePod(pod)
 	h.m.UpdatePod(other)
@@ -170,7 +169,7 @@ func awaitProbe(t *testing.T, f *fakeTCP, port int) {
 func TestKillErrorIsRecorded(t *testing.T) {
 	h := newHarness(t)
 	h.killer.err = errors.New("runtime unavailable")
-	h.update(testPod("c1", spec.ContainerProbes{Liveness: failingLiveness(h)}))
+	h.update(testPod("c1", probespec.ContainerProbes{Liveness: failingLiveness(h)}))
 	st, _ := h.m.Container("c1")
 	if len(st.Restarts) != 1 || st.Restarts[0].Err != "runtime unavailable" {
 		t.Fatalf("restarts = %+v, want the kill error recorded", st.Restarts)
@@ -185,7 +184,7 @@ func TestNoKillWhenTheContainerExitedWhileTheProbeRan(t *testing.T) {
 	h := newHarness(t)
 	h.tcp.always(livePort, failure)
 	release := h.tcp.block(livePort)
-	pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort, withThresholds(1, 1))})
+	pod := testPod("c1", probespec.ContainerProbes{Liveness: tcpProbe(livePort, withThresholds(1, 1))})
 	h.m.UpdatePod(pod)
 	waitEntered(t, h.tcp, livePort)
 	h.m.UpdatePod(withState(pod, node.StateExited))
@@ -195,7 +194,7 @@ func TestNoKillWhenTheContainerExitedWhileTheProbeRan(t *testing.T) {
 		t.Fatalf("killed a container that exited on its own: %+v", k)
 	}
 	assertNoKillReported(t, h)
-	h.wantResult("c1", probe.Liveness, results.Failure) // like the kubelet: the Failure stands, nothing acts on it
+	h.wantResult("c1", probespec.Liveness, results.Failure) // like the kubelet: the Failure stands, nothing acts on it
 }
 
 // The exit may not have reached the engine yet: the killer asks the runtime
@@ -203,13 +202,13 @@ func TestNoKillWhenTheContainerExitedWhileTheProbeRan(t *testing.T) {
 func TestNoKillWhenTheRuntimeSaysTheContainerExited(t *testing.T) {
 	h := newHarness(t)
 	h.killer.exited = map[string]bool{"c1": true}
-	h.update(testPod("c1", spec.ContainerProbes{Liveness: failingLiveness(h)}))
+	h.update(testPod("c1", probespec.ContainerProbes{Liveness: failingLiveness(h)}))
 	if k := h.killer.calls(); len(k) != 0 {
 		t.Fatalf("stopped: %+v", k)
 	}
 	assertNoKillReported(t, h)
 	// The next instance is probed and killed as usual.
-	h.update(withContainerID(testPod("c1", spec.ContainerProbes{Liveness: failingLiveness(h)}), "c2", epoch))
+	h.update(withContainerID(testPod("c1", probespec.ContainerProbes{Liveness: failingLiveness(h)}), "c2", epoch))
 	if k := h.killer.calls(); len(k) != 1 || k[0].id != "c2" {
 		t.Fatalf("kills after the restart = %+v, want c2", k)
 	}
@@ -234,10 +233,10 @@ func TestDeferredKillIsCancelledWhenTheProbeRecovers(t *testing.T) {
 	h := newHarness(t)
 	h.killer.hold = make(chan struct{})
 	h.tcp.always(livePort, failure)
-	h.update(testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort, withThresholds(1, 3))}))
+	h.update(testPod("c1", probespec.ContainerProbes{Liveness: tcpProbe(livePort, withThresholds(1, 3))}))
 	h.step(20 * time.Second) // three failures: the kill asked for, and held
 	st, _ := h.m.Container("c1")
-	ps := st.Probes[probe.Liveness]
+	ps := st.Probes[probespec.Liveness]
 	if ps.KillDeferred != "node in FullDisruption" || ps.OnHold {
 		t.Fatalf("liveness while the kill waits = %+v, want it deferred and probing", ps)
 	}
@@ -260,10 +259,10 @@ func TestDeferredKillIsCancelledWhenTheProbeRecovers(t *testing.T) {
 			killing++
 		}
 	}
-	if st, _ := h.m.Container("c1"); deferred != 1 || killing != 0 || len(st.Restarts) != 0 || st.Probes[probe.Liveness].KillDeferred != "" {
-		t.Fatalf("KillDeferred %d, Killing %d, restarts %+v, probe %+v", deferred, killing, st.Restarts, st.Probes[probe.Liveness])
+	if st, _ := h.m.Container("c1"); deferred != 1 || killing != 0 || len(st.Restarts) != 0 || st.Probes[probespec.Liveness].KillDeferred != "" {
+		t.Fatalf("KillDeferred %d, Killing %d, restarts %+v, probe %+v", deferred, killing, st.Restarts, st.Probes[probespec.Liveness])
 	}
-	h.wantResult("c1", probe.Liveness, results.Success)
+	h.wantResult("c1", probespec.Liveness, results.Success)
 }
 
 // A held kill is for one container instance: when the container is
@@ -273,11 +272,11 @@ func TestDeferredKillIsCancelledWhenTheContainerIsReplaced(t *testing.T) {
 	h := newHarness(t)
 	h.killer.hold = make(chan struct{})
 	h.tcp.always(livePort, failure)
-	pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort, withThresholds(1, 3))})
+	pod := testPod("c1", probespec.ContainerProbes{Liveness: tcpProbe(livePort, withThresholds(1, 3))})
 	h.update(pod)
 	h.step(20 * time.Second) // three failures: the kill asked for, and held
-	if st, _ := h.m.Container("c1"); st.Probes[probe.Liveness].KillDeferred == "" {
-		t.Fatalf("liveness = %+v, want a held kill", st.Probes[probe.Liveness])
+	if st, _ := h.m.Container("c1"); st.Probes[probespec.Liveness].KillDeferred == "" {
+		t.Fatalf("liveness = %+v, want a held kill", st.Probes[probespec.Liveness])
 	}
 	h.tcp.always(livePort, success)
 	h.update(withContainerID(pod, "c2", epoch.Add(20*time.Second)))
@@ -293,10 +292,10 @@ func TestDeferredKillIsCancelledWhenTheContainerIsReplaced(t *testing.T) {
 		t.Fatalf("stopped %+v; want nothing stopped", k)
 	}
 	st, _ := h.m.Container("c2")
-	if ps := st.Probes[probe.Liveness]; ps.KillDeferred != "" || len(st.Restarts) != 0 {
+	if ps := st.Probes[probespec.Liveness]; ps.KillDeferred != "" || len(st.Restarts) != 0 {
 		t.Fatalf("the new instance: liveness %+v, restarts %+v", ps, st.Restarts)
 	}
-	h.wantResult("c2", probe.Liveness, results.Success)
+	h.wantResult("c2", probespec.Liveness, results.Success)
 }
 
 // One that keeps failing is killed once the killer lets the kill through,
@@ -304,7 +303,7 @@ func TestDeferredKillIsCancelledWhenTheContainerIsReplaced(t *testing.T) {
 func TestDeferredKillOfAStillFailingContainerGoesThrough(t *testing.T) {
 	h := newHarness(t)
 	h.killer.hold = make(chan struct{})
-	h.update(testPod("c1", spec.ContainerProbes{Liveness: failingLiveness(h)}))
+	h.update(testPod("c1", probespec.ContainerProbes{Liveness: failingLiveness(h)}))
 	h.step(30 * time.Second) // failing on; the kill waits
 	if k := h.killer.calls(); len(k) != 0 {
 		t.Fatalf("stopped while held: %+v", k)
@@ -339,25 +338,25 @@ func TestLivenessCensus(t *testing.T) {
 	h.tcp.always(livePort, success)
 	h.tcp.always(failPort, failure)
 	h.tcp.always(startPort, failure)
-	named := func(uid, id string, probes spec.ContainerProbes) node.Pod {
+	named := func(uid, id string, probes probespec.ContainerProbes) node.Pod {
 		p := testPod(id, probes)
 		p.UID, p.Name = uid, uid
 		return p
 	}
-	failAt3 := spec.ContainerProbes{Liveness: tcpProbe(failPort, withThresholds(1, 3))}
+	failAt3 := probespec.ContainerProbes{Liveness: tcpProbe(failPort, withThresholds(1, 3))}
 	twoFailing := named("two-failing", "c6", failAt3)
-	twoFailing.Annotations = annotate(spec.PodProbes{"app": failAt3, "side": failAt3})
+	twoFailing.Annotations = annotate(probespec.PodProbes{"app": failAt3, "side": failAt3})
 	twoFailing.Containers = append(twoFailing.Containers,
 		node.Container{ID: "c7", Name: "side", State: node.StateRunning, StartedAt: epoch})
 	for _, p := range []node.Pod{
-		named("healthy", "c1", spec.ContainerProbes{Liveness: tcpProbe(livePort)}),
+		named("healthy", "c1", probespec.ContainerProbes{Liveness: tcpProbe(livePort)}),
 		named("failing", "c2", failAt3),
-		named("pinned", "c3", spec.ContainerProbes{Liveness: tcpProbe(failPort, withThresholds(1, 1000000))}),
-		named("starting", "c4", spec.ContainerProbes{
+		named("pinned", "c3", probespec.ContainerProbes{Liveness: tcpProbe(failPort, withThresholds(1, 1000000))}),
+		named("starting", "c4", probespec.ContainerProbes{
 			Liveness: tcpProbe(livePort), Startup: tcpProbe(startPort, withThresholds(1, 100)),
 		}),
-		named("failing-startup", "c5", spec.ContainerProbes{Startup: tcpProbe(startPort, withThresholds(1, 3))}),
-		named("unprobed", "c8", spec.ContainerProbes{Readiness: tcpProbe(livePort)}),
+		named("failing-startup", "c5", probespec.ContainerProbes{Startup: tcpProbe(startPort, withThresholds(1, 3))}),
+		named("unprobed", "c8", probespec.ContainerProbes{Readiness: tcpProbe(livePort)}),
 		twoFailing,
 	} {
 		h.update(p)

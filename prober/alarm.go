@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/probelet/probelet/internal/quietio"
+	"github.com/probelet/probelet/quietio"
 )
 
 // alarm is what the scheduler goroutine sleeps on: one wake-up time, which

@@ -12,10 +12,10 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
+	"github.com/probelet/probelet/quietio"
 )
 
 // waitReturns fails unless a.wait returns (within a generous bound: the
@@ -271,7 +271,7 @@ func roundPod(i int) node.Pod {
 	uid := "pod-" + strconv.Itoa(i)
 	return node.Pod{
 		UID: uid, Name: uid, Namespace: "ns", IPs: []string{"10.0.0.1"},
-		Annotations: map[string]string{spec.AnnotationProbes: `{"app": {"readinessProbe": {"tcpSocket": {"port": 80}, "periodSeconds": 1}}}`},
+		Annotations: map[string]string{probespec.AnnotationProbes: `{"app": {"readinessProbe": {"tcpSocket": {"port": 80}, "periodSeconds": 1}}}`},
 		Containers:  []node.Container{{ID: "c-" + uid, Name: "app", State: node.StateRunning, StartedAt: time.Now()}},
 	}
 }

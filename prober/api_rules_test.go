@@ -9,9 +9,8 @@ import (
 
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // The rules the pod spec from the API server settles.
@@ -50,9 +49,9 @@ func TestExitedContainerThatWillNotRestartStopsItsWorkers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			ps := &corev1.PodSpec{RestartPolicy: tc.policy, Containers: []corev1.Container{{Name: "app"}}}
-			pod := withAPI(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}), ps, false, nil)
+			pod := withAPI(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort)}), ps, false, nil)
 			h.update(pod)
-			h.wantResult("c1", probe.Readiness, results.Success)
+			h.wantResult("c1", probespec.Readiness, results.Success)
 			h.update(exitedWith(pod, tc.exitCode))
 			st, listed := h.m.Container("c1")
 			if got := listed && len(st.Probes) > 0; got != tc.wantWorker {
@@ -80,7 +79,7 @@ func TestExitedContainerThatWillNotRestartStopsItsWorkers(t *testing.T) {
 func TestDeletionGraceWinsForAKill(t *testing.T) {
 	h := newHarness(t)
 	p := failingLiveness(h, func(p *corev1.Probe) { p.TerminationGracePeriodSeconds = ptr.To[int64](5) })
-	pod := withAPI(testPod("c1", spec.ContainerProbes{Liveness: p}),
+	pod := withAPI(testPod("c1", probespec.ContainerProbes{Liveness: p}),
 		&corev1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](60), Containers: []corev1.Container{{Name: "app"}}}, false, ptr.To[int64](9))
 	h.update(pod)
 	if k := h.killer.calls(); len(k) != 1 || k[0].grace != 9*time.Second {
@@ -92,14 +91,14 @@ func TestDeletionGraceWinsForAKill(t *testing.T) {
 // once, as the kubelet's StopLivenessAndStartup does; readiness goes on.
 func TestAPIDeletionStopsLivenessAndStartup(t *testing.T) {
 	h := newHarness(t)
-	pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort)})
+	pod := testPod("c1", probespec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort)})
 	h.update(pod)
 	h.update(withAPI(pod, &corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}, true, ptr.To[int64](30)))
 	st, _ := h.m.Container("c1")
-	if _, ok := st.Probes[probe.Liveness]; ok {
+	if _, ok := st.Probes[probespec.Liveness]; ok {
 		t.Fatalf("liveness worker kept during deletion: %+v", st.Probes)
 	}
-	if _, ok := st.Probes[probe.Readiness]; !ok {
+	if _, ok := st.Probes[probespec.Readiness]; !ok {
 		t.Fatalf("readiness stopped during deletion: %+v", st.Probes)
 	}
 }
@@ -115,7 +114,7 @@ func TestExecExpandsFromTheSpecsStaticEnvOnly(t *testing.T) {
 	h := newHarness(t, prober.WithExecRunner(runner))
 	exec := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
 		Command: []string{"check", "$(STATIC)", "$(FROM_SECRET)", "$(RUNTIME_ONLY)"}}}, PeriodSeconds: 10}
-	pod := testPod("c1", spec.ContainerProbes{Readiness: exec})
+	pod := testPod("c1", probespec.ContainerProbes{Readiness: exec})
 	ps := &corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{
 		{Name: "STATIC", Value: "spec"},
 		{Name: "FROM_SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Key: "k"}}},
@@ -192,7 +191,7 @@ func TestContainerRestartAllContainersKeepsWorkers(t *testing.T) {
 		{name: "AllContainersRestarting condition",
 			app: corev1.Container{Name: "app"}, restarting: true, wantWorker: true},
 	}
-	for _, typ := range probe.Types {
+	for _, typ := range probespec.Types {
 		for _, tc := range tests {
 			t.Run(typ.String()+"/"+tc.name, func(t *testing.T) {
 				h := newHarness(t)
@@ -201,13 +200,13 @@ func TestContainerRestartAllContainersKeepsWorkers(t *testing.T) {
 				h.tcp.always(livePort, failure)
 				h.tcp.always(readyPort, failure)
 				h.tcp.always(startPort, failure)
-				var cp spec.ContainerProbes
+				var cp probespec.ContainerProbes
 				switch typ {
-				case probe.Liveness:
+				case probespec.Liveness:
 					cp.Liveness = tcpProbe(livePort)
-				case probe.Readiness:
+				case probespec.Readiness:
 					cp.Readiness = tcpProbe(readyPort)
-				case probe.Startup:
+				case probespec.Startup:
 					cp.Startup = tcpProbe(startPort)
 				}
 				ps := &corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
@@ -238,7 +237,7 @@ func TestContainerRestartAllContainersKeepsWorkers(t *testing.T) {
 // errors.
 func TestPlainInitContainerGetsNoProbeWorkers(t *testing.T) {
 	always := ptr.To(corev1.ContainerRestartPolicyAlways)
-	probes := spec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort), Startup: tcpProbe(startPort)}
+	probes := probespec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort), Startup: tcpProbe(startPort)}
 	const forbidden = ": Forbidden: may not be set for init containers without restartPolicy=Always"
 	tests := []struct {
 		name        string
@@ -290,7 +289,7 @@ func TestPlainInitContainerGetsNoProbeWorkers(t *testing.T) {
 // container is started while it runs and ready only once it exited 0.
 func TestPlainInitContainerIsReadyOnlyOnceItExitsZero(t *testing.T) {
 	ps := &corev1.PodSpec{InitContainers: []corev1.Container{{Name: "app"}}, Containers: []corev1.Container{{Name: "web"}}}
-	pod := withAPI(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}), ps, false, nil)
+	pod := withAPI(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort)}), ps, false, nil)
 	tests := []struct {
 		name                   string
 		pod                    node.Pod

@@ -9,9 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/probelet/probelet/node"
-	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // TestBadInputIsAnErroredProbeNeverAPanic feeds the engine specs that
@@ -41,8 +40,8 @@ func TestBadInputIsAnErroredProbeNeverAPanic(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			pod := testPod("c1", spec.ContainerProbes{Liveness: tc.probe})
-			pod.Containers[0].Annotations = map[string]string{spec.AnnotationContainerPorts: tc.ports}
+			pod := testPod("c1", probespec.ContainerProbes{Liveness: tc.probe})
+			pod.Containers[0].Annotations = map[string]string{probespec.AnnotationContainerPorts: tc.ports}
 			h.update(pod)
 			h.step(20 * time.Second)
 			ev := h.drainEvents()
@@ -53,7 +52,7 @@ func TestBadInputIsAnErroredProbeNeverAPanic(t *testing.T) {
 			if !strings.HasPrefix(ev[0].Message, prefix) || !strings.Contains(ev[0].Message, tc.want) {
 				t.Fatalf("event %q, want %q with %q", ev[0].Message, prefix, tc.want)
 			}
-			h.wantResult("c1", probe.Liveness, results.Success)
+			h.wantResult("c1", probespec.Liveness, results.Success)
 			if k := h.killer.calls(); len(k) != 0 {
 				t.Fatalf("errored runs killed the container: %+v", k)
 			}
@@ -67,10 +66,10 @@ func TestMalformedPodsAreIgnoredWithoutPanic(t *testing.T) {
 	h := newHarness(t)
 	pods := []node.Pod{
 		{},
-		{UID: "u1", Annotations: annotate(spec.PodProbes{"ghost": {Liveness: tcpProbe(livePort)}})},
-		{UID: "u2", Annotations: annotate(spec.PodProbes{"app": {}}), Containers: []node.Container{{ID: "a", Name: "app", State: node.StateRunning}}},
-		{UID: "u3", Annotations: annotate(spec.PodProbes{"app": {Liveness: tcpProbe(livePort)}}), Containers: []node.Container{{Name: "app", State: node.StateRunning}}},
-		{UID: "u4", Annotations: annotate(spec.PodProbes{"": {Liveness: tcpProbe(livePort)}}), Containers: []node.Container{{ID: "b", State: node.StateRunning}}},
+		{UID: "u1", Annotations: annotate(probespec.PodProbes{"ghost": {Liveness: tcpProbe(livePort)}})},
+		{UID: "u2", Annotations: annotate(probespec.PodProbes{"app": {}}), Containers: []node.Container{{ID: "a", Name: "app", State: node.StateRunning}}},
+		{UID: "u3", Annotations: annotate(probespec.PodProbes{"app": {Liveness: tcpProbe(livePort)}}), Containers: []node.Container{{Name: "app", State: node.StateRunning}}},
+		{UID: "u4", Annotations: annotate(probespec.PodProbes{"": {Liveness: tcpProbe(livePort)}}), Containers: []node.Container{{ID: "b", State: node.StateRunning}}},
 	}
 	for _, p := range pods {
 		h.update(p)

@@ -17,7 +17,7 @@ import (
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // Benchmark layout: every probe has a 1 s period and the probes are spread
@@ -65,7 +65,7 @@ func benchPods(n int) []node.Pod {
 	pods := make([]node.Pod, n)
 	for i := range pods {
 		id := fmt.Sprintf("c%d", i)
-		pods[i] = testPod(id, spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(1))})
+		pods[i] = testPod(id, probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(1))})
 		pods[i].UID, pods[i].Name = "uid-"+id, "pod-"+id
 	}
 	return pods
@@ -174,7 +174,7 @@ type tickerState struct {
 
 func (bk *bookkeeping) worker(id string) *tickerState {
 	return &tickerState{
-		bk: bk, key: results.Key{ContainerID: id, Type: probe.Readiness},
+		bk: bk, key: results.Key{ContainerID: id, Type: probespec.Readiness},
 		counter:  bk.total.WithLabelValues("Readiness", "successful", "app", "pod-"+id, "default", "uid-"+id),
 		duration: bk.duration.WithLabelValues("Readiness", "app", "pod-"+id, "default"),
 	}

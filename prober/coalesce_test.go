@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // coalesceBound is the most a probe may move off its period grid so that
@@ -35,7 +34,7 @@ func phasedPods(t *testing.T, offsets []time.Duration) *harness {
 	}
 	h := newHarness(t, prober.WithAgentStartTime(epoch), prober.WithJitter(jitter))
 	for j := range offsets {
-		pod := testPod(fmt.Sprintf("c%d", j), spec.ContainerProbes{Readiness: tcpProbe(readyPort+j, withPeriod(1))})
+		pod := testPod(fmt.Sprintf("c%d", j), probespec.ContainerProbes{Readiness: tcpProbe(readyPort+j, withPeriod(1))})
 		pod.UID, pod.Name = fmt.Sprintf("uid-%d", j), fmt.Sprintf("web-%d", j)
 		h.update(pod)
 	}
@@ -112,9 +111,9 @@ func TestAProbeTickingEarlyIsDecidedAsOfItsGridPoint(t *testing.T) {
 		return f
 	}
 	h := newHarness(t, prober.WithAgentStartTime(epoch), prober.WithJitter(jitter))
-	delayed := testPod("c0", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(1), withInitialDelay(1))})
+	delayed := testPod("c0", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(1), withInitialDelay(1))})
 	h.update(delayed) // in its delay at once: no probe
-	other := testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort+1, withPeriod(1))})
+	other := testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort+1, withPeriod(1))})
 	other.UID, other.Name = "uid-2", "web-2"
 	h.update(other)
 	h.stepTo(995 * time.Millisecond)
@@ -134,7 +133,7 @@ func (h *harness) lastProbe(id string) time.Time {
 	if !ok {
 		h.t.Fatalf("container %s unknown", id)
 	}
-	return st.Probes[probe.Readiness].LastProbeTime
+	return st.Probes[probespec.Readiness].LastProbeTime
 }
 
 // coalescedWorker is one readiness probe of a bound test: added at addAt,
@@ -265,7 +264,7 @@ func coalescedRuns(t *testing.T, agentAge time.Duration, workers []coalescedWork
 				continue
 			}
 			jitter = w.jitter
-			pod := testPod(fmt.Sprintf("c%d", i), spec.ContainerProbes{Readiness: tcpProbe(readyPort+i, withPeriod(int32(w.period/time.Second)))})
+			pod := testPod(fmt.Sprintf("c%d", i), probespec.ContainerProbes{Readiness: tcpProbe(readyPort+i, withPeriod(int32(w.period/time.Second)))})
 			pod.UID, pod.Name = fmt.Sprintf("uid-%d", i), fmt.Sprintf("web-%d", i)
 			h.update(pod)
 		}

@@ -6,8 +6,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/probelet/probelet/node"
-	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/probespec"
 )
 
 // restartGrace is how long before the agent started a container must have
@@ -64,10 +64,10 @@ func (m *Manager) startedBeforeAgent(c *node.Container) bool {
 // started reports whether c has started: its startup probe succeeded, or
 // it has none. The caller checks that c runs.
 func (m *Manager) started(pe *podEntry, c *node.Container) bool {
-	if pe.worker(c.Name, probe.Startup) == nil {
+	if pe.worker(c.Name, probespec.Startup) == nil {
 		return true
 	}
-	r, ok := m.cache.Get(results.Key{ContainerID: c.ID, Type: probe.Startup})
+	r, ok := m.cache.Get(results.Key{ContainerID: c.ID, Type: probespec.Startup})
 	return ok && r == results.Success
 }
 
@@ -83,8 +83,8 @@ func (m *Manager) publish(w *worker, r results.Result, output string) {
 		Time: m.clock.Now(), PodUID: pod.UID, PodName: pod.Name, PodNamespace: pod.Namespace,
 		ContainerName: w.name, ContainerID: w.containerID, Type: w.typ, Result: r, Output: output,
 	})
-	if w.typ == probe.Startup && r == results.Success {
-		if rw := w.pod.worker(w.name, probe.Readiness); rw != nil {
+	if w.typ == probespec.Startup && r == results.Success {
+		if rw := w.pod.worker(w.name, probespec.Readiness); rw != nil {
 			m.sched.wake(rw)
 		}
 	}

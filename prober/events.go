@@ -2,20 +2,6 @@ package prober
 
 import "go.uber.org/zap"
 
-// Event types and reasons, as the kubelet spells them.
-const (
-	eventNormal  = "Normal"
-	eventWarning = "Warning"
-
-	reasonUnhealthy    = "Unhealthy"
-	reasonProbeWarning = "ProbeWarning"
-	reasonKilling      = "Killing"
-	// reasonWouldRestart is probelet's own: ActionReport's stand-in for Killing.
-	reasonWouldRestart = "WouldRestart"
-	// reasonKillDeferred is probelet's own: the kill guard holds a kill back.
-	reasonKillDeferred = "KillDeferred"
-)
-
 // eventOf is an event about w's current container.
 func (m *Manager) eventOf(w *worker, typ, reason, message string) Event {
 	pod := &w.pod.pod

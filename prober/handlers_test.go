@@ -21,7 +21,7 @@ import (
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/execprobe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // fakeRunner is an ExecSync that exits with code and records commands.
@@ -60,7 +60,7 @@ func TestDefaultHandlersProbeRealTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer run(t, m)()
-	pod := testPod("c1", spec.ContainerProbes{
+	pod := testPod("c1", probespec.ContainerProbes{
 		Readiness: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("web")}},
 			TimeoutSeconds: 5, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 1},
 		Liveness: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}},
@@ -72,7 +72,7 @@ func TestDefaultHandlersProbeRealTargets(t *testing.T) {
 	pod.API = &node.APIPod{Spec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "app",
 		Ports: []corev1.ContainerPort{{Name: "web", ContainerPort: int32(port)}},
 		Env:   []corev1.EnvVar{{Name: "MARKER", Value: "/tmp/started"}}}}}}
-	pod.Containers[0].Annotations = map[string]string{spec.AnnotationContainerPorts: `[{"name":"web","containerPort":` + portStr + `}]`}
+	pod.Containers[0].Annotations = map[string]string{probespec.AnnotationContainerPorts: `[{"name":"web","containerPort":` + portStr + `}]`}
 	m.UpdatePod(pod)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -80,7 +80,7 @@ func TestDefaultHandlersProbeRealTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := m.Container("c1")
-	if got := st.Probes[probe.Startup]; got.Result != results.Failure || got.Method != probe.MethodExec || got.LastOutput != "out" {
+	if got := st.Probes[probespec.Startup]; got.Result != results.Failure || got.Method != probe.MethodExec || got.LastOutput != "out" {
 		t.Fatalf("startup (exec exit 1) = %+v", got)
 	}
 	if len(runner.cmds) != 1 || runner.cmds[0] != "c1: test -f /tmp/started" {
@@ -95,7 +95,7 @@ func TestDefaultHandlersProbeRealTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ = m.Container("c2")
-	if got := st.Probes[probe.Readiness]; got.Result != results.Success || got.Method != probe.MethodHTTP {
+	if got := st.Probes[probespec.Readiness]; got.Result != results.Success || got.Method != probe.MethodHTTP {
 		t.Fatalf("readiness (HTTP 200 on the named port) = %+v", got)
 	}
 	clock.Step(10 * time.Second)
@@ -103,7 +103,7 @@ func TestDefaultHandlersProbeRealTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ = m.Container("c2")
-	if got := st.Probes[probe.Liveness]; got.Result != results.Success || got.Method != probe.MethodDial || got.LastProbeTime.IsZero() {
+	if got := st.Probes[probespec.Liveness]; got.Result != results.Success || got.Method != probe.MethodDial || got.LastProbeTime.IsZero() {
 		t.Fatalf("liveness (TCP dial) = %+v", got)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // Ports route a fake TCP probe to the answers of one probe type.
@@ -311,7 +311,7 @@ func (h *harness) step(d time.Duration) {
 }
 
 // result is the published result of c's probe t, Unknown when none.
-func (h *harness) result(id string, t probe.Type) results.Result {
+func (h *harness) result(id string, t probespec.Type) results.Result {
 	h.t.Helper()
 	st, ok := h.m.Container(id)
 	if !ok {
@@ -325,7 +325,7 @@ func (h *harness) result(id string, t probe.Type) results.Result {
 }
 
 // wantResult fails unless c's probe t publishes want.
-func (h *harness) wantResult(id string, t probe.Type, want results.Result) {
+func (h *harness) wantResult(id string, t probespec.Type, want results.Result) {
 	h.t.Helper()
 	if got := h.result(id, t); got != want {
 		h.t.Fatalf("%s %v result = %v, want %v", id, t, got, want)
@@ -360,7 +360,7 @@ func (h *harness) drainEvents() []prober.Event {
 
 // counter reads prober_probe_total for one series.
 // erroredTotal reads probelet_probe_errors_total for t, -1 when absent.
-func (h *harness) erroredTotal(t probe.Type) float64 {
+func (h *harness) erroredTotal(t probespec.Type) float64 {
 	h.t.Helper()
 	mfs, err := h.reg.Gather()
 	if err != nil {
@@ -379,7 +379,7 @@ func (h *harness) erroredTotal(t probe.Type) float64 {
 	return -1
 }
 
-func (h *harness) counter(t probe.Type, result, container string) float64 {
+func (h *harness) counter(t probespec.Type, result, container string) float64 {
 	h.t.Helper()
 	mfs, err := h.reg.Gather()
 	if err != nil {
@@ -446,11 +446,11 @@ func withInitialDelay(s int32) func(*corev1.Probe) {
 
 // testPod is pod "default/web" (UID "uid-1") with one running container
 // "app" of the given ID and probes.
-func testPod(id string, probes spec.ContainerProbes) node.Pod {
+func testPod(id string, probes probespec.ContainerProbes) node.Pod {
 	return node.Pod{
 		UID: "uid-1", Name: "web", Namespace: "default",
 		IPs:         []string{"10.0.0.5"},
-		Annotations: annotate(spec.PodProbes{"app": probes}),
+		Annotations: annotate(probespec.PodProbes{"app": probes}),
 		Containers: []node.Container{{
 			ID: id, Name: "app", State: node.StateRunning, StartedAt: epoch,
 		}},
@@ -524,21 +524,21 @@ func (h *harness) labels(name string) []map[string]string {
 // them).
 type rawSpecs struct{}
 
-func (rawSpecs) Parse(value string) *spec.Parsed {
-	var probes spec.PodProbes
+func (rawSpecs) Parse(value string) *probespec.Parsed {
+	var probes probespec.PodProbes
 	if value != "" {
 		if err := json.Unmarshal([]byte(value), &probes); err != nil {
 			panic(fmt.Sprintf("rawSpecs: %v", err))
 		}
 	}
-	return &spec.Parsed{Value: value, Probes: probes}
+	return &probespec.Parsed{Value: value, Probes: probes}
 }
 
 // annotate returns pod annotations declaring probes.
-func annotate(probes spec.PodProbes) map[string]string {
+func annotate(probes probespec.PodProbes) map[string]string {
 	b, err := json.Marshal(probes)
 	if err != nil {
 		panic(err)
 	}
-	return map[string]string{spec.AnnotationProbes: string(b)}
+	return map[string]string{probespec.AnnotationProbes: string(b)}
 }

@@ -8,20 +8,19 @@ import (
 
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 func TestOnHoldAfterLivenessFailureUntilNewContainerID(t *testing.T) {
 	h := newHarness(t)
 	h.tcp.always(livePort, failure)
-	pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort, withThresholds(1, 2))})
+	pod := testPod("c1", probespec.ContainerProbes{Liveness: tcpProbe(livePort, withThresholds(1, 2))})
 	h.update(pod)
 	h.step(10 * time.Second)
-	h.wantResult("c1", probe.Liveness, results.Failure)
+	h.wantResult("c1", probespec.Liveness, results.Failure)
 	st, _ := h.m.Container("c1")
-	if ps := st.Probes[probe.Liveness]; !ps.OnHold || ps.Consecutive != 0 {
+	if ps := st.Probes[probespec.Liveness]; !ps.OnHold || ps.Consecutive != 0 {
 		t.Fatalf("after failure at threshold: OnHold=%v Consecutive=%d, want true, 0", ps.OnHold, ps.Consecutive)
 	}
 	h.step(time.Minute)
@@ -33,8 +32,8 @@ func TestOnHoldAfterLivenessFailureUntilNewContainerID(t *testing.T) {
 	if got := h.tcp.count(livePort); got != 3 {
 		t.Fatalf("probes after the new container = %d, want 3 (probing resumed at once)", got)
 	}
-	h.wantResult("c2", probe.Liveness, results.Success)
-	if st, _ := h.m.Container("c2"); st.Probes[probe.Liveness].OnHold {
+	h.wantResult("c2", probespec.Liveness, results.Success)
+	if st, _ := h.m.Container("c2"); st.Probes[probespec.Liveness].OnHold {
 		t.Fatal("still on hold with a new container ID")
 	}
 }
@@ -51,13 +50,13 @@ func TestOnHoldAfterStartupResultAtThreshold(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			h.tcp.always(startPort, tc.answer)
-			pod := testPod("c1", spec.ContainerProbes{Startup: tcpProbe(startPort, withThresholds(1, 1))})
+			pod := testPod("c1", probespec.ContainerProbes{Startup: tcpProbe(startPort, withThresholds(1, 1))})
 			h.update(pod)
 			h.step(time.Minute)
 			if got := h.tcp.count(startPort); got != 1 {
 				t.Fatalf("startup probes = %d, want 1 (on hold after its result)", got)
 			}
-			h.wantResult("c1", probe.Startup, tc.want)
+			h.wantResult("c1", probespec.Startup, tc.want)
 			h.update(withContainerID(pod, "c2", h.clock.Now()))
 			if got := h.tcp.count(startPort); got != 2 {
 				t.Fatalf("startup probes after new container = %d, want 2", got)
@@ -71,26 +70,26 @@ func TestRunCarriesOverANewContainerLikeTheKubelet(t *testing.T) {
 	// container (only a hold resets the run); so do we.
 	h := newHarness(t)
 	h.tcp.then(livePort, failure, failure, failure)
-	pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort)})
+	pod := testPod("c1", probespec.ContainerProbes{Liveness: tcpProbe(livePort)})
 	h.update(pod)
 	h.step(10 * time.Second) // two failures, below threshold 3
 	h.update(withContainerID(pod, "c2", h.clock.Now()))
-	h.wantResult("c2", probe.Liveness, results.Failure)
+	h.wantResult("c2", probespec.Liveness, results.Failure)
 }
 
 func TestNewContainerDoesNotShowTheOldContainersLastRun(t *testing.T) {
 	h := newHarness(t)
 	h.tcp.always(livePort, failure)
-	pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort)})
+	pod := testPod("c1", probespec.ContainerProbes{Liveness: tcpProbe(livePort)})
 	h.update(pod)
 	h.step(10 * time.Second)
-	if st, _ := h.m.Container("c1"); st.Probes[probe.Liveness].LastOutput != failure.out {
-		t.Fatalf("c1 last output = %q, want %q", st.Probes[probe.Liveness].LastOutput, failure.out)
+	if st, _ := h.m.Container("c1"); st.Probes[probespec.Liveness].LastOutput != failure.out {
+		t.Fatalf("c1 last output = %q, want %q", st.Probes[probespec.Liveness].LastOutput, failure.out)
 	}
 	// The new container is not running yet: nothing is probed for it.
 	h.update(withState(withContainerID(pod, "c2", h.clock.Now()), node.StateExited))
 	st, _ := h.m.Container("c2")
-	ps := st.Probes[probe.Liveness]
+	ps := st.Probes[probespec.Liveness]
 	if ps.LastOutput != "" || !ps.LastProbeTime.IsZero() || ps.Method != "" {
 		t.Fatalf("c2 shows the old run: output %q, time %v, method %q", ps.LastOutput, ps.LastProbeTime, ps.Method)
 	}
@@ -102,25 +101,25 @@ func TestNewContainerDoesNotShowTheOldContainersLastRun(t *testing.T) {
 func TestPodDeletionSetsLivenessAndStartupSuccessAndStopsThem(t *testing.T) {
 	h := newHarness(t)
 	h.tcp.always(startPort, failure)
-	pod := testPod("c1", spec.ContainerProbes{
+	pod := testPod("c1", probespec.ContainerProbes{
 		Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort), Startup: tcpProbe(startPort, withThresholds(1, 30)),
 	})
 	h.update(pod)
 	h.drainChanges()
 	pod.Deleting = true
 	h.update(pod)
-	got := map[probe.Type]results.Result{}
+	got := map[probespec.Type]results.Result{}
 	for _, c := range h.drainChanges() {
 		got[c.Type] = c.Result
 	}
-	if got[probe.Startup] != results.Success {
-		t.Fatalf("startup change on deletion = %v, want Success", got[probe.Startup])
+	if got[probespec.Startup] != results.Success {
+		t.Fatalf("startup change on deletion = %v, want Success", got[probespec.Startup])
 	}
 	st, _ := h.m.Container("c1")
-	if _, ok := st.Probes[probe.Startup]; ok {
+	if _, ok := st.Probes[probespec.Startup]; ok {
 		t.Fatal("startup worker still present after deletion")
 	}
-	if _, ok := st.Probes[probe.Liveness]; ok {
+	if _, ok := st.Probes[probespec.Liveness]; ok {
 		t.Fatal("liveness worker still present after deletion")
 	}
 	before := h.tcp.count(startPort) + h.tcp.count(livePort)
@@ -135,7 +134,7 @@ func TestPodDeletionSetsLivenessAndStartupSuccessAndStopsThem(t *testing.T) {
 
 func TestPodDeletionReadinessKeepsProbing(t *testing.T) {
 	h := newHarness(t)
-	pod := testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+	pod := testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort)})
 	pod.Deleting = true
 	h.update(pod)
 	h.tcp.always(readyPort, failure)
@@ -143,21 +142,21 @@ func TestPodDeletionReadinessKeepsProbing(t *testing.T) {
 	if got := h.tcp.count(readyPort); got != 4 {
 		t.Fatalf("readiness probes while deleting = %d, want 4", got)
 	}
-	h.wantResult("c1", probe.Readiness, results.Failure)
+	h.wantResult("c1", probespec.Readiness, results.Failure)
 }
 
 func TestNewContainerIDRemovesOldResultAndReseeds(t *testing.T) {
 	h := newHarness(t)
-	pod := testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withInitialDelay(5))})
+	pod := testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withInitialDelay(5))})
 	h.update(pod)
 	h.step(10 * time.Second)
-	h.wantResult("c1", probe.Readiness, results.Success)
+	h.wantResult("c1", probespec.Readiness, results.Success)
 	h.drainChanges()
 	h.update(withContainerID(pod, "c2", h.clock.Now()))
 	if _, ok := h.m.Container("c1"); ok {
 		t.Fatal("old container still reported")
 	}
-	h.wantResult("c2", probe.Readiness, results.Failure) // re-seeded, initial delay again
+	h.wantResult("c2", probespec.Readiness, results.Failure) // re-seeded, initial delay again
 	ch := h.drainChanges()
 	if len(ch) != 1 || ch[0].ContainerID != "c2" || ch[0].Result != results.Failure {
 		t.Fatalf("changes = %+v, want the c2 Failure seed", ch)
@@ -166,16 +165,16 @@ func TestNewContainerIDRemovesOldResultAndReseeds(t *testing.T) {
 
 func TestStateChangeWakesWorkerAtOnce(t *testing.T) {
 	h := newHarness(t)
-	pod := testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(60))})
+	pod := testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(60))})
 	h.update(pod)
 	h.step(5 * time.Second)
 	h.update(withState(pod, node.StateExited))
-	h.wantResult("c1", probe.Readiness, results.Failure) // without waiting 55 s
+	h.wantResult("c1", probespec.Readiness, results.Failure) // without waiting 55 s
 }
 
 func TestStopIsIdempotentAndRemovesResults(t *testing.T) {
 	h := newHarness(t)
-	pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort)})
+	pod := testPod("c1", probespec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort)})
 	h.update(pod)
 	if n := h.series("prober_probe_total"); n == 0 {
 		t.Fatal("no prober_probe_total series while probing")
@@ -205,7 +204,7 @@ func TestStopIsIdempotentAndRemovesResults(t *testing.T) {
 // container (the annotation is fixed at creation): its workers stop.
 func TestWorkerStopsWhenContainerOrProbeVanishes(t *testing.T) {
 	h := newHarness(t)
-	pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort)})
+	pod := testPod("c1", probespec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort)})
 	h.update(pod)
 	rejected := pod
 	rejected.API = &node.APIPod{Spec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "other"}}}}
@@ -231,10 +230,10 @@ func TestWorkerStopsWhenContainerOrProbeVanishes(t *testing.T) {
 // annotation (the runtime never reports one) changes no worker.
 func TestChangedAnnotationKeepsTheWorker(t *testing.T) {
 	h := newHarness(t)
-	pod := testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(60))})
+	pod := testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(60))})
 	h.update(pod)
 	faster := pod
-	faster.Annotations = annotate(spec.PodProbes{"app": {Readiness: tcpProbe(readyPort, withPeriod(5))}})
+	faster.Annotations = annotate(probespec.PodProbes{"app": {Readiness: tcpProbe(readyPort, withPeriod(5))}})
 	h.update(faster)
 	h.step(10 * time.Second)
 	if got := h.tcp.count(readyPort); got != 1 {
@@ -244,7 +243,7 @@ func TestChangedAnnotationKeepsTheWorker(t *testing.T) {
 
 func TestSeedSkippedForContainerRunningBeforeAgentRestart(t *testing.T) {
 	h := newHarness(t, prober.WithAgentStartTime(epoch))
-	pod := withContainerID(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withInitialDelay(7200))}),
+	pod := withContainerID(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withInitialDelay(7200))}),
 		"c1", epoch.Add(-time.Hour))
 	h.update(pod)
 	if ch := h.drainChanges(); len(ch) != 0 {
@@ -252,14 +251,14 @@ func TestSeedSkippedForContainerRunningBeforeAgentRestart(t *testing.T) {
 	}
 	fresh := withContainerID(pod, "c2", epoch)
 	h.update(fresh)
-	h.wantResult("c2", probe.Readiness, results.Failure)
+	h.wantResult("c2", probespec.Readiness, results.Failure)
 }
 
 func TestWarningIsSuccessWithProbeWarningEvent(t *testing.T) {
 	h := newHarness(t)
 	h.tcp.then(readyPort, warning)
-	h.update(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
-	h.wantResult("c1", probe.Readiness, results.Success)
+	h.update(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
+	h.wantResult("c1", probespec.Readiness, results.Success)
 	ev := h.drainEvents()
 	if len(ev) != 1 || ev[0].Reason != "ProbeWarning" || ev[0].Type != "Warning" ||
 		ev[0].Message != "Readiness probe warning: Probe terminated redirects" {
@@ -270,11 +269,11 @@ func TestWarningIsSuccessWithProbeWarningEvent(t *testing.T) {
 func TestFailureEmitsUnhealthyEvent(t *testing.T) {
 	h := newHarness(t)
 	h.tcp.then(readyPort, failure)
-	h.update(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
+	h.update(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
 	ev := h.drainEvents()
 	want := prober.Event{
 		Time: epoch, Type: "Warning", Reason: "Unhealthy", Message: "Readiness probe failed: connection refused",
-		PodUID: "uid-1", PodName: "web", PodNamespace: "default", ContainerName: "app", ContainerID: "c1", ProbeType: probe.Readiness,
+		PodUID: "uid-1", PodName: "web", PodNamespace: "default", ContainerName: "app", ContainerID: "c1", ProbeType: probespec.Readiness,
 	}
 	if len(ev) != 1 || ev[0] != want {
 		t.Fatalf("events = %+v, want %+v", ev, want)
@@ -284,12 +283,12 @@ func TestFailureEmitsUnhealthyEvent(t *testing.T) {
 func TestErrorRetriedThreeTimesThenDiscarded(t *testing.T) {
 	h := newHarness(t)
 	h.tcp.always(readyPort, broken)
-	h.update(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withThresholds(1, 1))}))
+	h.update(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withThresholds(1, 1))}))
 	if got := h.tcp.count(readyPort); got != 3 {
 		t.Fatalf("attempts in one run = %d, want 3", got)
 	}
 	st, _ := h.m.Container("c1")
-	ps := st.Probes[probe.Readiness]
+	ps := st.Probes[probespec.Readiness]
 	if ps.Consecutive != 0 {
 		t.Fatalf("errored run counted: Consecutive = %d", ps.Consecutive)
 	}
@@ -305,11 +304,11 @@ func TestErrorRetriedThreeTimesThenDiscarded(t *testing.T) {
 	// Like the kubelet, a discarded run is not in prober_probe_total;
 	// probelet counts it on its own series.
 	for _, r := range []string{"unknown", "failed", "successful"} {
-		if got := h.counter(probe.Readiness, r, "app"); got != -1 {
+		if got := h.counter(probespec.Readiness, r, "app"); got != -1 {
 			t.Fatalf("prober_probe_total{result=%s} = %v, want no series", r, got)
 		}
 	}
-	if got := h.erroredTotal(probe.Readiness); got != 1 {
+	if got := h.erroredTotal(probespec.Readiness); got != 1 {
 		t.Fatalf("probelet_probe_errors_total = %v, want 1", got)
 	}
 }
@@ -317,8 +316,8 @@ func TestErrorRetriedThreeTimesThenDiscarded(t *testing.T) {
 func TestErrorThenSuccessWithinRetriesCounts(t *testing.T) {
 	h := newHarness(t)
 	h.tcp.then(readyPort, broken, broken, success)
-	h.update(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
-	h.wantResult("c1", probe.Readiness, results.Success)
+	h.update(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
+	h.wantResult("c1", probespec.Readiness, results.Success)
 	if got := h.tcp.count(readyPort); got != 3 {
 		t.Fatalf("attempts = %d, want 3", got)
 	}
@@ -351,20 +350,20 @@ func TestPodDeletionStopsLivenessAndStartupEvenOnHoldOrNotRunning(t *testing.T) 
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort)})
+			pod := testPod("c1", probespec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort)})
 			pod = tc.setup(h, pod)
 			h.drainChanges()
 			pod.Deleting = true
 			h.update(pod)
 			st, _ := h.m.Container("c1")
-			if _, ok := st.Probes[probe.Liveness]; ok {
-				t.Fatalf("liveness worker kept after deletion: %+v", st.Probes[probe.Liveness])
+			if _, ok := st.Probes[probespec.Liveness]; ok {
+				t.Fatalf("liveness worker kept after deletion: %+v", st.Probes[probespec.Liveness])
 			}
-			if _, ok := st.Probes[probe.Readiness]; !ok {
+			if _, ok := st.Probes[probespec.Readiness]; !ok {
 				t.Fatal("readiness worker stopped by deletion")
 			}
 			for _, c := range h.drainChanges() {
-				if c.Type == probe.Liveness {
+				if c.Type == probespec.Liveness {
 					t.Fatalf("liveness published %v on deletion; nothing probed it", c.Result)
 				}
 			}

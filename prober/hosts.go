@@ -4,15 +4,15 @@ import (
 	"maps"
 
 	"github.com/probelet/probelet/node"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // hostScope is what pod's probes may name as their host: its own IPs, the
 // operator's --allow-probe-host CIDRs, or anything for a pod in the node's
 // network or in a namespace an admin labelled. With the API server (WithNamespaceGrants)
 // the label is known once the API server told; until then such hosts wait.
-func (m *Manager) hostScope(pod *node.Pod) spec.HostScope {
-	s := spec.HostScope{PodIPs: pod.IPs, CIDRs: m.hostCIDRs}
+func (m *Manager) hostScope(pod *node.Pod) probespec.HostScope {
+	s := probespec.HostScope{PodIPs: pod.IPs, CIDRs: m.hostCIDRs}
 	a := pod.API
 	switch {
 	case pod.HostNetwork || (a != nil && a.Spec != nil && a.Spec.HostNetwork):
@@ -29,7 +29,7 @@ func (m *Manager) hostScope(pod *node.Pod) spec.HostScope {
 // since its previous snapshot old (the IPs are netChanged's), for a pod
 // whose probes name a host: their targets must be prepared again, at once.
 func (m *Manager) scopeChanged(pe *podEntry, old node.Pod) bool {
-	if !spec.NamesHost(pe.checked.Probes) {
+	if !probespec.NamesHost(pe.checked.Probes) {
 		return false
 	}
 	a, b := m.hostScope(&old), m.hostScope(&pe.pod)

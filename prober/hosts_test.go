@@ -10,7 +10,7 @@ import (
 
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // hostTCPProbe is a TCP readiness probe naming host.
@@ -50,7 +50,7 @@ func TestProbeHostPolicy(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.opts...)
-			pod := testPod("c1", spec.ContainerProbes{Readiness: hostTCPProbe(tc.host)})
+			pod := testPod("c1", probespec.ContainerProbes{Readiness: hostTCPProbe(tc.host)})
 			if tc.mutate != nil {
 				tc.mutate(&pod)
 			}
@@ -92,7 +92,7 @@ func TestProbeHostPolicy(t *testing.T) {
 func TestProbeHostWaitsForTheNamespaceGrant(t *testing.T) {
 	h := newHarness(t, prober.WithNamespaceGrants())
 	h.tcp.always(readyPort, success)
-	pod := testPod("c1", spec.ContainerProbes{Readiness: hostTCPProbe("127.0.0.1")})
+	pod := testPod("c1", probespec.ContainerProbes{Readiness: hostTCPProbe("127.0.0.1")})
 	h.update(pod)
 	h.step(3 * time.Second)
 	if st, _ := h.m.Container("c1"); st.SpecError != "" || len(h.tcp.seenTargets()) != 0 {

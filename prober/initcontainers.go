@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/probelet/probelet/node"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // getsWorkers reports whether the container named name gets probe
@@ -23,13 +23,13 @@ func plainInit(api *node.APIPod, name string) (int, bool) {
 	if api == nil {
 		return -1, false
 	}
-	return spec.PlainInitContainer(api.Spec, name)
+	return probespec.PlainInitContainer(api.Spec, name)
 }
 
 // forbiddenInitProbes is why the probes cp gives the plain init container
 // at index i of the spec do not run: the API server's Forbidden errors.
-func forbiddenInitProbes(i int, cp spec.ContainerProbes) string {
-	errs := spec.ForbiddenInitProbes(i, cp)
+func forbiddenInitProbes(i int, cp probespec.ContainerProbes) string {
+	errs := probespec.ForbiddenInitProbes(i, cp)
 	msgs := make([]string, len(errs))
 	for j, e := range errs {
 		msgs[j] = e.Error()

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/httpprobe"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
+	"github.com/probelet/probelet/quietio"
 )
 
 // inlineTarget is a fake HTTP target per pod IP that notes when each probe
@@ -62,7 +62,7 @@ func (it *inlineTarget) intervals(host string) []time.Duration {
 func inlinePod(uid, ip string) node.Pod {
 	return node.Pod{
 		UID: uid, Name: uid, Namespace: "ns", IPs: []string{ip},
-		Annotations: map[string]string{spec.AnnotationProbes: `{"app": {"readinessProbe": {"httpGet": {"port": 80}, "periodSeconds": 1, "timeoutSeconds": 1}}}`},
+		Annotations: map[string]string{probespec.AnnotationProbes: `{"app": {"readinessProbe": {"httpGet": {"port": 80}, "periodSeconds": 1, "timeoutSeconds": 1}}}`},
 		Containers:  []node.Container{{ID: "c-" + uid, Name: "app", State: node.StateRunning, StartedAt: time.Now()}},
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // instantTCP answers the ports in mem from memory, like the eBPF table,
@@ -51,7 +51,7 @@ func TestInMemoryTCPAnswersNeedNoRunner(t *testing.T) {
 	h := newHarness(t, prober.WithTCPProber(tcp), prober.WithConcurrency(1))
 	release := tcp.block(readyPort) // the only runner hangs on the readiness dial
 	defer release()
-	h.m.UpdatePod(testPod("c1", spec.ContainerProbes{
+	h.m.UpdatePod(testPod("c1", probespec.ContainerProbes{
 		Readiness: tcpProbe(readyPort, withPeriod(1)),
 		Liveness:  tcpProbe(livePort, withPeriod(1), withThresholds(1, 3)),
 	}))
@@ -70,11 +70,11 @@ func TestInMemoryTCPAnswersNeedNoRunner(t *testing.T) {
 		t.Fatalf("liveness dialed %d times, want 0", got)
 	}
 	// Recorded like any run: the third failure publishes and kills.
-	ps := h.probeStatus("c1", probe.Liveness)
+	ps := h.probeStatus("c1", probespec.Liveness)
 	if ps.Result != results.Failure || ps.Method != probe.MethodEBPF || ps.LastOutput != failure.out || len(ps.History) != 3 {
 		t.Fatalf("liveness = %+v, want Failure via ebpf with the output and three runs", ps)
 	}
-	if got := h.counter(probe.Liveness, "failed", "app"); got != 3 {
+	if got := h.counter(probespec.Liveness, "failed", "app"); got != 3 {
 		t.Fatalf("prober_probe_total{failed} = %v, want 3", got)
 	}
 	select {
@@ -90,7 +90,7 @@ func TestInMemoryTCPAnswersNeedNoRunner(t *testing.T) {
 func TestTCPProbesNotAnsweredFromMemoryGoToARunner(t *testing.T) {
 	tcp := newInstantTCP(map[int]answer{livePort: success})
 	h := newHarness(t, prober.WithTCPProber(tcp))
-	h.update(testPod("c1", spec.ContainerProbes{
+	h.update(testPod("c1", probespec.ContainerProbes{
 		Readiness: tcpProbe(readyPort, withPeriod(1)),
 		Liveness:  tcpProbe(livePort, withPeriod(1)),
 	}))
@@ -101,8 +101,8 @@ func TestTCPProbesNotAnsweredFromMemoryGoToARunner(t *testing.T) {
 	if got := tcp.instantCount(readyPort); got != 0 {
 		t.Fatalf("readiness answered from memory %d times", got)
 	}
-	h.wantResult("c1", probe.Readiness, results.Success)
-	h.wantResult("c1", probe.Liveness, results.Success)
+	h.wantResult("c1", probespec.Readiness, results.Success)
+	h.wantResult("c1", probespec.Liveness, results.Success)
 }
 
 // waitAnswered waits for an answer from memory for port.
@@ -119,7 +119,7 @@ func (f *instantTCP) waitAnswered(t *testing.T, port int) {
 }
 
 // probeStatus is container id's probe t.
-func (h *harness) probeStatus(id string, t probe.Type) prober.ProbeStatus {
+func (h *harness) probeStatus(id string, t probespec.Type) prober.ProbeStatus {
 	h.t.Helper()
 	st, ok := h.m.Container(id)
 	if !ok {

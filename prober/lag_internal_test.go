@@ -9,7 +9,7 @@ import (
 
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // TestSchedulerLagSeesAWedgedScheduler: a scheduler that sleeps, with or
@@ -49,7 +49,7 @@ func TestSchedulerLagSeesAWedgedScheduler(t *testing.T) {
 
 	m.UpdatePod(node.Pod{
 		UID: "u", Name: "web", Namespace: "ns", IPs: []string{"10.0.0.1"},
-		Annotations: map[string]string{spec.AnnotationProbes: `{"app": {"livenessProbe": {"tcpSocket": {"port": 80}}}}`},
+		Annotations: map[string]string{probespec.AnnotationProbes: `{"app": {"livenessProbe": {"tcpSocket": {"port": 80}}}}`},
 		Containers:  []node.Container{{ID: "c1", Name: "app", State: node.StateRunning, StartedAt: clk.Now()}},
 	})
 	settle()

@@ -8,14 +8,14 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 func TestLogsUseTheKubeletsMessages(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	h := newHarness(t, prober.WithLogger(zap.New(core)))
 	h.tcp.always(livePort, failure)
-	h.update(testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort, withThresholds(1, 1))}))
+	h.update(testPod("c1", probespec.ContainerProbes{Liveness: tcpProbe(livePort, withThresholds(1, 1))}))
 	want := []struct {
 		msg    string
 		fields map[string]any

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/probelet/probelet/internal/quietio"
+	"github.com/probelet/probelet/quietio"
 )
 
 // TestMain runs the suite in the I/O mode PROBELET_IO names (quiet by

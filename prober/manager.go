@@ -20,7 +20,7 @@ import (
 	"github.com/probelet/probelet/internal/fanout"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 const (
@@ -99,7 +99,7 @@ func NewManager(opts ...Option) (*Manager, error) {
 		concurrency: defaultConcurrency,
 		historyLen:  defaultHistory,
 		cache:       results.NewCache(),
-		specs:       spec.NewMemo(specMemoBytes),
+		specs:       probespec.NewMemo(specMemoBytes),
 		runStarted:  make(chan struct{}),
 		done:        make(chan struct{}),
 		pods:        make(map[string]*podEntry),

@@ -7,7 +7,7 @@ import (
 
 	"github.com/probelet/probelet/internal/promutil"
 	"github.com/probelet/probelet/node"
-	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/probespec"
 )
 
 // Values of the result label, as the kubelet spells them.
@@ -17,7 +17,7 @@ const (
 )
 
 // discarded counts one errored run of probe type t.
-func (m *metrics) discarded(t probe.Type) {
+func (m *metrics) discarded(t probespec.Type) {
 	m.errored.WithLabelValues(t.String()).Inc()
 }
 
@@ -73,13 +73,13 @@ func newMetrics(reg prometheus.Registerer, runners func() int) (*metrics, error)
 type workerMetrics struct {
 	m *metrics
 	// t, container, pod, namespace, uid are the label values.
-	t                              probe.Type
+	t                              probespec.Type
 	container, pod, namespace, uid string
 	successful, failed             prometheus.Counter
 	duration                       prometheus.Observer
 }
 
-func (m *metrics) forWorker(pod *node.Pod, container string, t probe.Type) workerMetrics {
+func (m *metrics) forWorker(pod *node.Pod, container string, t probespec.Type) workerMetrics {
 	return workerMetrics{m: m, t: t, container: container, pod: pod.Name, namespace: pod.Namespace, uid: pod.UID}
 }
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/execprobe"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // Option configures a Manager; it fails on a value the Manager cannot use.
@@ -176,7 +176,7 @@ func WithAgentStartTime(t time.Time) Option {
 // specs; *spec.Memo is the default. It must be safe for concurrent use and
 // never panic.
 type SpecParser interface {
-	Parse(value string) *spec.Parsed
+	Parse(value string) *probespec.Parsed
 }
 
 // WithSpecParser replaces how probe annotations are parsed (tests hand the

@@ -4,10 +4,10 @@ import (
 	"reflect"
 	"slices"
 
-	"github.com/probelet/probelet/node"
-	"github.com/probelet/probelet/prober/probe"
-	"github.com/probelet/probelet/prober/spec"
 	"go.uber.org/zap"
+
+	"github.com/probelet/probelet/node"
+	"github.com/probelet/probelet/probespec"
 )
 
 // podEntry is the engine's view of one pod: its latest state, its workers
@@ -20,7 +20,7 @@ type podEntry struct {
 	// against the pod spec once the API server gave it (specChecked).
 	// spec is checked with the pod's host scope applied (applyHosts): the
 	// probes in force. Neither is nil once the pod was updated.
-	checked, spec *spec.Parsed
+	checked, spec *probespec.Parsed
 	// specFixed is set once a snapshot carried the sandbox's annotations:
 	// from then on spec changes no more, as the kubelet keeps a pod's
 	// probes for its life.
@@ -34,7 +34,7 @@ type podEntry struct {
 }
 
 // worker returns the worker for container name and probe type t, or nil.
-func (pe *podEntry) worker(name string, t probe.Type) *worker {
+func (pe *podEntry) worker(name string, t probespec.Type) *worker {
 	for _, w := range pe.workers {
 		if w.name == name && w.typ == t {
 			return w
@@ -62,9 +62,9 @@ func (pe *podEntry) container(name string) (*node.Container, bool) {
 // before the engine's lock is taken, and only for a pod whose probes are
 // not fixed yet.
 func (m *Manager) UpdatePod(pod node.Pod) {
-	var parsed *spec.Parsed
+	var parsed *probespec.Parsed
 	if !m.specFixed(pod.UID) {
-		parsed = m.specs.Parse(pod.Annotations[spec.AnnotationProbes])
+		parsed = m.specs.Parse(pod.Annotations[probespec.AnnotationProbes])
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -86,10 +86,10 @@ func (m *Manager) RemovePod(uid string) {
 // listed are removed, listed ones are updated, results of surviving
 // containers are kept.
 func (m *Manager) SyncPods(pods []node.Pod) {
-	parsed := make([]*spec.Parsed, len(pods))
+	parsed := make([]*probespec.Parsed, len(pods))
 	for i := range pods {
 		if !m.specFixed(pods[i].UID) {
-			parsed[i] = m.specs.Parse(pods[i].Annotations[spec.AnnotationProbes])
+			parsed[i] = m.specs.Parse(pods[i].Annotations[probespec.AnnotationProbes])
 		}
 	}
 	m.mu.Lock()
@@ -111,7 +111,7 @@ func (m *Manager) SyncPods(pods []node.Pod) {
 	}
 }
 
-func (m *Manager) updatePodLocked(pod node.Pod, parsed *spec.Parsed) {
+func (m *Manager) updatePodLocked(pod node.Pod, parsed *probespec.Parsed) {
 	pe, known := m.pods[pod.UID]
 	if !known {
 		pe = &podEntry{}
@@ -194,9 +194,9 @@ func (m *Manager) startConfigured(pe *podEntry) {
 			continue
 		}
 		cp := pe.spec.Probes[c.Name]
-		for _, t := range probe.Types {
+		for _, t := range probespec.Types {
 			p := cp.Get(t)
-			if p == nil || pe.worker(c.Name, t) != nil || (pe.pod.Deleting && t != probe.Readiness) {
+			if p == nil || pe.worker(c.Name, t) != nil || (pe.pod.Deleting && t != probespec.Readiness) {
 				continue
 			}
 			w := m.newWorker(pe, c.Name, t, p)
@@ -266,11 +266,11 @@ func (m *Manager) specFixed(uid string) bool {
 // is applied once (spec.Parsed.ForPod: what `probelet validate` checks). A
 // later change of the API object's annotation changes nothing and is
 // reported once.
-func (m *Manager) takeSpec(pe *podEntry, parsed *spec.Parsed) {
+func (m *Manager) takeSpec(pe *podEntry, parsed *probespec.Parsed) {
 	old := pe.spec
 	if !pe.specFixed && parsed == nil {
 		// Fixed when UpdatePod looked, removed and back since: rare.
-		parsed = m.specs.Parse(pe.pod.Annotations[spec.AnnotationProbes])
+		parsed = m.specs.Parse(pe.pod.Annotations[probespec.AnnotationProbes])
 	}
 	if !pe.specFixed && (pe.checked == nil || pe.checked.Value != parsed.Value) {
 		pe.checked, pe.specChecked = parsed, false
@@ -284,7 +284,7 @@ func (m *Manager) takeSpec(pe *podEntry, parsed *spec.Parsed) {
 		m.reportSpecErrors(pe, old)
 	}
 	if a := pe.pod.API; pe.specFixed && !pe.specChangeTold && a != nil && a.Annotations != nil &&
-		a.Annotations[spec.AnnotationProbes] != pe.spec.Value {
+		a.Annotations[probespec.AnnotationProbes] != pe.spec.Value {
 		pe.specChangeTold = true
 		m.reportSpecChange(pe)
 	}
@@ -295,12 +295,12 @@ func (m *Manager) takeSpec(pe *podEntry, parsed *spec.Parsed) {
 // and publishes each as a Warning event ProbeSpecRejected about its
 // container (the socket, and with the API server an Event on the pod):
 // the containers concerned run unprobed, the others are not disturbed.
-func (m *Manager) reportSpecErrors(pe *podEntry, old *spec.Parsed) {
-	ref := spec.PodRef{Namespace: pe.pod.Namespace, Name: pe.pod.Name}
+func (m *Manager) reportSpecErrors(pe *podEntry, old *probespec.Parsed) {
+	ref := probespec.PodRef{Namespace: pe.pod.Namespace, Name: pe.pod.Name}
 	for _, e := range pe.spec.List.For(ref) {
 		name := e.Container
 		if name == "" {
-			name = spec.PodWide
+			name = probespec.PodWide
 		}
 		if old != nil && old.Errors[name] == pe.spec.Errors[name] {
 			continue
@@ -308,27 +308,22 @@ func (m *Manager) reportSpecErrors(pe *podEntry, old *spec.Parsed) {
 		m.log.Warn("Invalid probe spec", zap.String("pod", ref.String()), zap.String("podUID", pe.pod.UID),
 			zap.String("container", e.Container), zap.String("error", e.Error()))
 		m.events.Publish(Event{
-			Time: m.clock.Now(), Type: eventWarning, Reason: reasonProbeSpecRejected, Message: e.Error(),
+			Time: m.clock.Now(), Type: probespec.EventWarning, Reason: probespec.EventProbeSpecRejected, Message: e.Error(),
 			PodUID: pe.pod.UID, PodName: pe.pod.Name, PodNamespace: pe.pod.Namespace, ContainerName: e.Container,
 		})
 	}
 }
 
-// Reason and message of the report of a changed annotation, and reason of
-// the report of a rejected one (the condition's, kube/readiness).
-const (
-	reasonProbeSpecRejected = "ProbeSpecRejected"
-	reasonProbeSpecChanged  = "ProbeSpecChanged"
-	messageProbeSpecChanged = spec.AnnotationProbes + " changed after the pod was created; " +
-		"the probes it was created with stay in force — recreate the pod to apply"
-)
+// messageProbeSpecChanged is the message of probespec.EventProbeSpecChanged.
+const messageProbeSpecChanged = probespec.AnnotationProbes + " changed after the pod was created; " +
+	"the probes it was created with stay in force — recreate the pod to apply"
 
 // reportSpecChange tells, once per pod, that the API object's annotation
 // no longer is the one the pod was created with: a Warning event about the
 // pod (no container), which the socket, the log and the API server get.
 func (m *Manager) reportSpecChange(pe *podEntry) {
 	ev := Event{
-		Time: m.clock.Now(), Type: eventWarning, Reason: reasonProbeSpecChanged, Message: messageProbeSpecChanged,
+		Time: m.clock.Now(), Type: probespec.EventWarning, Reason: probespec.EventProbeSpecChanged, Message: messageProbeSpecChanged,
 		PodUID: pe.pod.UID, PodName: pe.pod.Name, PodNamespace: pe.pod.Namespace,
 	}
 	m.events.Publish(ev)
@@ -337,7 +332,7 @@ func (m *Manager) reportSpecChange(pe *podEntry) {
 }
 
 // PodSpec implements StatusSource.
-func (m *Manager) PodSpec(uid string) (*spec.Parsed, bool) {
+func (m *Manager) PodSpec(uid string) (*probespec.Parsed, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	pe, ok := m.pods[uid]

@@ -8,8 +8,7 @@ import (
 
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // The engine is the one owner of a pod's probes: the sandbox's annotation
@@ -27,42 +26,42 @@ func TestPodSpecIsWhatThePodWasCreatedWith(t *testing.T) {
 		return &corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Ports: ps}}}
 	}
 	api := func(ps *corev1.PodSpec, annotation string) *node.APIPod {
-		return &node.APIPod{Spec: ps, Annotations: map[string]string{spec.AnnotationProbes: annotation}}
+		return &node.APIPod{Spec: ps, Annotations: map[string]string{probespec.AnnotationProbes: annotation}}
 	}
 	// step is one snapshot the node cache hands the engine.
 	type step struct {
 		sandbox map[string]string // nil: a snapshot without the sandbox's annotations
 		api     *node.APIPod
 	}
-	anno := func(v string) map[string]string { return map[string]string{spec.AnnotationProbes: v} }
+	anno := func(v string) map[string]string { return map[string]string{probespec.AnnotationProbes: v} }
 	tests := []struct {
 		name        string
 		steps       []step
 		wantValue   string
-		wantProbe   probe.Type // -1: no worker
-		wantError   string     // the container's spec error ("" none)
-		wantChanged int        // ProbeSpecChanged events
+		wantProbe   probespec.Type // -1: no worker
+		wantError   string         // the container's spec error ("" none)
+		wantChanged int            // ProbeSpecChanged events
 	}{{
 		name:      "the sandbox's annotation",
 		steps:     []step{{sandbox: anno(ready1002)}},
-		wantValue: ready1002, wantProbe: probe.Readiness,
+		wantValue: ready1002, wantProbe: probespec.Readiness,
 	}, {
 		name:      "fixed once the sandbox's annotations were seen",
 		steps:     []step{{sandbox: anno(ready1002)}, {sandbox: anno(liveness)}},
-		wantValue: ready1002, wantProbe: probe.Readiness,
+		wantValue: ready1002, wantProbe: probespec.Readiness,
 	}, {
 		name:      "a snapshot without the sandbox's annotations fixes nothing",
 		steps:     []step{{}, {sandbox: anno(liveness)}},
-		wantValue: liveness, wantProbe: probe.Liveness,
+		wantValue: liveness, wantProbe: probespec.Liveness,
 	}, {
 		name:      "a named port the API spec resolves",
 		steps:     []step{{sandbox: anno(readyHTTP), api: api(ports(corev1.ContainerPort{Name: "http", ContainerPort: 1002}), readyHTTP)}},
-		wantValue: readyHTTP, wantProbe: probe.Readiness,
+		wantValue: readyHTTP, wantProbe: probespec.Readiness,
 	}, {
 		name:      "a named port the API spec does not resolve is a spec error",
 		steps:     []step{{sandbox: anno(readyHTTP)}, {sandbox: anno(readyHTTP), api: api(ports(), readyHTTP)}},
 		wantValue: readyHTTP, wantProbe: -1,
-		wantError: spec.Check(spec.PodRef{}, readyHTTP, ports()).Errors.ByContainer()["app"],
+		wantError: probespec.Check(probespec.PodRef{}, readyHTTP, ports()).Errors.ByContainer()["app"],
 	}, {
 		name:      "a probed container the API spec does not have",
 		steps:     []step{{sandbox: anno(ready1002), api: api(&corev1.PodSpec{Containers: []corev1.Container{{Name: "other"}}}, ready1002)}},
@@ -75,7 +74,7 @@ func TestPodSpecIsWhatThePodWasCreatedWith(t *testing.T) {
 			{sandbox: anno(ready1002), api: api(ports(), "{}")},
 			{sandbox: anno(ready1002), api: api(ports(), liveness)},
 		},
-		wantValue: ready1002, wantProbe: probe.Readiness, wantChanged: 1,
+		wantValue: ready1002, wantProbe: probespec.Readiness, wantChanged: 1,
 	}, {
 		name:      "an API annotation set on a pod created without one",
 		steps:     []step{{sandbox: map[string]string{"other": "x"}, api: api(ports(), ready1002)}},
@@ -83,13 +82,13 @@ func TestPodSpecIsWhatThePodWasCreatedWith(t *testing.T) {
 	}, {
 		name:      "an API source that does not give annotations",
 		steps:     []step{{sandbox: anno(ready1002), api: &node.APIPod{Spec: ports()}}},
-		wantValue: ready1002, wantProbe: probe.Readiness,
+		wantValue: ready1002, wantProbe: probespec.Readiness,
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, prober.WithSpecParser(spec.NewMemo(1<<20)))
+			h := newHarness(t, prober.WithSpecParser(probespec.NewMemo(1<<20)))
 			for _, s := range tc.steps {
-				pod := testPod("c1", spec.ContainerProbes{})
+				pod := testPod("c1", probespec.ContainerProbes{})
 				pod.Annotations, pod.API = s.sandbox, s.api
 				h.update(pod)
 			}
@@ -98,13 +97,13 @@ func TestPodSpecIsWhatThePodWasCreatedWith(t *testing.T) {
 				t.Fatalf("PodSpec = %+v, %v; want the value %s", parsed, ok, tc.wantValue)
 			}
 			st, _ := h.m.Container("c1")
-			var probed []probe.Type
-			for _, pt := range probe.Types {
+			var probed []probespec.Type
+			for _, pt := range probespec.Types {
 				if _, ok := st.Probes[pt]; ok {
 					probed = append(probed, pt)
 				}
 			}
-			if want := []probe.Type{tc.wantProbe}; tc.wantProbe < 0 && len(probed) != 0 ||
+			if want := []probespec.Type{tc.wantProbe}; tc.wantProbe < 0 && len(probed) != 0 ||
 				tc.wantProbe >= 0 && (len(probed) != 1 || probed[0] != want[0]) {
 				t.Errorf("workers %v, want %v", probed, tc.wantProbe)
 			}
@@ -137,7 +136,7 @@ func TestPodSpecOfAnUnknownPod(t *testing.T) {
 	if p, ok := h.m.PodSpec("nobody"); ok {
 		t.Fatalf("PodSpec of an unknown pod = %+v", p)
 	}
-	h.update(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
+	h.update(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
 	h.m.RemovePod("uid-1")
 	if p, ok := h.m.PodSpec("uid-1"); ok {
 		t.Fatalf("PodSpec of a removed pod = %+v", p)

@@ -8,6 +8,7 @@ import (
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/probespec"
 )
 
 // The kubelet's per-probe rules, as methods of the worker that change only
@@ -46,7 +47,7 @@ type decision struct {
 // c's workers once it exited (restartsAfterExit).
 func (w *worker) decide(c *node.Container, deleting, started, restarts bool, now time.Time) decision {
 	switch {
-	case deleting && w.typ != probe.Readiness:
+	case deleting && w.typ != probespec.Readiness:
 		return w.quietShutdown(c)
 	case w.onHold:
 		return decision{verdict: verdictWait}
@@ -60,7 +61,7 @@ func (w *worker) decide(c *node.Container, deleting, started, restarts bool, now
 		return d
 	case inInitialDelay(w.spec, w.startedAt(c, now), now):
 		return decision{verdict: verdictWait}
-	case (w.typ == probe.Startup) == started:
+	case (w.typ == probespec.Startup) == started:
 		// Liveness and readiness probe only once the container has
 		// started; the startup probe only until then.
 		return decision{verdict: verdictWait}
@@ -101,9 +102,9 @@ func (w *worker) follow(c *node.Container) (left results.Key, moved bool) {
 // initialValue is the result seeded when the worker sees a new container.
 func (w *worker) initialValue() results.Result {
 	switch w.typ {
-	case probe.Liveness:
+	case probespec.Liveness:
 		return results.Success
-	case probe.Readiness:
+	case probespec.Readiness:
 		return results.Failure
 	}
 	return results.Unknown
@@ -150,16 +151,16 @@ func (w *worker) judge(o outcome) judgement {
 	typ := w.typ.String()
 	switch {
 	case o.err != nil:
-		return judgement{result: results.Unknown, reason: reasonUnhealthy,
+		return judgement{result: results.Unknown, reason: probespec.EventUnhealthy,
 			message: typ + " probe errored and resulted in unknown state: " + o.err.Error()}
 	case o.result == probe.Success:
 		return judgement{result: results.Success, counted: true, metric: resultSuccessful, observe: true}
 	case o.result == probe.Warning:
 		return judgement{result: results.Success, counted: true, metric: resultSuccessful, observe: true,
-			reason: reasonProbeWarning, message: typ + " probe warning: " + o.output}
+			reason: probespec.EventProbeWarning, message: typ + " probe warning: " + o.output}
 	case o.result == probe.Failure:
 		return judgement{result: results.Failure, counted: true, metric: resultFailed,
-			reason: reasonUnhealthy, message: typ + " probe failed: " + o.output}
+			reason: probespec.EventUnhealthy, message: typ + " probe failed: " + o.output}
 	}
 	return judgement{result: results.Failure, counted: true, metric: resultFailed}
 }
@@ -184,10 +185,10 @@ func (w *worker) settle(r results.Result) (publish, kill bool) {
 	if !w.count(r) {
 		return false, false // below threshold: the published result stays
 	}
-	if w.typ == probe.Startup || (w.typ == probe.Liveness && r == results.Failure) {
+	if w.typ == probespec.Startup || (w.typ == probespec.Liveness && r == results.Failure) {
 		w.onHold, w.resultRun = true, 0
 	}
-	return true, r == results.Failure && w.typ != probe.Readiness
+	return true, r == results.Failure && w.typ != probespec.Readiness
 }
 
 // count adds r to the run of identical results and reports whether the run

@@ -10,13 +10,14 @@ import (
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/probespec"
 )
 
 // The kubelet's rules on a bare worker, without a Manager.
 
 var r0 = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 
-func bareWorker(t probe.Type, p *corev1.Probe) *worker {
+func bareWorker(t probespec.Type, p *corev1.Probe) *worker {
 	if p == nil {
 		p = &corev1.Probe{}
 	}
@@ -28,7 +29,7 @@ func TestWorkerDecide(t *testing.T) {
 	exited := &node.Container{ID: "c1", State: node.StateExited, StartedAt: r0}
 	tests := []struct {
 		name     string
-		typ      probe.Type
+		typ      probespec.Type
 		probe    *corev1.Probe
 		c        *node.Container
 		deleting bool
@@ -39,27 +40,27 @@ func TestWorkerDecide(t *testing.T) {
 		// noRestart: the kubelet will not restart the container.
 		noRestart bool
 	}{
-		{"probes a started running container", probe.Liveness, nil, running, false, false, true, r0, decision{verdict: verdictProbe}, false},
-		{"deletion: liveness publishes Success and stops", probe.Liveness, nil, running, true, false, true, r0,
+		{"probes a started running container", probespec.Liveness, nil, running, false, false, true, r0, decision{verdict: verdictProbe}, false},
+		{"deletion: liveness publishes Success and stops", probespec.Liveness, nil, running, true, false, true, r0,
 			decision{verdict: verdictStop, publishes: true, result: results.Success, note: "Pod deletion requested, setting probe result to success"}, false},
-		{"deletion: startup on hold just stops", probe.Startup, nil, running, true, true, false, r0,
+		{"deletion: startup on hold just stops", probespec.Startup, nil, running, true, true, false, r0,
 			decision{verdict: verdictStop, note: "Pod deletion requested, stopping probe worker"}, false},
-		{"deletion: liveness of an exited container just stops", probe.Liveness, nil, exited, true, false, true, r0,
+		{"deletion: liveness of an exited container just stops", probespec.Liveness, nil, exited, true, false, true, r0,
 			decision{verdict: verdictStop, note: "Pod deletion requested, stopping probe worker"}, false},
-		{"deletion: readiness keeps probing", probe.Readiness, nil, running, true, false, true, r0, decision{verdict: verdictProbe}, false},
-		{"on hold waits", probe.Liveness, nil, running, false, true, true, r0, decision{verdict: verdictWait}, false},
-		{"not running publishes Failure", probe.Readiness, nil, exited, false, false, true, r0,
+		{"deletion: readiness keeps probing", probespec.Readiness, nil, running, true, false, true, r0, decision{verdict: verdictProbe}, false},
+		{"on hold waits", probespec.Liveness, nil, running, false, true, true, r0, decision{verdict: verdictWait}, false},
+		{"not running publishes Failure", probespec.Readiness, nil, exited, false, false, true, r0,
 			decision{verdict: verdictWait, publishes: true, result: results.Failure}, false},
-		{"initial delay: 4.9 s of 5 waits", probe.Readiness, &corev1.Probe{InitialDelaySeconds: 5}, running, false, false, true,
+		{"initial delay: 4.9 s of 5 waits", probespec.Readiness, &corev1.Probe{InitialDelaySeconds: 5}, running, false, false, true,
 			r0.Add(4900 * time.Millisecond), decision{verdict: verdictWait}, false},
-		{"initial delay: 5 s of 5 probes", probe.Readiness, &corev1.Probe{InitialDelaySeconds: 5}, running, false, false, true,
+		{"initial delay: 5 s of 5 probes", probespec.Readiness, &corev1.Probe{InitialDelaySeconds: 5}, running, false, false, true,
 			r0.Add(5 * time.Second), decision{verdict: verdictProbe}, false},
-		{"gate: readiness waits for startup", probe.Readiness, nil, running, false, false, false, r0, decision{verdict: verdictWait}, false},
-		{"gate: startup stops probing once started", probe.Startup, nil, running, false, false, true, r0, decision{verdict: verdictWait}, false},
-		{"gate: startup probes until started", probe.Startup, nil, running, false, false, false, r0, decision{verdict: verdictProbe}, false},
-		{"exited, will not restart: Failure and stop", probe.Readiness, nil, exited, false, false, true, r0,
+		{"gate: readiness waits for startup", probespec.Readiness, nil, running, false, false, false, r0, decision{verdict: verdictWait}, false},
+		{"gate: startup stops probing once started", probespec.Startup, nil, running, false, false, true, r0, decision{verdict: verdictWait}, false},
+		{"gate: startup probes until started", probespec.Startup, nil, running, false, false, false, r0, decision{verdict: verdictProbe}, false},
+		{"exited, will not restart: Failure and stop", probespec.Readiness, nil, exited, false, false, true, r0,
 			decision{verdict: verdictStop, publishes: true, result: results.Failure, note: "Container exited and will not be restarted, stopping probe worker"}, true},
-		{"exited, will restart: Failure and wait", probe.Liveness, nil, exited, false, false, true, r0,
+		{"exited, will restart: Failure and wait", probespec.Liveness, nil, exited, false, false, true, r0,
 			decision{verdict: verdictWait, publishes: true, result: results.Failure}, false},
 	}
 	for _, tc := range tests {
@@ -74,7 +75,7 @@ func TestWorkerDecide(t *testing.T) {
 }
 
 func TestWorkerInitialDelayCountsFromFirstSeenWhenStartUnknown(t *testing.T) {
-	w := bareWorker(probe.Liveness, &corev1.Probe{InitialDelaySeconds: 3})
+	w := bareWorker(probespec.Liveness, &corev1.Probe{InitialDelaySeconds: 3})
 	c := &node.Container{ID: "c1", State: node.StateRunning} // no start time
 	if d := w.decide(c, false, true, true, r0); d.verdict != verdictWait {
 		t.Fatalf("first tick = %v, want a wait", d.verdict)
@@ -85,7 +86,7 @@ func TestWorkerInitialDelayCountsFromFirstSeenWhenStartUnknown(t *testing.T) {
 }
 
 func TestWorkerFollowLiftsHoldAndClearsTheOldRun(t *testing.T) {
-	w := bareWorker(probe.Liveness, nil)
+	w := bareWorker(probespec.Liveness, nil)
 	if left, moved := w.follow(&node.Container{ID: "c1"}); !moved || left != (results.Key{}) {
 		t.Fatalf("first follow = %v, %v; want moved with nothing left", left, moved)
 	}
@@ -94,7 +95,7 @@ func TestWorkerFollowLiftsHoldAndClearsTheOldRun(t *testing.T) {
 		t.Fatal("following the same container moved")
 	}
 	left, moved := w.follow(&node.Container{ID: "c2"})
-	if !moved || left != (results.Key{ContainerID: "c1", Type: probe.Liveness}) || w.onHold || w.lastOutput != "" {
+	if !moved || left != (results.Key{ContainerID: "c1", Type: probespec.Liveness}) || w.onHold || w.lastOutput != "" {
 		t.Fatalf("restart follow = %v, %v, worker %+v", left, moved, w)
 	}
 }
@@ -108,17 +109,17 @@ func TestWorkerJudge(t *testing.T) {
 		{"success", outcome{result: probe.Success}, judgement{result: results.Success, counted: true, metric: resultSuccessful, observe: true}},
 		{"warning is a success with an event", outcome{result: probe.Warning, output: "Probe terminated redirects"},
 			judgement{result: results.Success, counted: true, metric: resultSuccessful, observe: true,
-				reason: reasonProbeWarning, message: "Readiness probe warning: Probe terminated redirects"}},
+				reason: probespec.EventProbeWarning, message: "Readiness probe warning: Probe terminated redirects"}},
 		{"failure", outcome{result: probe.Failure, output: "refused"},
-			judgement{result: results.Failure, counted: true, metric: resultFailed, reason: reasonUnhealthy, message: "Readiness probe failed: refused"}},
+			judgement{result: results.Failure, counted: true, metric: resultFailed, reason: probespec.EventUnhealthy, message: "Readiness probe failed: refused"}},
 		{"unknown without error is a silent failure", outcome{result: probe.Unknown},
 			judgement{result: results.Failure, counted: true, metric: resultFailed}},
 		{"error is discarded", outcome{result: probe.Unknown, err: errors.New("broke")},
-			judgement{result: results.Unknown, reason: reasonUnhealthy, message: "Readiness probe errored and resulted in unknown state: broke"}},
+			judgement{result: results.Unknown, reason: probespec.EventUnhealthy, message: "Readiness probe errored and resulted in unknown state: broke"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := bareWorker(probe.Readiness, nil).judge(tc.o); got != tc.want {
+			if got := bareWorker(probespec.Readiness, nil).judge(tc.o); got != tc.want {
 				t.Fatalf("judge = %+v\nwant %+v", got, tc.want)
 			}
 		})
@@ -133,20 +134,20 @@ func TestWorkerSettleThresholdsHoldAndKill(t *testing.T) {
 	s, f := results.Success, results.Failure
 	tests := []struct {
 		name     string
-		typ      probe.Type
+		typ      probespec.Type
 		probe    *corev1.Probe
 		steps    []step
 		wantHold bool
 	}{
-		{"liveness fails at the threshold, then holds", probe.Liveness, &corev1.Probe{FailureThreshold: 2},
+		{"liveness fails at the threshold, then holds", probespec.Liveness, &corev1.Probe{FailureThreshold: 2},
 			[]step{{f, false, false}, {f, true, true}}, true},
-		{"a success resets the failure run", probe.Liveness, &corev1.Probe{FailureThreshold: 2},
+		{"a success resets the failure run", probespec.Liveness, &corev1.Probe{FailureThreshold: 2},
 			[]step{{f, false, false}, {s, true, false}, {f, false, false}}, false},
-		{"readiness needs successThreshold successes", probe.Readiness, &corev1.Probe{SuccessThreshold: 2},
+		{"readiness needs successThreshold successes", probespec.Readiness, &corev1.Probe{SuccessThreshold: 2},
 			[]step{{s, false, false}, {s, true, false}, {s, true, false}}, false},
-		{"readiness never kills", probe.Readiness, &corev1.Probe{FailureThreshold: 1}, []step{{f, true, false}}, false},
-		{"startup success holds", probe.Startup, nil, []step{{s, true, false}}, true},
-		{"startup failure kills and holds", probe.Startup, &corev1.Probe{FailureThreshold: 1}, []step{{f, true, true}}, true},
+		{"readiness never kills", probespec.Readiness, &corev1.Probe{FailureThreshold: 1}, []step{{f, true, false}}, false},
+		{"startup success holds", probespec.Startup, nil, []step{{s, true, false}}, true},
+		{"startup failure kills and holds", probespec.Startup, &corev1.Probe{FailureThreshold: 1}, []step{{f, true, true}}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,7 +165,7 @@ func TestWorkerSettleThresholdsHoldAndKill(t *testing.T) {
 }
 
 func TestWorkerRememberKeepsErrorsAsUnknownRuns(t *testing.T) {
-	w := bareWorker(probe.Liveness, nil)
+	w := bareWorker(probespec.Liveness, nil)
 	o := outcome{start: r0, err: errors.New("exec failed")}
 	w.remember(o, w.judge(o))
 	recs := w.history.records()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/probespec"
 )
 
 // outcome is what one run of a probe's handler (with its retries) returned.
@@ -119,7 +120,7 @@ func (m *Manager) report(w *worker, o outcome, j judgement) {
 		m.log.Debug("Probe succeeded", m.fields(w)...)
 	}
 	if j.reason != "" {
-		m.emit(m.eventOf(w, eventWarning, j.reason, j.message))
+		m.emit(m.eventOf(w, probespec.EventWarning, j.reason, j.message))
 	}
 	if j.metric != "" {
 		w.metrics.count(j.metric)

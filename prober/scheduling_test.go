@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // waitEntered waits for a gated probe to start.
@@ -29,7 +28,7 @@ func waitEntered(t *testing.T, f *fakeTCP, port int) {
 func TestInFlightProbeIsNotDispatchedAgain(t *testing.T) {
 	h := newHarness(t)
 	release := h.tcp.block(readyPort)
-	h.m.UpdatePod(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(1))}))
+	h.m.UpdatePod(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(1))}))
 	waitEntered(t, h.tcp, readyPort)
 	for range 5 { // five periods pass while the probe hangs
 		h.clock.Step(time.Second)
@@ -49,7 +48,7 @@ func TestInFlightProbeIsNotDispatchedAgain(t *testing.T) {
 func TestStoppingAWorkerCancelsItsInFlightProbe(t *testing.T) {
 	h := newHarness(t)
 	h.tcp.block(readyPort) // never released: only cancellation ends it
-	pod := testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+	pod := testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort)})
 	h.m.UpdatePod(pod)
 	waitEntered(t, h.tcp, readyPort)
 	h.m.RemovePod(pod.UID)
@@ -63,7 +62,7 @@ func TestRunForAContainerTheWorkerLeftIsDiscarded(t *testing.T) {
 	h := newHarness(t)
 	release := h.tcp.block(readyPort)
 	h.tcp.then(readyPort, success)
-	pod := testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+	pod := testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort)})
 	h.m.UpdatePod(pod)
 	waitEntered(t, h.tcp, readyPort)
 	restarted := withContainerID(pod, "c2", epoch)
@@ -85,7 +84,7 @@ func TestConcurrencyLimitedPoolStillRunsEveryProbe(t *testing.T) {
 	h := newHarness(t, prober.WithConcurrency(2))
 	release := h.tcp.block(readyPort)
 	for i := range 5 {
-		pod := testPod(fmt.Sprintf("c%d", i), spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+		pod := testPod(fmt.Sprintf("c%d", i), probespec.ContainerProbes{Readiness: tcpProbe(readyPort)})
 		pod.UID = fmt.Sprintf("uid-%d", i)
 		h.m.UpdatePod(pod)
 	}
@@ -123,7 +122,7 @@ func TestWaitIdleWaitsForRunAndFailsOnceStopped(t *testing.T) {
 func TestStopEndsEverythingAndClosesSubscriptions(t *testing.T) {
 	h := newHarness(t)
 	h.tcp.block(readyPort)
-	h.m.UpdatePod(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
+	h.m.UpdatePod(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
 	waitEntered(t, h.tcp, readyPort)
 	changes, _ := h.m.SubscribeResults(1)
 	h.stop() // must cancel the hung probe and return
@@ -135,7 +134,7 @@ func TestStopEndsEverythingAndClosesSubscriptions(t *testing.T) {
 	if err := h.m.Run(context.Background()); err == nil {
 		t.Fatal("Run after the engine stopped must fail")
 	}
-	h.m.UpdatePod(testPod("c2", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
+	h.m.UpdatePod(testPod("c2", probespec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
 	if got := h.m.Containers(); len(got) != 0 {
 		t.Fatalf("a stopped manager took a pod: %+v", got)
 	}
@@ -147,7 +146,7 @@ func TestSubscribersNeverBlockProbing(t *testing.T) {
 	defer cancel()
 	h.tcp.always(readyPort, success)
 	for i := range 3 {
-		pod := testPod(fmt.Sprintf("c%d", i), spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+		pod := testPod(fmt.Sprintf("c%d", i), probespec.ContainerProbes{Readiness: tcpProbe(readyPort)})
 		pod.UID = fmt.Sprintf("uid-%d", i)
 		h.update(pod)
 	}
@@ -158,7 +157,7 @@ func TestSubscribersNeverBlockProbing(t *testing.T) {
 	if got := h.droppedTotal("results"); got != 5 {
 		t.Fatalf("probelet_subscriber_dropped_total{stream=results} = %v, want 5", got)
 	}
-	h.wantResult("c2", probe.Readiness, results.Success)
+	h.wantResult("c2", probespec.Readiness, results.Success)
 }
 
 // TestEngineOnTheRealClock runs the scheduler on the real clock, whose
@@ -174,7 +173,7 @@ func TestEngineOnTheRealClock(t *testing.T) {
 	}
 	stop := run(t, m)
 	defer stop()
-	m.UpdatePod(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(1))}))
+	m.UpdatePod(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(1))}))
 	for i := range 2 {
 		select {
 		case <-tcp.seen:

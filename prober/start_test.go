@@ -11,7 +11,7 @@ import (
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // startingTCP begins probes like the dialer's StartTCP: ports in now are
@@ -94,7 +94,7 @@ func (p *pendingTCP) Finish(ctx context.Context) (probe.Result, string, probe.Me
 func TestTCPProbesBegunOnTheSchedulingGoroutine(t *testing.T) {
 	tcp := newStartingTCP(map[int]answer{livePort: success}, map[int]answer{readyPort: failure})
 	h := newHarness(t, prober.WithTCPProber(tcp))
-	h.update(testPod("c1", spec.ContainerProbes{
+	h.update(testPod("c1", probespec.ContainerProbes{
 		Liveness:  tcpProbe(livePort, withPeriod(1)),
 		Readiness: tcpProbe(readyPort, withPeriod(1), withThresholds(1, 1)),
 		Startup:   tcpProbe(startPort, withPeriod(1)),
@@ -116,9 +116,9 @@ func TestTCPProbesBegunOnTheSchedulingGoroutine(t *testing.T) {
 			t.Errorf("port %d: %d starts, %d finished, %d dialled; want starts, finished %v, dialled %v", c.port, s, f, d, c.finished, c.dialled)
 		}
 	}
-	h.wantResult("c1", probe.Liveness, results.Success)
-	h.wantResult("c1", probe.Readiness, results.Failure)
-	if ps := h.probeStatus("c1", probe.Readiness); ps.LastOutput != failure.out || ps.Method != probe.MethodDial {
+	h.wantResult("c1", probespec.Liveness, results.Success)
+	h.wantResult("c1", probespec.Readiness, results.Failure)
+	if ps := h.probeStatus("c1", probespec.Readiness); ps.LastOutput != failure.out || ps.Method != probe.MethodDial {
 		t.Fatalf("readiness = %+v, want the finished run's output via dial", ps)
 	}
 }
@@ -129,7 +129,7 @@ func TestTCPProbeBegunIsReleasedWhenItsWorkerStops(t *testing.T) {
 	tcp := newStartingTCP(nil, map[int]answer{readyPort: success})
 	tcp.gate = make(chan struct{}) // Finish waits for the gate or ctx's end
 	h := newHarness(t, prober.WithTCPProber(tcp))
-	h.m.UpdatePod(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(1))}))
+	h.m.UpdatePod(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(1))}))
 	deadline := time.Now().Add(10 * time.Second)
 	for tcp.count(tcp.starts, readyPort) == 0 {
 		if time.Now().After(deadline) {
@@ -137,7 +137,7 @@ func TestTCPProbeBegunIsReleasedWhenItsWorkerStops(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	h.m.RemovePod(testPod("c1", spec.ContainerProbes{}).UID)
+	h.m.RemovePod(testPod("c1", probespec.ContainerProbes{}).UID)
 	select {
 	case err := <-tcp.finished:
 		if err == nil {
@@ -160,9 +160,9 @@ func TestTCPProbeBegunIsTimedFromItsStart(t *testing.T) {
 	tcp := newStartingTCP(nil, map[int]answer{readyPort: success})
 	h := newHarness(t, prober.WithTCPProber(tcp))
 	tcp.clock, tcp.handOver = h.clock, handOver
-	h.update(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(10))}))
+	h.update(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(10))}))
 	h.settle()
-	ps := h.probeStatus("c1", probe.Readiness)
+	ps := h.probeStatus("c1", probespec.Readiness)
 	if len(ps.History) == 0 {
 		t.Fatal("no run recorded")
 	}

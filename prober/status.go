@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/probelet/probelet/node"
-	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/probespec"
 )
 
 // Containers implements StatusSource: every container with probe workers
@@ -70,9 +70,9 @@ func (m *Manager) status(pe *podEntry, c *node.Container) (ContainerStatus, bool
 		PodUID: pe.pod.UID, PodName: pe.pod.Name, PodNamespace: pe.pod.Namespace,
 		ContainerName: c.Name, ContainerID: c.ID, State: c.State, StartedAt: c.StartedAt,
 		Spec: pe.spec.Probes[c.Name], SpecError: pe.spec.ErrorFor(c.Name),
-		Probes: make(map[probe.Type]ProbeStatus),
+		Probes: make(map[probespec.Type]ProbeStatus),
 	}
-	for _, t := range probe.Types {
+	for _, t := range probespec.Types {
 		if w := pe.worker(c.Name, t); w != nil {
 			st.Probes[t] = m.probeStatus(w, c)
 		}
@@ -101,10 +101,10 @@ func (m *Manager) status(pe *podEntry, c *node.Container) (ContainerStatus, bool
 // ready is the kubelet's readiness: the published readiness result, or
 // true when the container has no readiness probe.
 func (m *Manager) ready(pe *podEntry, c *node.Container) bool {
-	if pe.worker(c.Name, probe.Readiness) == nil {
+	if pe.worker(c.Name, probespec.Readiness) == nil {
 		return true
 	}
-	r, ok := m.cache.Get(results.Key{ContainerID: c.ID, Type: probe.Readiness})
+	r, ok := m.cache.Get(results.Key{ContainerID: c.ID, Type: probespec.Readiness})
 	return ok && r == results.Success
 }
 
@@ -168,9 +168,9 @@ func (m *Manager) podCensus(pe *podEntry) (probed, failing bool) {
 		if !c.Running() {
 			continue
 		}
-		t := probe.Liveness
+		t := probespec.Liveness
 		if !m.started(pe, c) {
-			t = probe.Startup
+			t = probespec.Startup
 		}
 		w := pe.worker(c.Name, t)
 		if w == nil || w.containerID != c.ID {

@@ -12,13 +12,13 @@ import (
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 func TestContainerStatusReportsProbeState(t *testing.T) {
 	h := newHarness(t, prober.WithHistory(2))
 	h.tcp.then(readyPort, failure, success, success)
-	cp := spec.ContainerProbes{Readiness: tcpProbe(readyPort, withThresholds(2, 3))}
+	cp := probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withThresholds(2, 3))}
 	h.update(testPod("c1", cp))
 	h.step(20 * time.Second)
 	st, ok := h.m.Container("c1")
@@ -35,9 +35,9 @@ func TestContainerStatusReportsProbeState(t *testing.T) {
 	if st.Spec.Readiness == nil || st.Spec.Readiness.SuccessThreshold != 2 {
 		t.Fatalf("Spec = %+v", st.Spec)
 	}
-	ps := st.Probes[probe.Readiness]
+	ps := st.Probes[probespec.Readiness]
 	want := prober.ProbeStatus{
-		Type: probe.Readiness, Result: results.Success, Consecutive: 2,
+		Type: probespec.Readiness, Result: results.Success, Consecutive: 2,
 		SuccessThreshold: 2, FailureThreshold: 3, LastProbeTime: epoch.Add(20 * time.Second), Method: probe.MethodDial,
 	}
 	got := ps
@@ -51,9 +51,9 @@ func TestContainerStatusReportsProbeState(t *testing.T) {
 }
 
 func TestContainersListsProbedAndMisconfiguredContainersOnly(t *testing.T) {
-	h := newHarness(t, prober.WithSpecParser(spec.NewMemo(1<<20)))
-	pod := testPod("c1", spec.ContainerProbes{})
-	pod.Annotations = map[string]string{spec.AnnotationProbes: `{"app": {"readinessProbe": {"tcpSocket": {"port": 1002}}},
+	h := newHarness(t, prober.WithSpecParser(probespec.NewMemo(1<<20)))
+	pod := testPod("c1", probespec.ContainerProbes{})
+	pod.Annotations = map[string]string{probespec.AnnotationProbes: `{"app": {"readinessProbe": {"tcpSocket": {"port": 1002}}},
 		"broken": {"livenessProbe": {"tcpSocket": {"port": 1001}, "periodSeconds": -1}}}`}
 	pod.Containers = append(pod.Containers,
 		node.Container{ID: "c2", Name: "sidecar", State: node.StateRunning, StartedAt: epoch},
@@ -99,9 +99,9 @@ func TestAnnotationIsParsedPerContainer(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, prober.WithSpecParser(spec.NewMemo(1<<20)))
-			pod := testPod("c1", spec.ContainerProbes{})
-			pod.Annotations = map[string]string{spec.AnnotationProbes: tc.annotation}
+			h := newHarness(t, prober.WithSpecParser(probespec.NewMemo(1<<20)))
+			pod := testPod("c1", probespec.ContainerProbes{})
+			pod.Annotations = map[string]string{probespec.AnnotationProbes: tc.annotation}
 			pod.Containers = []node.Container{
 				{ID: "c1", Name: "side", State: node.StateRunning, StartedAt: epoch},
 				{ID: "c2", Name: "web", State: node.StateRunning, StartedAt: epoch},
@@ -139,7 +139,7 @@ func TestContainersAreOrderedByNamespacePodAndContainerName(t *testing.T) {
 	for i, p := range []struct{ ns, name string }{
 		{"team-a", "api"}, {"team", "web-1"}, {"team", "web"}, {"default", "web"},
 	} {
-		pod := testPod(fmt.Sprintf("c%d", i), spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+		pod := testPod(fmt.Sprintf("c%d", i), probespec.ContainerProbes{Readiness: tcpProbe(readyPort)})
 		pod.UID, pod.Namespace, pod.Name = fmt.Sprintf("uid-%d", i), p.ns, p.name
 		h.update(pod)
 	}
@@ -155,19 +155,19 @@ func TestContainersAreOrderedByNamespacePodAndContainerName(t *testing.T) {
 
 func TestSyncPodsRemovesUnlistedPodsAndKeepsResults(t *testing.T) {
 	h := newHarness(t)
-	a := testPod("a1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
-	b := testPod("b1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+	a := testPod("a1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort)})
+	b := testPod("b1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort)})
 	b.UID, b.Name = "uid-2", "other"
 	h.update(a)
 	h.update(b)
-	h.wantResult("a1", probe.Readiness, results.Success)
+	h.wantResult("a1", probespec.Readiness, results.Success)
 	h.drainChanges()
 	h.m.SyncPods([]node.Pod{a})
 	h.settle()
 	if _, ok := h.m.Container("b1"); ok {
 		t.Fatal("unlisted pod survived SyncPods")
 	}
-	h.wantResult("a1", probe.Readiness, results.Success)
+	h.wantResult("a1", probespec.Readiness, results.Success)
 	if ch := h.drainChanges(); len(ch) != 0 {
 		t.Fatalf("SyncPods re-seeded a surviving container: %+v", ch)
 	}
@@ -176,12 +176,12 @@ func TestSyncPodsRemovesUnlistedPodsAndKeepsResults(t *testing.T) {
 func TestProbeTotalCountsRunsByResult(t *testing.T) {
 	h := newHarness(t)
 	h.tcp.then(readyPort, success, failure, warning)
-	h.update(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
+	h.update(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
 	h.step(20 * time.Second)
-	if got := h.counter(probe.Readiness, "successful", "app"); got != 2 {
+	if got := h.counter(probespec.Readiness, "successful", "app"); got != 2 {
 		t.Errorf("successful = %v, want 2 (a warning counts as success)", got)
 	}
-	if got := h.counter(probe.Readiness, "failed", "app"); got != 1 {
+	if got := h.counter(probespec.Readiness, "failed", "app"); got != 1 {
 		t.Errorf("failed = %v, want 1", got)
 	}
 	if n := h.series("prober_probe_duration_seconds"); n != 1 {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 func TestStopIsIdempotentAndRemovesTheCachedResult(t *testing.T) {
@@ -26,7 +26,7 @@ func TestStopIsIdempotentAndRemovesTheCachedResult(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	pod := node.Pod{
 		UID: "u", Name: "web", Namespace: "ns", IPs: []string{"10.0.0.1"},
-		Annotations: map[string]string{spec.AnnotationProbes: `{"app": {"livenessProbe": {"tcpSocket": {"port": 80}}}, "side": {"readinessProbe": {"tcpSocket": {"port": 80}}}}`},
+		Annotations: map[string]string{probespec.AnnotationProbes: `{"app": {"livenessProbe": {"tcpSocket": {"port": 80}}}, "side": {"readinessProbe": {"tcpSocket": {"port": 80}}}}`},
 		Containers: []node.Container{{ID: "c1", Name: "app", State: node.StateRunning, StartedAt: t0},
 			{ID: "c2", Name: "side", State: node.StateRunning, StartedAt: t0}},
 	}
@@ -50,7 +50,7 @@ func TestStopIsIdempotentAndRemovesTheCachedResult(t *testing.T) {
 		t.Fatalf("cached results after the liveness worker stopped = %d, want 1", n)
 	}
 	m.mu.Lock()
-	w := m.pods["u"].worker("side", probe.Readiness)
+	w := m.pods["u"].worker("side", probespec.Readiness)
 	m.stopWorker(w)
 	m.stopWorker(w) // idempotent
 	m.mu.Unlock()

@@ -12,7 +12,7 @@ import (
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/httpprobe"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // handlerKind is which handler a probe uses.
@@ -47,7 +47,7 @@ type target struct {
 // prepare resolves p for container c of pod. scope is what the probe may
 // dial: a host it refuses or cannot judge yet is an error, so nothing is
 // dialed (the pod's spec already lost a refused probe; this holds anyway).
-func prepare(p *corev1.Probe, pod *node.Pod, c *node.Container, scope spec.HostScope) target {
+func prepare(p *corev1.Probe, pod *node.Pod, c *node.Container, scope probespec.HostScope) target {
 	t := target{containerID: c.ID, timeout: timeout(p)}
 	switch h := &p.ProbeHandler; {
 	case h.HTTPGet != nil:
@@ -65,21 +65,21 @@ func prepare(p *corev1.Probe, pod *node.Pod, c *node.Container, scope spec.HostS
 		}
 	case h.Exec != nil:
 		t.kind = kindExec
-		t.execCmd = spec.ExpandCommand(h.Exec.Command, expansionEnv(pod, c))
+		t.execCmd = probespec.ExpandCommand(h.Exec.Command, expansionEnv(pod, c))
 	default:
 		t.err = fmt.Errorf("missing probe handler for %s/%s:%s", pod.Namespace, pod.Name, c.Name)
 	}
 	return t
 }
 
-func httpTarget(a *corev1.HTTPGetAction, pod *node.Pod, c *node.Container, scope spec.HostScope, timeout time.Duration) (httpprobe.Target, error) {
+func httpTarget(a *corev1.HTTPGetAction, pod *node.Pod, c *node.Container, scope probespec.HostScope, timeout time.Duration) (httpprobe.Target, error) {
 	t := httpprobe.Target{Scheme: a.Scheme, Path: a.Path, Headers: a.HTTPHeaders, Timeout: timeout}
 	var err error
 	t.Host, t.Port, err = endpoint(a.Host, a.Port, pod, c, scope)
 	return t, err
 }
 
-func tcpTarget(a *corev1.TCPSocketAction, pod *node.Pod, c *node.Container, scope spec.HostScope, timeout time.Duration) (probe.TCPTarget, error) {
+func tcpTarget(a *corev1.TCPSocketAction, pod *node.Pod, c *node.Container, scope probespec.HostScope, timeout time.Duration) (probe.TCPTarget, error) {
 	t := probe.TCPTarget{NetNSPath: pod.NetNSPath, Timeout: timeout}
 	var err error
 	t.Host, t.Port, err = endpoint(a.Host, a.Port, pod, c, scope)
@@ -93,15 +93,15 @@ func tcpTarget(a *corev1.TCPSocketAction, pod *node.Pod, c *node.Container, scop
 // port through the container's ports, an empty host to the pod's IP. A
 // host is dialed only when scope allows it, and an IP literal in the form
 // it was judged in (spec.ParseHostIP), so the check and the dial agree.
-func endpoint(host string, port intstr.IntOrString, pod *node.Pod, c *node.Container, scope spec.HostScope) (string, int, error) {
+func endpoint(host string, port intstr.IntOrString, pod *node.Pod, c *node.Container, scope probespec.HostScope) (string, int, error) {
 	n, err := resolvePort(port, c)
 	if err != nil {
 		return "", 0, err
 	}
-	if v, why := scope.Judge(host); v != spec.HostAllowed {
+	if v, why := scope.Judge(host); v != probespec.HostAllowed {
 		return "", 0, fmt.Errorf("probe host %q is not dialed: %s", host, why)
 	}
-	switch addr, ok := spec.ParseHostIP(host); {
+	switch addr, ok := probespec.ParseHostIP(host); {
 	case host == "":
 		host, err = podIP(pod, scope)
 	case ok && !scope.Any:
@@ -113,7 +113,7 @@ func endpoint(host string, port intstr.IntOrString, pod *node.Pod, c *node.Conta
 // resolvePort resolves a (maybe named) port through the container's
 // io.kubernetes.container.ports annotation.
 func resolvePort(port intstr.IntOrString, c *node.Container) (int, error) {
-	n, err := spec.ResolvePort(port, c.Annotations[spec.AnnotationContainerPorts])
+	n, err := probespec.ResolvePort(port, c.Annotations[probespec.AnnotationContainerPorts])
 	if err != nil {
 		return 0, fmt.Errorf("container %q: %w", c.Name, err)
 	}
@@ -124,7 +124,7 @@ func resolvePort(port intstr.IntOrString, c *node.Container) (int, error) {
 // runtime may report none) gives "", as the kubelet's empty status.podIP
 // does: it then dials ":port", the node's own addresses. Any other pod
 // without a known IP is not probed: ":port" is not the pod.
-func podIP(pod *node.Pod, scope spec.HostScope) (string, error) {
+func podIP(pod *node.Pod, scope probespec.HostScope) (string, error) {
 	switch {
 	case len(pod.IPs) > 0:
 		return pod.IPs[0], nil
@@ -139,7 +139,7 @@ var errNoPodIP = errors.New("the pod's IP is not known yet; nothing dialed")
 
 // timeout is the probe's timeoutSeconds, defaulted defensively.
 func timeout(p *corev1.Probe) time.Duration {
-	return time.Duration(positiveOr(p.TimeoutSeconds, spec.DefaultTimeoutSeconds)) * time.Second
+	return time.Duration(positiveOr(p.TimeoutSeconds, probespec.DefaultTimeoutSeconds)) * time.Second
 }
 
 // expansionEnv is what $(VAR) in an exec command expands from: the

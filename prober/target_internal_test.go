@@ -17,7 +17,7 @@ import (
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/httpprobe"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 func prepPod() (*node.Pod, *node.Container) {
@@ -28,7 +28,7 @@ func prepPod() (*node.Pod, *node.Container) {
 	}
 	c := &node.Container{
 		ID: "c1", Name: "app",
-		Annotations: map[string]string{spec.AnnotationContainerPorts: `[{"name":"http","containerPort":8080,"protocol":"TCP"}]`},
+		Annotations: map[string]string{probespec.AnnotationContainerPorts: `[{"name":"http","containerPort":8080,"protocol":"TCP"}]`},
 	}
 	return pod, c
 }
@@ -200,7 +200,7 @@ func TestPrepareWithoutPodIP(t *testing.T) {
 		"tcp":  handler(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: port}}),
 		"grpc": handler(corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 80}}),
 	} {
-		got := prepare(p, pod, c, spec.HostScope{Any: true})
+		got := prepare(p, pod, c, probespec.HostScope{Any: true})
 		if got.err != nil || got.http.Host != "" || got.tcp.Host != "" || got.grpcHost != "" || got.tcp.InPod {
 			t.Errorf("%s, host network: target %+v, want the empty host, no error, not in the pod", name, got)
 		}
@@ -215,21 +215,21 @@ func TestPrepareWithoutPodIP(t *testing.T) {
 func TestPrepareRefusesHostsOutsideThePod(t *testing.T) {
 	pod, c := prepPod()
 	port := intstr.FromInt32(80)
-	allowed := spec.HostScope{PodIPs: pod.IPs, CIDRs: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}}
+	allowed := probespec.HostScope{PodIPs: pod.IPs, CIDRs: []netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}}
 	cases := []struct {
 		name  string
 		host  string
-		scope spec.HostScope
+		scope probespec.HostScope
 		want  string // "" when the target is made, with that host
 		dial  string
 	}{
 		{"node loopback", "127.0.0.1", ownScope(pod), "not dialed", ""},
 		{"loopback with leading zeros", "127.000.000.001", ownScope(pod), "a hostname is never one", ""},
 		{"metadata", "metadata.google.internal", ownScope(pod), "a hostname is never one", ""},
-		{"pod IPs unknown", "10.0.0.5", spec.HostScope{}, "waits for the pod's IPs", ""},
-		{"namespace labels unknown", "127.0.0.1", spec.HostScope{PodIPs: pod.IPs, Undecided: true}, "waits for the pod's namespace labels", ""},
+		{"pod IPs unknown", "10.0.0.5", probespec.HostScope{}, "waits for the pod's IPs", ""},
+		{"namespace labels unknown", "127.0.0.1", probespec.HostScope{PodIPs: pod.IPs, Undecided: true}, "waits for the pod's namespace labels", ""},
 		{"in an allowed CIDR", "192.168.1.1", allowed, "", "192.168.1.1"},
-		{"host network dials as written", "localhost", spec.HostScope{Any: true}, "", "localhost"},
+		{"host network dials as written", "localhost", probespec.HostScope{Any: true}, "", "localhost"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -258,7 +258,7 @@ func TestPrepareRefusesHostsOutsideThePod(t *testing.T) {
 // it does not fail.
 func TestPrepareTCPPortOutOfRangeErrors(t *testing.T) {
 	pod, c := prepPod()
-	c.Annotations = map[string]string{spec.AnnotationContainerPorts: `[{"name":"bad","containerPort":-1,"protocol":"TCP"}]`}
+	c.Annotations = map[string]string{probespec.AnnotationContainerPorts: `[{"name":"bad","containerPort":-1,"protocol":"TCP"}]`}
 	for _, port := range []intstr.IntOrString{intstr.FromInt32(-1), intstr.FromString("-1"), intstr.FromString("bad"), intstr.FromString("not-found")} {
 		tg := prepare(handler(corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: port}}), pod, c, ownScope(pod))
 		if tg.err == nil {
@@ -268,4 +268,4 @@ func TestPrepareTCPPortOutOfRangeErrors(t *testing.T) {
 }
 
 // ownScope is the default host scope: the pod's own IPs only.
-func ownScope(pod *node.Pod) spec.HostScope { return spec.HostScope{PodIPs: pod.IPs} }
+func ownScope(pod *node.Pod) probespec.HostScope { return probespec.HostScope{PodIPs: pod.IPs} }

@@ -9,7 +9,7 @@ import (
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/execprobe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // ExecRunner is the CRI ExecSync call exec probes go through.
@@ -26,7 +26,7 @@ type Kill struct {
 	// process on the host, as the runtime reported them (0 when unknown).
 	Pid, SandboxPid uint32
 	// ProbeType is the probe that failed (Liveness or Startup).
-	ProbeType probe.Type
+	ProbeType probespec.Type
 	// Decided is when the engine decided.
 	Decided time.Time
 	// GracePeriod is the kubelet's grace for the stop.
@@ -111,7 +111,7 @@ type Event struct {
 	PodNamespace  string
 	ContainerName string
 	ContainerID   string
-	ProbeType     probe.Type
+	ProbeType     probespec.Type
 }
 
 // ProbeRecord is one probe run, kept in a short history per probe.
@@ -126,7 +126,7 @@ type ProbeRecord struct {
 
 // ProbeStatus is the live state of one worker.
 type ProbeStatus struct {
-	Type probe.Type
+	Type probespec.Type
 	// Result is the published result (what readiness/liveness act on).
 	Result results.Result
 	// Unpublished is set while nothing was published for this container
@@ -154,7 +154,7 @@ type ProbeStatus struct {
 type Restart struct {
 	Time        time.Time
 	ContainerID string
-	ProbeType   probe.Type
+	ProbeType   probespec.Type
 	GracePeriod time.Duration
 	Message     string
 	Err         string
@@ -173,10 +173,10 @@ type ContainerStatus struct {
 	// for a plain init container, whether it exited 0.
 	Ready bool
 	// Spec is the container's defaulted probes.
-	Spec spec.ContainerProbes
+	Spec probespec.ContainerProbes
 	// SpecError explains why the container's probes were rejected, if they were.
 	SpecError string
-	Probes    map[probe.Type]ProbeStatus
+	Probes    map[probespec.Type]ProbeStatus
 	Restarts  []Restart
 }
 
@@ -186,7 +186,7 @@ type ResultChange struct {
 	Time                          time.Time
 	PodUID, PodName, PodNamespace string
 	ContainerName, ContainerID    string
-	Type                          probe.Type
+	Type                          probespec.Type
 	Result                        results.Result
 	// Output is the output of the run that caused the change.
 	Output string
@@ -205,7 +205,7 @@ type StatusSource interface {
 	// checked once (the one parse of the probelet.io/probes annotation the
 	// socket, the readiness condition and Events read); false when the
 	// engine does not know the pod. The value is shared: do not modify it.
-	PodSpec(uid string) (*spec.Parsed, bool)
+	PodSpec(uid string) (*probespec.Parsed, bool)
 	// SubscribeResults delivers result changes. The channel is buffered;
 	// when a subscriber falls behind, changes for it are dropped (and
 	// counted), never blocking probing. cancel closes the channel.
@@ -216,12 +216,12 @@ type StatusSource interface {
 
 // Configured lists the probe types the container has a spec or state for,
 // in liveness, readiness, startup order.
-func (st *ContainerStatus) Configured() []probe.Type {
+func (st *ContainerStatus) Configured() []probespec.Type {
 	if st == nil {
 		return nil
 	}
-	var out []probe.Type
-	for _, t := range probe.Types {
+	var out []probespec.Type
+	for _, t := range probespec.Types {
 		_, ok := st.Probes[t]
 		if ok || st.Spec.Get(t) != nil {
 			out = append(out, t)

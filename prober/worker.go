@@ -9,7 +9,7 @@ import (
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // worker is one probe of one container, keyed like the kubelet's by (pod
@@ -20,7 +20,7 @@ import (
 type worker struct {
 	pod    *podEntry
 	name   string
-	typ    probe.Type
+	typ    probespec.Type
 	spec   *corev1.Probe
 	period time.Duration
 	ctx    context.Context
@@ -81,7 +81,7 @@ type job struct {
 
 // newWorker returns a worker for the probe of type t of container name,
 // not yet scheduled.
-func (m *Manager) newWorker(pe *podEntry, name string, t probe.Type, p *corev1.Probe) *worker {
+func (m *Manager) newWorker(pe *podEntry, name string, t probespec.Type, p *corev1.Probe) *worker {
 	w := &worker{
 		pod:     pe,
 		name:    name,
@@ -107,17 +107,17 @@ func (w *worker) key() results.Key {
 // successThreshold and failureThreshold are the spec's, defaulted
 // defensively like period.
 func (w *worker) successThreshold() int32 {
-	return positiveOr(w.spec.SuccessThreshold, spec.DefaultSuccessThreshold)
+	return positiveOr(w.spec.SuccessThreshold, probespec.DefaultSuccessThreshold)
 }
 
 func (w *worker) failureThreshold() int32 {
-	return positiveOr(w.spec.FailureThreshold, spec.DefaultFailureThreshold)
+	return positiveOr(w.spec.FailureThreshold, probespec.DefaultFailureThreshold)
 }
 
 // period is the probe's period, defaulted defensively: a zero period would
 // make the scheduler spin.
 func period(p *corev1.Probe) time.Duration {
-	return time.Duration(positiveOr(p.PeriodSeconds, spec.DefaultPeriodSeconds)) * time.Second
+	return time.Duration(positiveOr(p.PeriodSeconds, probespec.DefaultPeriodSeconds)) * time.Second
 }
 
 // positiveOr returns v, or def when v is unset (or negative: specs that

@@ -6,14 +6,13 @@ import (
 
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 func TestOneWorkerPerPodContainerAndProbeType(t *testing.T) {
 	h := newHarness(t)
-	pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort)})
+	pod := testPod("c1", probespec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort)})
 	for range 3 { // UpdatePod is idempotent
 		h.update(pod)
 	}
@@ -29,18 +28,18 @@ func TestOneWorkerPerPodContainerAndProbeType(t *testing.T) {
 func TestSeedsOnNewContainerID(t *testing.T) {
 	h := newHarness(t)
 	delay := withInitialDelay(60) // no probe runs, so the seeds stay
-	pod := testPod("c1", spec.ContainerProbes{
+	pod := testPod("c1", probespec.ContainerProbes{
 		Liveness: tcpProbe(livePort, delay), Readiness: tcpProbe(readyPort, delay), Startup: tcpProbe(startPort, delay),
 	})
 	h.update(pod)
-	h.wantResult("c1", probe.Liveness, results.Success)
-	h.wantResult("c1", probe.Readiness, results.Failure)
-	h.wantResult("c1", probe.Startup, results.Unknown)
-	seeds := map[probe.Type]results.Result{}
+	h.wantResult("c1", probespec.Liveness, results.Success)
+	h.wantResult("c1", probespec.Readiness, results.Failure)
+	h.wantResult("c1", probespec.Startup, results.Unknown)
+	seeds := map[probespec.Type]results.Result{}
 	for _, c := range h.drainChanges() {
 		seeds[c.Type] = c.Result
 	}
-	want := map[probe.Type]results.Result{probe.Liveness: results.Success, probe.Readiness: results.Failure, probe.Startup: results.Unknown}
+	want := map[probespec.Type]results.Result{probespec.Liveness: results.Success, probespec.Readiness: results.Failure, probespec.Startup: results.Unknown}
 	for typ, r := range want {
 		if seeds[typ] != r {
 			t.Errorf("%v seed published %v, want %v", typ, seeds[typ], r)
@@ -50,16 +49,16 @@ func TestSeedsOnNewContainerID(t *testing.T) {
 
 func TestFirstProbeRunsAtOnce(t *testing.T) {
 	h := newHarness(t)
-	h.update(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
+	h.update(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
 	if got := h.tcp.count(readyPort); got != 1 {
 		t.Fatalf("probes before any time passed = %d, want 1", got)
 	}
-	h.wantResult("c1", probe.Readiness, results.Success)
+	h.wantResult("c1", probespec.Readiness, results.Success)
 }
 
 func TestProbesRunEveryPeriod(t *testing.T) {
 	h := newHarness(t)
-	h.update(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(3))}))
+	h.update(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(3))}))
 	h.step(2 * time.Second)
 	if got := h.tcp.count(readyPort); got != 1 {
 		t.Fatalf("probes after 2s = %d, want 1", got)
@@ -89,7 +88,7 @@ func TestJitterOnlyWhenAgentStartedLessThanAPeriodAgo(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, prober.WithAgentStartTime(epoch.Add(-tc.agentAge)),
 				prober.WithJitter(func() float64 { return 0.4 }))
-			h.update(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
+			h.update(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
 			if got := h.tcp.count(readyPort); got != tc.wantAtOnce {
 				t.Fatalf("probes at once = %d, want %d", got, tc.wantAtOnce)
 			}
@@ -119,14 +118,14 @@ func TestInitialDelayCountsWholeSecondsSinceContainerStart(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			pod := withContainerID(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withInitialDelay(5))}),
+			pod := withContainerID(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withInitialDelay(5))}),
 				"c1", epoch.Add(-tc.startedAt))
 			h.update(pod)
 			if got := h.tcp.count(readyPort) == 1; got != tc.wantProbe {
 				t.Fatalf("probed = %v, want %v", got, tc.wantProbe)
 			}
 			if !tc.wantProbe {
-				h.wantResult("c1", probe.Readiness, results.Failure) // the seed holds during the delay
+				h.wantResult("c1", probespec.Readiness, results.Failure) // the seed holds during the delay
 			}
 		})
 	}
@@ -134,7 +133,7 @@ func TestInitialDelayCountsWholeSecondsSinceContainerStart(t *testing.T) {
 
 func TestInitialDelayThenProbesOnThePeriodGrid(t *testing.T) {
 	h := newHarness(t)
-	h.update(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withInitialDelay(15))}))
+	h.update(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withInitialDelay(15))}))
 	h.step(10 * time.Second)
 	if got := h.tcp.count(readyPort); got != 0 {
 		t.Fatalf("probes at 10s = %d, want 0 (delay 15s)", got)
@@ -147,13 +146,13 @@ func TestInitialDelayThenProbesOnThePeriodGrid(t *testing.T) {
 
 func TestNotRunningContainerIsFailureWithoutProbing(t *testing.T) {
 	h := newHarness(t)
-	pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort)})
+	pod := testPod("c1", probespec.ContainerProbes{Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort)})
 	h.update(pod)
-	h.wantResult("c1", probe.Readiness, results.Success)
+	h.wantResult("c1", probespec.Readiness, results.Success)
 	before := h.tcp.count(livePort) + h.tcp.count(readyPort)
 	h.update(withState(pod, node.StateExited))
-	h.wantResult("c1", probe.Readiness, results.Failure)
-	h.wantResult("c1", probe.Liveness, results.Failure)
+	h.wantResult("c1", probespec.Readiness, results.Failure)
+	h.wantResult("c1", probespec.Liveness, results.Failure)
 	h.step(30 * time.Second)
 	if got := h.tcp.count(livePort) + h.tcp.count(readyPort); got != before {
 		t.Fatalf("probes after exit = %d, want %d (none)", got, before)
@@ -165,7 +164,7 @@ func TestNotRunningContainerIsFailureWithoutProbing(t *testing.T) {
 
 func TestCreatedContainerWaitsUntilItRuns(t *testing.T) {
 	h := newHarness(t)
-	pod := withState(testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort)}), node.StateCreated)
+	pod := withState(testPod("c1", probespec.ContainerProbes{Liveness: tcpProbe(livePort)}), node.StateCreated)
 	h.update(pod)
 	if got := h.drainChanges(); len(got) != 0 {
 		t.Fatalf("a created container must not be seeded or failed yet: %v", got)
@@ -184,7 +183,7 @@ func TestCreatedContainerWaitsUntilItRuns(t *testing.T) {
 func TestStartupGatesLivenessAndReadiness(t *testing.T) {
 	h := newHarness(t)
 	h.tcp.then(startPort, failure, failure)
-	pod := testPod("c1", spec.ContainerProbes{
+	pod := testPod("c1", probespec.ContainerProbes{
 		Liveness: tcpProbe(livePort), Readiness: tcpProbe(readyPort),
 		Startup: tcpProbe(startPort, withThresholds(1, 10)),
 	})
@@ -211,17 +210,17 @@ func TestStartupGatesLivenessAndReadiness(t *testing.T) {
 
 func TestStartupStopsProbingAfterSuccess(t *testing.T) {
 	h := newHarness(t)
-	h.update(testPod("c1", spec.ContainerProbes{Startup: tcpProbe(startPort)}))
+	h.update(testPod("c1", probespec.ContainerProbes{Startup: tcpProbe(startPort)}))
 	h.step(time.Minute)
 	if got := h.tcp.count(startPort); got != 1 {
 		t.Fatalf("startup probes = %d, want 1", got)
 	}
-	h.wantResult("c1", probe.Startup, results.Success)
+	h.wantResult("c1", probespec.Startup, results.Success)
 }
 
 func TestNoStartupProbeMeansStartedWhenRunning(t *testing.T) {
 	h := newHarness(t)
-	pod := testPod("c1", spec.ContainerProbes{Liveness: tcpProbe(livePort, withInitialDelay(60))})
+	pod := testPod("c1", probespec.ContainerProbes{Liveness: tcpProbe(livePort, withInitialDelay(60))})
 	h.update(pod)
 	st, _ := h.m.Container("c1")
 	if !st.Started || !st.Ready {
@@ -237,26 +236,26 @@ func TestThresholdsCountConsecutiveIdenticalResults(t *testing.T) {
 	F, S, E := results.Failure, results.Success, results.Unknown // E: a run that errors
 	cases := []struct {
 		name             string
-		typ              probe.Type
+		typ              probespec.Type
 		success, failure int32
 		runs             []results.Result
 		want             []results.Result // published after each run
 	}{
-		{"failure publishes at the third in a row", probe.Liveness, 1, 3,
+		{"failure publishes at the third in a row", probespec.Liveness, 1, 3,
 			[]results.Result{F, F, F}, []results.Result{S, S, F}},
-		{"a success resets the failure run", probe.Liveness, 1, 3,
+		{"a success resets the failure run", probespec.Liveness, 1, 3,
 			[]results.Result{F, F, S, F, F, F}, []results.Result{S, S, S, S, S, F}},
-		{"success publishes at the second in a row", probe.Readiness, 2, 3,
+		{"success publishes at the second in a row", probespec.Readiness, 2, 3,
 			[]results.Result{S, F, S, S}, []results.Result{F, F, F, S}},
-		{"failure threshold 1 publishes at once", probe.Readiness, 2, 1,
+		{"failure threshold 1 publishes at once", probespec.Readiness, 2, 1,
 			[]results.Result{S, S, F}, []results.Result{F, S, F}},
-		{"errored runs neither count nor reset", probe.Liveness, 1, 2,
+		{"errored runs neither count nor reset", probespec.Liveness, 1, 2,
 			[]results.Result{F, E, F}, []results.Result{S, S, F}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			port := map[probe.Type]int{probe.Liveness: livePort, probe.Readiness: readyPort}[tc.typ]
+			port := map[probespec.Type]int{probespec.Liveness: livePort, probespec.Readiness: readyPort}[tc.typ]
 			for _, r := range tc.runs {
 				switch r {
 				case F:
@@ -268,9 +267,9 @@ func TestThresholdsCountConsecutiveIdenticalResults(t *testing.T) {
 				}
 			}
 			p := tcpProbe(port, withThresholds(tc.success, tc.failure))
-			cp := spec.ContainerProbes{Liveness: p}
-			if tc.typ == probe.Readiness {
-				cp = spec.ContainerProbes{Readiness: p}
+			cp := probespec.ContainerProbes{Liveness: p}
+			if tc.typ == probespec.Readiness {
+				cp = probespec.ContainerProbes{Readiness: p}
 			}
 			h.update(testPod("c1", cp))
 			for i, want := range tc.want {
@@ -288,7 +287,7 @@ func TestThresholdsCountConsecutiveIdenticalResults(t *testing.T) {
 func TestResultsPublishedOnlyOnChange(t *testing.T) {
 	h := newHarness(t)
 	h.tcp.then(readyPort, success, success, failure, failure, success)
-	h.update(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withThresholds(1, 1))}))
+	h.update(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withThresholds(1, 1))}))
 	h.step(40 * time.Second)
 	var got []results.Result
 	for _, c := range h.drainChanges() {
@@ -307,16 +306,16 @@ func TestResultsPublishedOnlyOnChange(t *testing.T) {
 
 func TestNewPodAddressesWakeTheWorker(t *testing.T) {
 	h := newHarness(t)
-	pod := testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(60))})
+	pod := testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(60))})
 	pod.IPs = nil
 	h.update(pod)
-	h.wantResult("c1", probe.Readiness, results.Failure) // the initial "not ready"
+	h.wantResult("c1", probespec.Readiness, results.Failure) // the initial "not ready"
 	if tg := h.tcp.seenTargets(); len(tg) != 0 {
 		t.Fatalf("targets = %+v without a pod IP, want nothing dialed (\":port\" is the node)", tg)
 	}
 	pod.IPs = []string{"10.0.0.9"}
 	h.update(pod)
-	h.wantResult("c1", probe.Readiness, results.Success) // at once, not 60 s later
+	h.wantResult("c1", probespec.Readiness, results.Success) // at once, not 60 s later
 	if tg := h.tcp.seenTargets(); len(tg) != 1 || tg[0].Host != "10.0.0.9" {
 		t.Fatalf("targets = %+v, want the new pod address", tg)
 	}
@@ -327,7 +326,7 @@ func TestNewPodAddressesWakeTheWorker(t *testing.T) {
 
 func TestJitterOutsideItsRangeIsIgnored(t *testing.T) {
 	h := newHarness(t, prober.WithAgentStartTime(epoch), prober.WithJitter(func() float64 { return 7 }))
-	h.update(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
+	h.update(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort)}))
 	if got := h.tcp.count(readyPort); got != 1 {
 		t.Fatalf("probes = %d, want 1 at once", got)
 	}
@@ -349,7 +348,7 @@ func TestInitialDelayWithUnknownStartTimeCountsFromWhenTheAgentSawItRun(t *testi
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			pod := withContainerID(testPod("c1", spec.ContainerProbes{Readiness: tcpProbe(readyPort, withInitialDelay(tc.delay))}),
+			pod := withContainerID(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withInitialDelay(tc.delay))}),
 				"c1", time.Time{})
 			h.update(pod)
 			if got := h.tcp.count(readyPort); got != tc.wantAtNow {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/probelet/probelet/prober/spec/convert"
+	"github.com/probelet/probelet/probespec/convert"
 )
 
 // Exit statuses of `probelet convert`.

@@ -10,10 +10,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/probelet/probelet/prober/probe"
-	"github.com/probelet/probelet/prober/spec"
-	"github.com/probelet/probelet/prober/spec/manifest"
 	"github.com/spf13/pflag"
+
+	"github.com/probelet/probelet/probespec"
+	"github.com/probelet/probelet/probespec/manifest"
 )
 
 // Exit statuses of `probelet validate`.
@@ -61,9 +61,9 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return validateUsage
 	}
 	if o.pod != "" {
-		ref := spec.PodRef{Name: o.pod}
+		ref := probespec.PodRef{Name: o.pod}
 		if ns, name, ok := strings.Cut(o.pod, "/"); ok {
-			ref = spec.PodRef{Namespace: ns, Name: name}
+			ref = probespec.PodRef{Namespace: ns, Name: name}
 		}
 		for _, d := range docs {
 			d.Ref = ref
@@ -91,7 +91,7 @@ func skipUnannotated(docs []*podDoc, stderr io.Writer) []*podDoc {
 	}
 	for _, d := range docs {
 		if !wanted(d) {
-			fmt.Fprintf(stderr, "note: %s has no %s annotation, skipped\n", d.title(), spec.AnnotationProbes)
+			fmt.Fprintf(stderr, "note: %s has no %s annotation, skipped\n", d.title(), probespec.AnnotationProbes)
 		}
 	}
 	return kept
@@ -214,17 +214,17 @@ func podDocs(data []byte) ([]*podDoc, error) {
 // podReport is the outcome for one pod; its JSON form is the stable output
 // of `-o json`.
 type podReport struct {
-	Pod        string         `json:"pod"`
-	Containers spec.PodProbes `json:"containers"`
-	Errors     []string       `json:"errors"`
-	Warnings   []string       `json:"warnings"`
+	Pod        string              `json:"pod"`
+	Containers probespec.PodProbes `json:"containers"`
+	Errors     []string            `json:"errors"`
+	Warnings   []string            `json:"warnings"`
 	doc        *podDoc
-	errs       spec.ErrorList
+	errs       probespec.ErrorList
 }
 
 // check applies the manifest's and the spec's policy to one pod.
 func check(d *podDoc) *podReport {
-	r := &podReport{Pod: d.Ref.String(), Containers: spec.PodProbes{}, doc: d}
+	r := &podReport{Pod: d.Ref.String(), Containers: probespec.PodProbes{}, doc: d}
 	if problem := d.Problem(); problem != "" {
 		r.Errors = append(r.Errors, problem)
 		return r
@@ -311,21 +311,21 @@ func (r *podReport) containerNames() []string {
 		seen[name] = true
 	}
 	for _, name := range r.errs.Containers() {
-		if name != spec.PodWide {
+		if name != probespec.PodWide {
 			seen[name] = true
 		}
 	}
 	return slices.Sorted(maps.Keys(seen))
 }
 
-func writeProbes(b *strings.Builder, cp spec.ContainerProbes) {
+func writeProbes(b *strings.Builder, cp probespec.ContainerProbes) {
 	if cp.Empty() {
 		b.WriteString("    (no probes)\n")
 		return
 	}
-	for _, t := range probe.Types {
+	for _, t := range probespec.Types {
 		if p := cp.Get(t); p != nil {
-			fmt.Fprintf(b, "    %-11s %s\n", t.String()+":", spec.Describe(p))
+			fmt.Fprintf(b, "    %-11s %s\n", t.String()+":", probespec.Describe(p))
 		}
 	}
 }

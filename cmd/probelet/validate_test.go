@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/probelet/probelet/internal/testutil/golden"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 const fixtures = "testdata/validate/"
@@ -145,10 +145,10 @@ func containsLine(lines []string, prefix string) bool {
 func TestValidateCommand_JSONIsStable(t *testing.T) {
 	r := runValidateWith(t, "", "-o", "json", fixtures+"pod-invalid.yaml")
 	var out struct {
-		Pod        string         `json:"pod"`
-		Containers spec.PodProbes `json:"containers"`
-		Errors     []string       `json:"errors"`
-		Warnings   []string       `json:"warnings"`
+		Pod        string              `json:"pod"`
+		Containers probespec.PodProbes `json:"containers"`
+		Errors     []string            `json:"errors"`
+		Warnings   []string            `json:"warnings"`
 	}
 	dec := json.NewDecoder(strings.NewReader(r.stdout))
 	dec.DisallowUnknownFields()
@@ -168,7 +168,7 @@ func TestValidateCommand_JSONIsStable(t *testing.T) {
 func TestValidateCommand_ValidContainersPrintedDespiteErrors(t *testing.T) {
 	r := runValidateWith(t, "", "-o", "json", fixtures+"annotation-invalid.json")
 	var out struct {
-		Containers spec.PodProbes `json:"containers"`
+		Containers probespec.PodProbes `json:"containers"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
 		t.Fatal(err)

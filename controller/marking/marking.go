@@ -11,28 +11,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-// ConditionType is probelet's readiness gate, kube/readiness.ConditionType
-// (a copy: the controller does not link the probe engine; a test holds
-// them equal).
-const ConditionType corev1.PodConditionType = "probelet.io/ready"
-
-// The reasons the controller writes.
-const (
-	// ReasonUnavailable: the node's probelet stopped renewing its Lease.
-	ReasonUnavailable = "ProbeletUnavailable"
-	// ReasonNotRunning: the node never had a probelet Lease.
-	ReasonNotRunning = "ProbeletNotRunning"
-	// ReasonHeldBack is the Event on a node whose silent probelet's pods
-	// the zone rules keep from being marked.
-	ReasonHeldBack = "ProbeletMarkingHeldBack"
+	"github.com/probelet/probelet/probespec"
 )
 
 // Gated reports whether the pod lists probelet's readiness gate.
 func Gated(pod *corev1.Pod) bool {
 	for _, g := range pod.Spec.ReadinessGates {
-		if g.ConditionType == ConditionType {
+		if g.ConditionType == probespec.ConditionReady {
 			return true
 		}
 	}
@@ -51,7 +37,7 @@ func Needs(pod *corev1.Pod, reason string) bool {
 		return false
 	}
 	for _, c := range pod.Status.Conditions {
-		if c.Type == ConditionType {
+		if c.Type == probespec.ConditionReady {
 			return c.Status != corev1.ConditionFalse || c.Reason != reason
 		}
 	}
@@ -61,7 +47,7 @@ func Needs(pod *corev1.Pod, reason string) bool {
 // Message says why, naming the node and, for an unavailable probelet, its
 // last renewal as the Lease says (the node's clock).
 func Message(reason, node string, lastRenew time.Time) string {
-	if reason == ReasonNotRunning || lastRenew.IsZero() {
+	if reason == probespec.ReasonProbeletNotRunning || lastRenew.IsZero() {
 		return fmt.Sprintf("no probelet has run on node %s: nothing checks this pod's probes", node)
 	}
 	return fmt.Sprintf("probelet on node %s stopped renewing its Lease (last renewal %s): nothing checks this pod's probes",
@@ -75,14 +61,14 @@ func Message(reason, node string, lastRenew time.Time) string {
 func Patch(pod *corev1.Pod, reason, message string, now time.Time) ([]byte, error) {
 	transition := metav1.NewTime(now.Truncate(time.Second))
 	for _, c := range pod.Status.Conditions {
-		if c.Type == ConditionType && c.Status == corev1.ConditionFalse && !c.LastTransitionTime.IsZero() {
+		if c.Type == probespec.ConditionReady && c.Status == corev1.ConditionFalse && !c.LastTransitionTime.IsZero() {
 			transition = c.LastTransitionTime
 		}
 	}
 	return json.Marshal(map[string]any{
 		"metadata": map[string]any{"uid": pod.UID},
 		"status": map[string]any{"conditions": []any{map[string]any{
-			"type": ConditionType, "status": corev1.ConditionFalse, "lastTransitionTime": transition,
+			"type": probespec.ConditionReady, "status": corev1.ConditionFalse, "lastTransitionTime": transition,
 			"reason": reason, "message": message,
 		}}},
 	})

@@ -9,23 +9,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/probelet/probelet/controller/marking"
-	"github.com/probelet/probelet/kube/readiness"
+	"github.com/probelet/probelet/probespec"
 )
 
 func gatedPod(conds ...corev1.PodCondition) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"},
 		Spec: corev1.PodSpec{NodeName: "a",
-			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: marking.ConditionType}}},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: probespec.ConditionReady}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: conds},
 	}
 }
 
 func TestNeeds(t *testing.T) {
 	now := metav1.Now()
-	ready := corev1.PodCondition{Type: marking.ConditionType, Status: corev1.ConditionTrue}
-	marked := corev1.PodCondition{Type: marking.ConditionType, Status: corev1.ConditionFalse, Reason: marking.ReasonUnavailable}
-	probeFalse := corev1.PodCondition{Type: marking.ConditionType, Status: corev1.ConditionFalse, Reason: "ReadinessProbeFailed"}
+	ready := corev1.PodCondition{Type: probespec.ConditionReady, Status: corev1.ConditionTrue}
+	marked := corev1.PodCondition{Type: probespec.ConditionReady, Status: corev1.ConditionFalse, Reason: probespec.ReasonProbeletUnavailable}
+	probeFalse := corev1.PodCondition{Type: probespec.ConditionReady, Status: corev1.ConditionFalse, Reason: "ReadinessProbeFailed"}
 	for _, tc := range []struct {
 		name string
 		pod  *corev1.Pod
@@ -40,11 +40,11 @@ func TestNeeds(t *testing.T) {
 		{"finished", func() *corev1.Pod { p := gatedPod(ready); p.Status.Phase = corev1.PodSucceeded; return p }(), false},
 		{"unbound", func() *corev1.Pod { p := gatedPod(ready); p.Spec.NodeName = ""; return p }(), false},
 	} {
-		if got := marking.Needs(tc.pod, marking.ReasonUnavailable); got != tc.want {
+		if got := marking.Needs(tc.pod, probespec.ReasonProbeletUnavailable); got != tc.want {
 			t.Errorf("%s: Needs = %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if !marking.Needs(gatedPod(marked), marking.ReasonNotRunning) {
+	if !marking.Needs(gatedPod(marked), probespec.ReasonProbeletNotRunning) {
 		t.Error("a pod marked for another reason is marked again with the right one")
 	}
 }
@@ -57,13 +57,13 @@ func TestPatchWritesFalseAndKeepsAFalseTransitionTime(t *testing.T) {
 		pod  *corev1.Pod
 		want metav1.Time
 	}{
-		{"from True", gatedPod(corev1.PodCondition{Type: marking.ConditionType, Status: corev1.ConditionTrue, LastTransitionTime: earlier}),
+		{"from True", gatedPod(corev1.PodCondition{Type: probespec.ConditionReady, Status: corev1.ConditionTrue, LastTransitionTime: earlier}),
 			metav1.NewTime(now.Truncate(time.Second))},
-		{"already False", gatedPod(corev1.PodCondition{Type: marking.ConditionType, Status: corev1.ConditionFalse, LastTransitionTime: earlier}),
+		{"already False", gatedPod(corev1.PodCondition{Type: probespec.ConditionReady, Status: corev1.ConditionFalse, LastTransitionTime: earlier}),
 			earlier},
 	} {
-		msg := marking.Message(marking.ReasonUnavailable, "a", now.Add(-time.Minute))
-		b, err := marking.Patch(tc.pod, marking.ReasonUnavailable, msg, now)
+		msg := marking.Message(probespec.ReasonProbeletUnavailable, "a", now.Add(-time.Minute))
+		b, err := marking.Patch(tc.pod, probespec.ReasonProbeletUnavailable, msg, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,8 +75,8 @@ func TestPatchWritesFalseAndKeepsAFalseTransitionTime(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := got.Status.Conditions
-		if got.Metadata.UID != "u1" || len(c) != 1 || c[0].Type != marking.ConditionType || c[0].Status != corev1.ConditionFalse ||
-			c[0].Reason != marking.ReasonUnavailable || c[0].Message != msg || !c[0].LastTransitionTime.Equal(&tc.want) {
+		if got.Metadata.UID != "u1" || len(c) != 1 || c[0].Type != probespec.ConditionReady || c[0].Status != corev1.ConditionFalse ||
+			c[0].Reason != probespec.ReasonProbeletUnavailable || c[0].Message != msg || !c[0].LastTransitionTime.Equal(&tc.want) {
 			t.Errorf("%s: patch %s", tc.name, b)
 		}
 	}
@@ -84,21 +84,12 @@ func TestPatchWritesFalseAndKeepsAFalseTransitionTime(t *testing.T) {
 
 func TestMessageNamesTheNodeAndTheLastRenewal(t *testing.T) {
 	renew := time.Date(2026, 5, 1, 11, 59, 0, 0, time.UTC)
-	if got, want := marking.Message(marking.ReasonUnavailable, "a", renew),
+	if got, want := marking.Message(probespec.ReasonProbeletUnavailable, "a", renew),
 		"probelet on node a stopped renewing its Lease (last renewal 2026-05-01T11:59:00Z): nothing checks this pod's probes"; got != want {
 		t.Errorf("message %q, want %q", got, want)
 	}
-	if got, want := marking.Message(marking.ReasonNotRunning, "b", time.Time{}),
+	if got, want := marking.Message(probespec.ReasonProbeletNotRunning, "b", time.Time{}),
 		"no probelet has run on node b: nothing checks this pod's probes"; got != want {
 		t.Errorf("message %q, want %q", got, want)
-	}
-}
-
-// TestTheGateIsProbelets: the controller keeps its own copy of the gate's
-// name so its binary does not link the probe engine; it must be the one
-// probelet writes.
-func TestTheGateIsProbelets(t *testing.T) {
-	if marking.ConditionType != readiness.ConditionType {
-		t.Fatalf("gate %q, probelet writes %q", marking.ConditionType, readiness.ConditionType)
 	}
 }

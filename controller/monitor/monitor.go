@@ -32,6 +32,7 @@ import (
 
 	"github.com/probelet/probelet/controller/marking"
 	"github.com/probelet/probelet/controller/zones"
+	"github.com/probelet/probelet/probespec"
 )
 
 const (
@@ -243,10 +244,10 @@ func (m *Monitor) pass() {
 	m.markedMu.Unlock()
 	m.queue = map[string][]queued{}
 	for _, n := range p.Unavailable {
-		m.enqueue(n, marking.ReasonUnavailable)
+		m.enqueue(n, probespec.ReasonProbeletUnavailable)
 	}
 	for _, n := range p.NotRunning {
-		m.enqueue(n, marking.ReasonNotRunning)
+		m.enqueue(n, probespec.ReasonProbeletNotRunning)
 	}
 }
 
@@ -272,7 +273,7 @@ func (m *Monitor) report(p zones.Pass) {
 			// The kubelet's node reference: kubectl describe node finds
 			// Events whose UID is the node's name.
 			ref := &corev1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}
-			m.o.Recorder.Event(ref, corev1.EventTypeWarning, marking.ReasonHeldBack, "pods not marked: "+why)
+			m.o.Recorder.Event(ref, corev1.EventTypeWarning, probespec.EventMarkingHeldBack, "pods not marked: "+why)
 		}
 	}
 	m.held = held
@@ -363,8 +364,8 @@ func (m *Monitor) mark(q queued) {
 	if pod.Spec.NodeName != q.node || !m.needs(pod, q.reason) {
 		return
 	}
-	if h, _ := m.tracker.Health(q.node); (q.reason == marking.ReasonUnavailable && h != zones.Unavailable) ||
-		(q.reason == marking.ReasonNotRunning && h != zones.NotRunning) {
+	if h, _ := m.tracker.Health(q.node); (q.reason == probespec.ReasonProbeletUnavailable && h != zones.Unavailable) ||
+		(q.reason == probespec.ReasonProbeletNotRunning && h != zones.NotRunning) {
 		return // its probelet came back since the pass
 	}
 	msg := marking.Message(q.reason, q.node, q.renew)

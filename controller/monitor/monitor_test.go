@@ -21,11 +21,11 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/probelet/probelet/controller/marking"
 	"github.com/probelet/probelet/controller/monitor"
 	"github.com/probelet/probelet/controller/zones"
 	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/kube/heartbeat"
+	"github.com/probelet/probelet/probespec"
 )
 
 const ns = "probelet-system"
@@ -46,9 +46,9 @@ func pod(name, nodeName string, gated bool) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
 		Spec: corev1.PodSpec{NodeName: nodeName},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
-			{Type: marking.ConditionType, Status: corev1.ConditionTrue}}}}
+			{Type: probespec.ConditionReady, Status: corev1.ConditionTrue}}}}
 	if gated {
-		p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: marking.ConditionType}}
+		p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: probespec.ConditionReady}}
 	}
 	return p
 }
@@ -133,8 +133,8 @@ func TestASilentProbeletsGatedPodsAreMarkedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := p.Status.Conditions[0]
-		if c.Status != corev1.ConditionFalse || c.Reason != marking.ReasonUnavailable || !strings.Contains(c.Message, "node a") {
-			t.Errorf("%s: condition %+v, want False, %s, naming node a", name, c, marking.ReasonUnavailable)
+		if c.Status != corev1.ConditionFalse || c.Reason != probespec.ReasonProbeletUnavailable || !strings.Contains(c.Message, "node a") {
+			t.Errorf("%s: condition %+v, want False, %s, naming node a", name, c, probespec.ReasonProbeletUnavailable)
 		}
 	}
 	// Another 20 s: nothing more, nothing twice.
@@ -146,8 +146,8 @@ func TestASilentProbeletsGatedPodsAreMarkedOnce(t *testing.T) {
 	for range 2 {
 		select {
 		case ev := <-e.rec.Events:
-			if !strings.HasPrefix(ev, "Warning "+marking.ReasonUnavailable) {
-				t.Errorf("event %q, want a Warning %s", ev, marking.ReasonUnavailable)
+			if !strings.HasPrefix(ev, "Warning "+probespec.ReasonProbeletUnavailable) {
+				t.Errorf("event %q, want a Warning %s", ev, probespec.ReasonProbeletUnavailable)
 			}
 		default:
 			t.Fatal("fewer than 2 Events")
@@ -163,10 +163,10 @@ func TestEveryZoneDisruptedMarksNothing(t *testing.T) {
 		t.Fatalf("patched %v with every probelet silent, want nothing", got)
 	}
 	// Each silent node says why once, however many passes held it back.
-	want := []string{"Warning " + marking.ReasonHeldBack, "Warning " + marking.ReasonHeldBack}
+	want := []string{"Warning " + probespec.EventMarkingHeldBack, "Warning " + probespec.EventMarkingHeldBack}
 	if got := e.events(); len(got) != 2 || !strings.HasPrefix(got[0], want[0]) || !strings.HasPrefix(got[1], want[1]) ||
 		!strings.Contains(got[0], "every zone is fully disrupted") {
-		t.Fatalf("events %q, want one %s on each node naming the full disruption", got, marking.ReasonHeldBack)
+		t.Fatalf("events %q, want one %s on each node naming the full disruption", got, probespec.EventMarkingHeldBack)
 	}
 }
 
@@ -190,7 +190,7 @@ func TestASmallPartiallyDisruptedZoneMarksNothingAndSaysSo(t *testing.T) {
 	}
 	held := 0
 	for _, ev := range e.events() {
-		if strings.HasPrefix(ev, "Warning "+marking.ReasonHeldBack) {
+		if strings.HasPrefix(ev, "Warning "+probespec.EventMarkingHeldBack) {
 			held++
 			if !strings.Contains(ev, `zone "z1" is partially disrupted (3 of 5 probelets silent)`) {
 				t.Errorf("event %q, want it to name z1's partial disruption", ev)
@@ -198,7 +198,7 @@ func TestASmallPartiallyDisruptedZoneMarksNothingAndSaysSo(t *testing.T) {
 		}
 	}
 	if held != 3 {
-		t.Fatalf("%d %s events, want one on each of a, b, c", held, marking.ReasonHeldBack)
+		t.Fatalf("%d %s events, want one on each of a, b, c", held, probespec.EventMarkingHeldBack)
 	}
 }
 
@@ -226,8 +226,8 @@ func TestANodeWithoutProbeletGetsNotRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := p.Status.Conditions[0]; c.Reason != marking.ReasonNotRunning || c.Status != corev1.ConditionFalse {
-		t.Fatalf("b1: %+v, want False, %s", c, marking.ReasonNotRunning)
+	if c := p.Status.Conditions[0]; c.Reason != probespec.ReasonProbeletNotRunning || c.Status != corev1.ConditionFalse {
+		t.Fatalf("b1: %+v, want False, %s", c, probespec.ReasonProbeletNotRunning)
 	}
 }
 
@@ -291,7 +291,7 @@ func (e *env) marked(name string) bool {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return p.Status.Conditions[0].Reason == marking.ReasonUnavailable
+	return p.Status.Conditions[0].Reason == probespec.ReasonProbeletUnavailable
 }
 
 // TestAHungMarkHoldsNoOneElse: a mark whose API call hangs holds one

@@ -21,7 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/probelet/probelet/controller/webhook"
+	"github.com/probelet/probelet/probespec"
 )
 
 // Transform is a cache.TransformFunc: pods and nodes slimmed in place,
@@ -42,7 +42,7 @@ var _ cache.TransformFunc = Transform
 func Pod(p *corev1.Pod) {
 	// A pod labelled managed itself keeps its managed fields: they say
 	// when the label came.
-	p.ObjectMeta = meta(p.ObjectMeta, p.Labels[webhook.Label] == webhook.LabelManaged)
+	p.ObjectMeta = meta(p.ObjectMeta, p.Labels[probespec.LabelProbes] == probespec.LabelManaged)
 	p.Spec = corev1.PodSpec{
 		NodeName:       p.Spec.NodeName,
 		ReadinessGates: p.Spec.ReadinessGates,

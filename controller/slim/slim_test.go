@@ -14,6 +14,7 @@ import (
 	"github.com/probelet/probelet/controller/marking"
 	"github.com/probelet/probelet/controller/slim"
 	"github.com/probelet/probelet/controller/webhook"
+	"github.com/probelet/probelet/probespec"
 )
 
 // webhookPod is a fixture of the webhook's tests, filled in with what a
@@ -37,7 +38,7 @@ func webhookPod(t *testing.T, file string) *corev1.Pod {
 		p.Spec.Containers[i].Env = []corev1.EnvVar{{Name: "BIG", Value: string(make([]byte, 10<<10))}}
 	}
 	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
-		Conditions:        []corev1.PodCondition{{Type: marking.ConditionType, Status: corev1.ConditionTrue}},
+		Conditions:        []corev1.PodCondition{{Type: probespec.ConditionReady, Status: corev1.ConditionTrue}},
 		ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Image: "app:1"}}}
 	return &p
 }
@@ -49,7 +50,7 @@ func TestPodKeepsWhatTheControllerReads(t *testing.T) {
 	for _, file := range []string{"web.json", "no-probes.json", "foreign-host.json", "plain-init.json", "merged.json", "invalid.json"} {
 		t.Run(file, func(t *testing.T) {
 			full := webhookPod(t, file)
-			full.Spec.ReadinessGates = append(full.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: marking.ConditionType})
+			full.Spec.ReadinessGates = append(full.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: probespec.ConditionReady})
 			slimmed := full.DeepCopy()
 			if got, _ := slim.Transform(slimmed); got != slimmed {
 				t.Fatal("Transform returned another object")
@@ -86,7 +87,7 @@ func decide(t *testing.T, p *corev1.Pod) string {
 	d, err := webhook.Mutate(raw)
 	converts := d.Patch != nil
 	out, _ := json.Marshal(map[string]any{"converts": converts, "moved": d.Moved, "warnings": d.Warnings, "err": err != nil,
-		"gated": marking.Gated(p), "needs": marking.Needs(p, marking.ReasonUnavailable)})
+		"gated": marking.Gated(p), "needs": marking.Needs(p, probespec.ReasonProbeletUnavailable)})
 	return string(out)
 }
 
@@ -103,9 +104,9 @@ func size(t *testing.T, v any) int {
 // came is read from them).
 func TestALabelledPodKeepsItsManagedFields(t *testing.T) {
 	p := webhookPod(t, "web.json")
-	p.Labels = map[string]string{webhook.Label: webhook.LabelManaged}
+	p.Labels = map[string]string{probespec.LabelProbes: probespec.LabelManaged}
 	slim.Pod(p)
-	if len(p.ManagedFields) != 1 || p.Labels[webhook.Label] != webhook.LabelManaged {
+	if len(p.ManagedFields) != 1 || p.Labels[probespec.LabelProbes] != probespec.LabelManaged {
 		t.Fatalf("labels %v, managed fields %v: want both kept", p.Labels, p.ManagedFields)
 	}
 }

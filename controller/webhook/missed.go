@@ -16,24 +16,14 @@ import (
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/probelet/probelet/probespec"
 )
 
-// Label marks a namespace, or a pod, whose pods the webhook converts:
-// probelet.io/probes=managed; a pod labelled probelet.io/probes=unmanaged
-// keeps the kubelet's probes in a managed namespace.
 const (
-	Label          = "probelet.io/probes"
-	LabelManaged   = "managed"
-	LabelUnmanaged = "unmanaged"
-	// ReasonMissed is the Event on a pod created unconverted in a managed
-	// namespace.
-	ReasonMissed = "ProbeletWebhookMissed"
-	// missedMessage is that Event's message.
+	// missedMessage is the Event's message on a pod created unconverted in
+	// a managed namespace (probespec.EventWebhookMissed).
 	missedMessage = "created while the probelet webhook was unavailable; the kubelet runs its probes"
-	// ReasonNotAsked is the Event on such a pod created before its
-	// namespace (or the pod itself) was last labelled managed: the
-	// webhook may not have been asked at all, rather than away.
-	ReasonNotAsked = "ProbeletWebhookNotAsked"
 	// recent bounds which pods a new leader reports: those created within
 	// it (a pod reported by the previous leader may be reported again).
 	recent = time.Hour
@@ -132,9 +122,9 @@ func (r *Reporter) check(obj any) {
 		r.log().Warn("A pod of a managed namespace kept its kubelet probes: created before the managed label was last written, so perhaps never sent to the webhook",
 			zap.String("pod", pod.Namespace+"/"+pod.Name), zap.String("labelled", what), zap.Time("labelWritten", at))
 		if r.Recorder != nil {
-			r.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonNotAsked,
+			r.Recorder.Eventf(pod, corev1.EventTypeWarning, probespec.EventWebhookNotAsked,
 				"created at %s, before %s was last labelled %s=%s (at %s): the probelet webhook was not asked, or was unavailable, which the API cannot tell apart; the kubelet runs its probes",
-				pod.CreationTimestamp.UTC().Format(time.RFC3339), what, Label, LabelManaged, at.UTC().Format(time.RFC3339))
+				pod.CreationTimestamp.UTC().Format(time.RFC3339), what, probespec.LabelProbes, probespec.LabelManaged, at.UTC().Format(time.RFC3339))
 		}
 		if r.OnNotAsked != nil {
 			r.OnNotAsked()
@@ -144,7 +134,7 @@ func (r *Reporter) check(obj any) {
 	r.log().Warn("A pod of a managed namespace kept its kubelet probes: created while the webhook was unavailable",
 		zap.String("pod", pod.Namespace+"/"+pod.Name))
 	if r.Recorder != nil {
-		r.Recorder.Event(pod, corev1.EventTypeWarning, ReasonMissed, missedMessage)
+		r.Recorder.Event(pod, corev1.EventTypeWarning, probespec.EventWebhookMissed, missedMessage)
 	}
 	if r.OnMissed != nil {
 		r.OnMissed()
@@ -155,10 +145,10 @@ func (r *Reporter) check(obj any) {
 // its namespace's — and names it ("the pod", "namespace NS"); nil when
 // neither is labelled managed.
 func (r *Reporter) managedBy(pod *corev1.Pod) (metav1.Object, string) {
-	if pod.Labels[Label] == LabelManaged {
+	if pod.Labels[probespec.LabelProbes] == probespec.LabelManaged {
 		return pod, "the pod"
 	}
-	if ns, err := r.ns.Get(pod.Namespace); err == nil && ns.Labels[Label] == LabelManaged {
+	if ns, err := r.ns.Get(pod.Namespace); err == nil && ns.Labels[probespec.LabelProbes] == probespec.LabelManaged {
 		return ns, "namespace " + ns.Name
 	}
 	return nil, ""
@@ -191,7 +181,7 @@ func ownsLabel(raw []byte) bool {
 	if json.Unmarshal(raw, &set) != nil {
 		return false
 	}
-	_, ok := set.Metadata.Labels["f:"+Label]
+	_, ok := set.Metadata.Labels["f:"+probespec.LabelProbes]
 	return ok
 }
 

@@ -19,12 +19,13 @@ import (
 
 	"github.com/probelet/probelet/controller/webhook"
 	"github.com/probelet/probelet/internal/testutil"
+	"github.com/probelet/probelet/probespec"
 )
 
 func namespace(name string, managed bool) *corev1.Namespace {
 	n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if managed {
-		n.Labels = map[string]string{webhook.Label: webhook.LabelManaged}
+		n.Labels = map[string]string{probespec.LabelProbes: probespec.LabelManaged}
 	}
 	return n
 }
@@ -46,7 +47,7 @@ func podFrom(t *testing.T, file, name, ns string, at time.Time, labels map[strin
 // webhook would have moved, are reported, once each.
 func TestReporterFindsPodsTheWebhookMissed(t *testing.T) {
 	now := time.Now()
-	managedLabel := map[string]string{webhook.Label: webhook.LabelManaged}
+	managedLabel := map[string]string{probespec.LabelProbes: probespec.LabelManaged}
 	converted := podFrom(t, "web.json", "converted", "shop", now, nil)
 	d, err := webhook.Mutate(fixture(t, "web.json"))
 	if err != nil {
@@ -70,7 +71,7 @@ func TestReporterFindsPodsTheWebhookMissed(t *testing.T) {
 		podFrom(t, "web.json", "system", "kube-system", now, nil),         // excluded
 		podFrom(t, "web.json", "old", "shop", now.Add(-2*time.Hour), nil), // before the leader's window
 		tooLarge, // the webhook admits it unparsed, on purpose
-		podFrom(t, "web.json", "opted-out", "shop", now, map[string]string{webhook.Label: webhook.LabelUnmanaged}), // keeps its probes on purpose
+		podFrom(t, "web.json", "opted-out", "shop", now, map[string]string{probespec.LabelProbes: probespec.LabelUnmanaged}), // keeps its probes on purpose
 	}
 	cs := fake.NewClientset(objs...)
 	rec := record.NewFakeRecorder(100)
@@ -95,7 +96,7 @@ func TestReporterFindsPodsTheWebhookMissed(t *testing.T) {
 		}
 		return len(events) == 3
 	})
-	want := "Warning " + webhook.ReasonMissed + " created while the probelet webhook was unavailable; the kubelet runs its probes"
+	want := "Warning " + probespec.EventWebhookMissed + " created while the probelet webhook was unavailable; the kubelet runs its probes"
 	if slices.ContainsFunc(events, func(e string) bool { return e != want }) {
 		t.Fatalf("events %q, want three %q", events, want)
 	}
@@ -144,30 +145,30 @@ func TestReporterTellsNotAskedFromMissed(t *testing.T) {
 		wantReason string
 		wantWords  string
 	}{
-		{"labelled before the pod", ns("a", labelledAt("kubectl-label", created.Add(-time.Hour), webhook.Label)), false, nil,
-			webhook.ReasonMissed, "while the probelet webhook was unavailable"},
-		{"labelled after the pod", ns("a", labelledAt("kubectl-label", created.Add(5*time.Minute), webhook.Label)), false, nil,
-			webhook.ReasonNotAsked, "before namespace a was last labelled probelet.io/probes=managed (at " + created.Add(5*time.Minute).UTC().Format(time.RFC3339) + ")"},
-		{"labelled in the pod's second", ns("a", labelledAt("kubectl-label", created, webhook.Label)), false, nil,
-			webhook.ReasonMissed, "while the probelet webhook was unavailable"},
-		{"another label written later", ns("a", labelledAt("kubectl-label", created.Add(-time.Hour), webhook.Label),
+		{"labelled before the pod", ns("a", labelledAt("kubectl-label", created.Add(-time.Hour), probespec.LabelProbes)), false, nil,
+			probespec.EventWebhookMissed, "while the probelet webhook was unavailable"},
+		{"labelled after the pod", ns("a", labelledAt("kubectl-label", created.Add(5*time.Minute), probespec.LabelProbes)), false, nil,
+			probespec.EventWebhookNotAsked, "before namespace a was last labelled probelet.io/probes=managed (at " + created.Add(5*time.Minute).UTC().Format(time.RFC3339) + ")"},
+		{"labelled in the pod's second", ns("a", labelledAt("kubectl-label", created, probespec.LabelProbes)), false, nil,
+			probespec.EventWebhookMissed, "while the probelet webhook was unavailable"},
+		{"another label written later", ns("a", labelledAt("kubectl-label", created.Add(-time.Hour), probespec.LabelProbes),
 			labelledAt("ci", created.Add(time.Minute), "team")), false, nil,
-			webhook.ReasonMissed, "while the probelet webhook was unavailable"},
-		{"the latest owner counts", ns("a", labelledAt("first", created.Add(-time.Hour), webhook.Label),
-			labelledAt("second", created.Add(time.Minute), webhook.Label, "team")), false, nil,
-			webhook.ReasonNotAsked, "the API cannot tell apart"},
-		{"no managed fields", ns("a"), false, nil, webhook.ReasonMissed, "while the probelet webhook was unavailable"},
+			probespec.EventWebhookMissed, "while the probelet webhook was unavailable"},
+		{"the latest owner counts", ns("a", labelledAt("first", created.Add(-time.Hour), probespec.LabelProbes),
+			labelledAt("second", created.Add(time.Minute), probespec.LabelProbes, "team")), false, nil,
+			probespec.EventWebhookNotAsked, "the API cannot tell apart"},
+		{"no managed fields", ns("a"), false, nil, probespec.EventWebhookMissed, "while the probelet webhook was unavailable"},
 		{"the pod labelled after it was created", namespace("a", false), true,
-			[]metav1.ManagedFieldsEntry{labelledAt("kubectl-label", created.Add(time.Minute), webhook.Label)},
-			webhook.ReasonNotAsked, "before the pod was last labelled"},
+			[]metav1.ManagedFieldsEntry{labelledAt("kubectl-label", created.Add(time.Minute), probespec.LabelProbes)},
+			probespec.EventWebhookNotAsked, "before the pod was last labelled"},
 		{"the pod created with its label", namespace("a", false), true,
-			[]metav1.ManagedFieldsEntry{labelledAt("kubectl-create", created, webhook.Label)},
-			webhook.ReasonMissed, "while the probelet webhook was unavailable"},
+			[]metav1.ManagedFieldsEntry{labelledAt("kubectl-create", created, probespec.LabelProbes)},
+			probespec.EventWebhookMissed, "while the probelet webhook was unavailable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var labels map[string]string
 			if tc.podLabel {
-				labels = map[string]string{webhook.Label: webhook.LabelManaged}
+				labels = map[string]string{probespec.LabelProbes: probespec.LabelManaged}
 			}
 			pod := podFrom(t, "web.json", "p", "a", created, labels)
 			pod.ManagedFields = tc.podFields
@@ -190,7 +191,7 @@ func TestReporterTellsNotAskedFromMissed(t *testing.T) {
 			if !strings.HasPrefix(ev, "Warning "+tc.wantReason+" ") || !strings.Contains(ev, tc.wantWords) {
 				t.Errorf("Event %q, want %s saying %q", ev, tc.wantReason, tc.wantWords)
 			}
-			wantMissed := tc.wantReason == webhook.ReasonMissed
+			wantMissed := tc.wantReason == probespec.EventWebhookMissed
 			if got := missed.Load() == 1; got != wantMissed || notAsked.Load()+missed.Load() != 1 {
 				t.Errorf("OnMissed %d, OnNotAsked %d; want one %s", missed.Load(), notAsked.Load(), tc.wantReason)
 			}

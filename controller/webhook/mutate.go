@@ -1,7 +1,7 @@
 // Package webhook is probelet-controller's mutating admission webhook: at
 // pod CREATE in a managed namespace it moves the kubelet probes of the
 // pod's containers and sidecars into the probelet.io/probes annotation and
-// adds the probelet.io/ready readiness gate, through prober/spec/convert —
+// adds the probelet.io/ready readiness gate, through probespec/convert —
 // the code `probelet convert` runs, so a manifest converted by hand and a
 // pod converted at admission are the same. A pod the conversion refuses
 // (a foreign host, an invalid probe) is left as it is: the kubelet keeps
@@ -16,9 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	sjson "sigs.k8s.io/json"
 
-	"github.com/probelet/probelet/prober/probe"
-	"github.com/probelet/probelet/prober/spec"
-	"github.com/probelet/probelet/prober/spec/convert"
+	"github.com/probelet/probelet/probespec"
+	"github.com/probelet/probelet/probespec/convert"
 )
 
 // Decision is what the webhook does with one pod.
@@ -51,7 +50,7 @@ func Mutate(raw []byte) (Decision, error) {
 	if err := sjson.UnmarshalCaseSensitivePreserveInts(raw, &pod); err != nil {
 		return Decision{}, fmt.Errorf("cannot read the pod: %w", err)
 	}
-	if pod.Labels[Label] == LabelUnmanaged {
+	if pod.Labels[probespec.LabelProbes] == probespec.LabelUnmanaged {
 		return Decision{OptedOut: true}, nil
 	}
 	if !hasProbes(&pod) {
@@ -113,7 +112,7 @@ func refusal(errs convert.ErrorList) string {
 func hasProbes(pod *corev1.Pod) bool {
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
-			if !spec.NativeProbes(&list[i]).Empty() {
+			if !probespec.NativeProbes(&list[i]).Empty() {
 				return true
 			}
 		}
@@ -131,22 +130,22 @@ func diff(pod, out *corev1.Pod, hasMeta bool) []op {
 		was, now []corev1.Container
 	}{{"initContainers", pod.Spec.InitContainers, out.Spec.InitContainers}, {"containers", pod.Spec.Containers, out.Spec.Containers}} {
 		for i := range l.was {
-			was := spec.NativeProbes(&l.was[i])
-			for _, t := range probe.Types {
-				if was.Get(t) != nil && i < len(l.now) && spec.NativeProbes(&l.now[i]).Get(t) == nil {
-					ops = append(ops, op{Op: "remove", Path: fmt.Sprintf("/spec/%s/%d/%s", l.field, i, spec.FieldName(t))})
+			was := probespec.NativeProbes(&l.was[i])
+			for _, t := range probespec.Types {
+				if was.Get(t) != nil && i < len(l.now) && probespec.NativeProbes(&l.now[i]).Get(t) == nil {
+					ops = append(ops, op{Op: "remove", Path: fmt.Sprintf("/spec/%s/%d/%s", l.field, i, probespec.FieldName(t))})
 				}
 			}
 		}
 	}
-	value := out.Annotations[spec.AnnotationProbes]
+	value := out.Annotations[probespec.AnnotationProbes]
 	switch {
 	case !hasMeta:
-		ops = append(ops, op{Op: "add", Path: "/metadata", Value: map[string]any{"annotations": map[string]string{spec.AnnotationProbes: value}}})
+		ops = append(ops, op{Op: "add", Path: "/metadata", Value: map[string]any{"annotations": map[string]string{probespec.AnnotationProbes: value}}})
 	case pod.Annotations == nil:
-		ops = append(ops, op{Op: "add", Path: "/metadata/annotations", Value: map[string]string{spec.AnnotationProbes: value}})
-	case pod.Annotations[spec.AnnotationProbes] != value:
-		ops = append(ops, op{Op: "add", Path: "/metadata/annotations/" + escape(spec.AnnotationProbes), Value: value})
+		ops = append(ops, op{Op: "add", Path: "/metadata/annotations", Value: map[string]string{probespec.AnnotationProbes: value}})
+	case pod.Annotations[probespec.AnnotationProbes] != value:
+		ops = append(ops, op{Op: "add", Path: "/metadata/annotations/" + escape(probespec.AnnotationProbes), Value: value})
 	}
 	if len(out.Spec.ReadinessGates) > len(pod.Spec.ReadinessGates) {
 		if pod.Spec.ReadinessGates == nil {

@@ -13,8 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/probelet/probelet/controller/webhook"
-	"github.com/probelet/probelet/prober/spec"
-	"github.com/probelet/probelet/prober/spec/convert"
+	"github.com/probelet/probelet/probespec"
+	"github.com/probelet/probelet/probespec/convert"
 )
 
 func fixture(t *testing.T, name string) []byte {
@@ -112,7 +112,7 @@ func TestMutate(t *testing.T) {
 				return
 			}
 			before, after := decode(t, raw), decode(t, apply(t, raw, d))
-			if got := after.Annotations[spec.AnnotationProbes]; got != tt.wantAnnotation {
+			if got := after.Annotations[probespec.AnnotationProbes]; got != tt.wantAnnotation {
 				t.Errorf("annotation\n got %s\nwant %s", got, tt.wantAnnotation)
 			}
 			var gates []string
@@ -140,9 +140,9 @@ func TestMutate(t *testing.T) {
 				after.Spec.InitContainers[i].ReadinessProbe = before.Spec.InitContainers[i].ReadinessProbe
 			}
 			after.Spec.ReadinessGates = before.Spec.ReadinessGates
-			after.Annotations[spec.AnnotationProbes] = before.Annotations[spec.AnnotationProbes]
+			after.Annotations[probespec.AnnotationProbes] = before.Annotations[probespec.AnnotationProbes]
 			if before.Annotations == nil {
-				delete(after.Annotations, spec.AnnotationProbes)
+				delete(after.Annotations, probespec.AnnotationProbes)
 				if len(after.Annotations) == 0 {
 					after.Annotations = nil
 				}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/probelet/probelet/controller/webhook"
+	"github.com/probelet/probelet/probespec"
 )
 
 func review(op admissionv1.Operation, ns, resource string, obj []byte) []byte {
@@ -55,7 +56,7 @@ func TestHandler(t *testing.T) {
 			wantWarning: "keeps its kubelet probes", wantResult: webhook.ResultError},
 		{name: "a pod over the size the webhook parses", body: review(admissionv1.Create, "shop", "pods", padded(t, web, webhook.MaxObject)),
 			wantWarning: "over the 262144 the webhook converts", wantResult: webhook.ResultTooLarge},
-		{name: "a pod that opts out", body: review(admissionv1.Create, "shop", "pods", labelled(t, web, webhook.LabelUnmanaged)),
+		{name: "a pod that opts out", body: review(admissionv1.Create, "shop", "pods", labelled(t, web, probespec.LabelUnmanaged)),
 			wantResult: webhook.ResultOptedOut},
 		{name: "not a review", body: []byte(`{"kind": "AdmissionReview"}`), wantStatus: http.StatusBadRequest, wantResult: webhook.ResultError},
 		{name: "not JSON", contentType: "text/plain", body: web, wantStatus: http.StatusUnsupportedMediaType},
@@ -114,7 +115,7 @@ func padded(t *testing.T, pod []byte, n int) []byte {
 
 // labelled is pod with the probelet.io/probes label set to value.
 func labelled(t *testing.T, pod []byte, value string) []byte {
-	return withMeta(t, pod, "labels", map[string]any{webhook.Label: value})
+	return withMeta(t, pod, "labels", map[string]any{probespec.LabelProbes: value})
 }
 
 // withMeta is pod with metadata[key] set to value.

@@ -14,7 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probelet/probelet/internal/endpoint"
-	"github.com/probelet/probelet/internal/quietio"
+	"github.com/probelet/probelet/quietio"
 )
 
 const (

@@ -12,9 +12,9 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/probelet/probelet/internal/grpcwire"
-	"github.com/probelet/probelet/prober/probe/deadline"
 	"github.com/probelet/probelet/prober/probe/execprobe"
+	"github.com/probelet/probelet/quietio/deadline"
+	"github.com/probelet/probelet/quietio/grpcwire"
 )
 
 var _ execprobe.Runner = (*Client)(nil)

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/probelet/probelet/cri/client"
-	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/internal/testutil"
+	"github.com/probelet/probelet/quietio"
 )
 
 // Under --io=std ExecSync goes through grpc-go like every other call: no

@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/probelet/probelet/internal/grpcwire"
-	"github.com/probelet/probelet/internal/rawconn"
+	"github.com/probelet/probelet/quietio/grpcwire"
+	"github.com/probelet/probelet/quietio/rawconn"
 )
 
 // ExecSync goes out on the caller's goroutine (grpcwire) over connections

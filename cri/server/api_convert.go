@@ -16,6 +16,7 @@ import (
 	"github.com/probelet/probelet/prober/explain"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/probespec"
 )
 
 func pbTime(t time.Time) *timestamppb.Timestamp {
@@ -25,13 +26,13 @@ func pbTime(t time.Time) *timestamppb.Timestamp {
 	return timestamppb.New(t)
 }
 
-func pbProbeType(t probe.Type) apiv1.ProbeType {
+func pbProbeType(t probespec.Type) apiv1.ProbeType {
 	switch t {
-	case probe.Liveness:
+	case probespec.Liveness:
 		return apiv1.ProbeType_PROBE_TYPE_LIVENESS
-	case probe.Readiness:
+	case probespec.Readiness:
 		return apiv1.ProbeType_PROBE_TYPE_READINESS
-	case probe.Startup:
+	case probespec.Startup:
 		return apiv1.ProbeType_PROBE_TYPE_STARTUP
 	}
 	return apiv1.ProbeType_PROBE_TYPE_UNSPECIFIED
@@ -98,7 +99,7 @@ func pbContainer(e entry, history int) *apiv1.Container {
 	return c
 }
 
-func pbProbe(st *prober.ContainerStatus, t probe.Type, history int) *apiv1.Probe {
+func pbProbe(st *prober.ContainerStatus, t probespec.Type, history int) *apiv1.Probe {
 	ps := st.Probes[t]
 	p := &apiv1.Probe{
 		Type: pbProbeType(t), Spec: pbProbeSpec(st.Spec.Get(t)),

@@ -15,8 +15,8 @@ import (
 	apiv1 "github.com/probelet/probelet/api/v1alpha1"
 	"github.com/probelet/probelet/cri/server/servertest"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/probespec"
 )
 
 func apiClient(t *testing.T) (apiv1.ProbeletClient, *servertest.Status) {
@@ -191,7 +191,7 @@ func TestAPIEvents(t *testing.T) {
 	}
 	src.PublishEvent(prober.Event{Reason: "Other", PodName: "dns", PodNamespace: "kube-system", ContainerName: "coredns"})
 	src.PublishEvent(prober.Event{Reason: "ProbeWarning", Type: "Warning", PodName: "web", PodNamespace: "default",
-		ContainerName: "app", ContainerID: servertest.WebAppID, ProbeType: probe.Readiness})
+		ContainerName: "app", ContainerID: servertest.WebAppID, ProbeType: probespec.Readiness})
 	next, err := follow.Recv()
 	if err != nil || next.Reason != "ProbeWarning" || next.ProbeType != apiv1.ProbeType_PROBE_TYPE_READINESS {
 		t.Fatalf("followed event %v, %v; want the new web/app ProbeWarning", next, err)
@@ -209,7 +209,7 @@ func TestAPIWatchResultsFilter(t *testing.T) {
 	servertest.WaitFor(t, "the watch subscription", func() bool { n, _, _ := src.ResultStats(); return n == 1 })
 	src.PublishResult(prober.ResultChange{PodName: "dns", PodNamespace: "kube-system", ContainerName: "coredns", Result: results.Failure})
 	src.PublishResult(prober.ResultChange{PodName: "web", PodNamespace: "default", ContainerName: "app",
-		ContainerID: servertest.WebAppID, Type: probe.Readiness, Result: results.Success, Output: "ok", Time: servertest.Now})
+		ContainerID: servertest.WebAppID, Type: probespec.Readiness, Result: results.Success, Output: "ok", Time: servertest.Now})
 	rc, err := stream.Recv()
 	if err != nil {
 		t.Fatal(err)

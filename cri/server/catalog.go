@@ -6,7 +6,7 @@ import (
 
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // entry is one container as the server presents it: the lifecycle cache's
@@ -17,7 +17,7 @@ type entry struct {
 	status *prober.ContainerStatus
 	// declared are the probes the pod's annotation gives the container;
 	// read only while it has no probe state.
-	declared spec.ContainerProbes
+	declared probespec.ContainerProbes
 }
 
 // namespace and podName come from the pod, which for a container the

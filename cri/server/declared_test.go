@@ -10,7 +10,7 @@ import (
 	"github.com/probelet/probelet/cri/server/servertest"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // Between the runtime showing a container and the prober taking it up (a
@@ -44,11 +44,11 @@ func TestContainerWithoutProbeStateShowsItsDeclaredGates(t *testing.T) {
 			pod := node.Pod{UID: "uid-app", Name: "app", Namespace: "default", SandboxID: fmt.Sprintf("%064x", 0x5a),
 				Containers: []node.Container{{ID: id, Name: "app", State: tc.state, StartedAt: time.Unix(1700000000, 0)}}}
 			if tc.annotation != "" {
-				pod.Annotations = map[string]string{spec.AnnotationProbes: tc.annotation}
+				pod.Annotations = map[string]string{probespec.AnnotationProbes: tc.annotation}
 			}
 			// The engine holds the pod's probes before it takes the container up.
 			status := servertest.NewStatus()
-			status.SetPodSpec(pod.UID, spec.NewMemo(1<<20).Parse(tc.annotation))
+			status.SetPodSpec(pod.UID, probespec.NewMemo(1<<20).Parse(tc.annotation))
 			_, endpoint := servertest.Start(t, status, servertest.NewView(pod))
 			api := apiv1.NewProbeletClient(servertest.Dial(t, endpoint))
 			ctx := context.Background()
@@ -91,7 +91,7 @@ func (v syncingView) Pods() []node.Pod {
 func TestSnapshotReadsTheViewBeforeTheProbeState(t *testing.T) {
 	id := fmt.Sprintf("%064x", 0xa99)
 	pod := node.Pod{UID: "uid-app", Name: "app", Namespace: "default", SandboxID: fmt.Sprintf("%064x", 0x5a),
-		Annotations: map[string]string{spec.AnnotationProbes: `{"app":{"readinessProbe":{"tcpSocket":{"port":8080}}}}`},
+		Annotations: map[string]string{probespec.AnnotationProbes: `{"app":{"readinessProbe":{"tcpSocket":{"port":8080}}}}`},
 		Containers:  []node.Container{{ID: id, Name: "app", State: node.StateRunning, StartedAt: time.Unix(1700000000, 0)}}}
 	status, view := servertest.NewStatus(), servertest.NewView(pod)
 	synced := syncingView{View: view, sync: func() {

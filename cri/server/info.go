@@ -9,7 +9,7 @@ import (
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // Keys of the verbose info maps. crictl decodes values that start with
@@ -96,7 +96,7 @@ func containerVerboseInfo(e entry) (map[string]string, error) {
 	})
 }
 
-func newProbeInfo(st *prober.ContainerStatus, t probe.Type) probeInfo {
+func newProbeInfo(st *prober.ContainerStatus, t probespec.Type) probeInfo {
 	ps := st.Probes[t]
 	pi := probeInfo{
 		Result: ps.Result.Name(), Consecutive: ps.Consecutive,
@@ -134,7 +134,7 @@ type sandboxMember struct {
 func sandboxVerboseInfo(p *node.Pod, members []entry) (map[string]string, error) {
 	// An unreadable grace annotation shows as none here; the engine logs it
 	// when a kill needs it.
-	grace, _ := spec.PodGrace(p)
+	grace, _ := probespec.PodGrace(p)
 	si := sandboxInfo{
 		UID: p.UID, NetNSPath: p.NetNSPath, Deleting: p.Deleting,
 		TerminationGracePeriodSeconds: grace, Containers: []sandboxMember{},

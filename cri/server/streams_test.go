@@ -18,8 +18,8 @@ import (
 	"github.com/probelet/probelet/cri/server/servertest"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/probespec"
 )
 
 // resultChange returns a change with an output of size bytes; big outputs
@@ -28,7 +28,7 @@ import (
 func resultChange(i, size int) prober.ResultChange {
 	return prober.ResultChange{
 		Time: servertest.Now, PodUID: "uid-web", PodName: "web", PodNamespace: "default",
-		ContainerName: "app", ContainerID: servertest.WebAppID, Type: probe.Readiness,
+		ContainerName: "app", ContainerID: servertest.WebAppID, Type: probespec.Readiness,
 		Result: results.Result(i % 2), Output: strings.Repeat("x", size),
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/probelet/probelet/internal/quietio"
-	"github.com/probelet/probelet/internal/rawconn"
+	"github.com/probelet/probelet/quietio"
+	"github.com/probelet/probelet/quietio/rawconn"
 )
 
 // runtimeBackoff paces reconnecting to a runtime: gRPC's default grows to

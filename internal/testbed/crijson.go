@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // The kubelet's labels and annotations (pkg/kubelet/types, kuberuntime/labels.go);
@@ -198,17 +198,17 @@ func buildContainerConfig(p PodSpec, attempt uint32) (containerConfig, error) {
 	labels := map[string]string{labelPodName: p.Name, labelPodNamespace: p.Namespace, labelPodUID: p.UID, labelContainerName: c.Name}
 	maps.Copy(labels, c.Labels)
 	ann := map[string]string{
-		annotationRestartCount:                   strconv.FormatUint(uint64(attempt), 10),
-		spec.AnnotationPodTerminationGracePeriod: strconv.FormatInt(*p.TerminationGracePeriodSeconds, 10),
-		annotationTermMsgPath:                    defaultTerminationMsgPath,
-		annotationTermMsgPolicy:                  "File",
+		annotationRestartCount:                        strconv.FormatUint(uint64(attempt), 10),
+		probespec.AnnotationPodTerminationGracePeriod: strconv.FormatInt(*p.TerminationGracePeriodSeconds, 10),
+		annotationTermMsgPath:                         defaultTerminationMsgPath,
+		annotationTermMsgPolicy:                       "File",
 	}
 	if len(c.Ports) > 0 {
 		ports, err := json.Marshal(c.Ports)
 		if err != nil {
 			return containerConfig{}, err
 		}
-		ann[spec.AnnotationContainerPorts] = string(ports)
+		ann[probespec.AnnotationContainerPorts] = string(ports)
 	}
 	maps.Copy(ann, c.Annotations)
 	var envs []keyValue

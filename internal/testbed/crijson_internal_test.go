@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	goldenfile "github.com/probelet/probelet/internal/testutil/golden"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 func int64p(v int64) *int64 { return &v }
@@ -102,16 +102,16 @@ func TestSecurityValidation(t *testing.T) {
 func TestContainerConfigCallerAnnotationsWin(t *testing.T) {
 	p := webPod()
 	p.Container.Ports = nil
-	p.Container.Annotations = map[string]string{spec.AnnotationPodTerminationGracePeriod: "not-a-number"}
+	p.Container.Annotations = map[string]string{probespec.AnnotationPodTerminationGracePeriod: "not-a-number"}
 	cfg, err := buildContainerConfig(p, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg.Annotations[spec.AnnotationPodTerminationGracePeriod]; got != "not-a-number" {
-		t.Errorf("%s = %q, want the caller's value", spec.AnnotationPodTerminationGracePeriod, got)
+	if got := cfg.Annotations[probespec.AnnotationPodTerminationGracePeriod]; got != "not-a-number" {
+		t.Errorf("%s = %q, want the caller's value", probespec.AnnotationPodTerminationGracePeriod, got)
 	}
-	if _, ok := cfg.Annotations[spec.AnnotationContainerPorts]; ok {
-		t.Errorf("%s set for a container without ports", spec.AnnotationContainerPorts)
+	if _, ok := cfg.Annotations[probespec.AnnotationContainerPorts]; ok {
+		t.Errorf("%s set for a container without ports", probespec.AnnotationContainerPorts)
 	}
 	if cfg.Annotations[annotationRestartCount] != "0" || cfg.LogPath != "web/0.log" {
 		t.Errorf("attempt 0: restartCount %q, log path %q", cfg.Annotations[annotationRestartCount], cfg.LogPath)

@@ -3,7 +3,7 @@ package testutil
 import (
 	"testing"
 
-	"github.com/probelet/probelet/internal/quietio"
+	"github.com/probelet/probelet/quietio"
 )
 
 // EachIOMode runs f once in each I/O mode (--io), the process switched to

@@ -19,7 +19,7 @@ import (
 	"github.com/probelet/probelet/kube/events"
 	"github.com/probelet/probelet/kube/kubetest"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/probespec"
 )
 
 func TestEngineEventsBecomeKubeletStyleEvents(t *testing.T) {
@@ -36,7 +36,7 @@ func TestEngineEventsBecomeKubeletStyleEvents(t *testing.T) {
 	testutil.WaitFor(t, "the engine subscription", func() bool { n, _, _ := status.EventStats(); return n == 1 })
 
 	base := prober.Event{Time: time.Now(), PodUID: "u1", PodName: "web", PodNamespace: "default",
-		ContainerName: "app", ContainerID: "c1", ProbeType: probe.Liveness}
+		ContainerName: "app", ContainerID: "c1", ProbeType: probespec.Liveness}
 	unhealthy, killing := base, base
 	unhealthy.Type, unhealthy.Reason, unhealthy.Message = "Warning", "Unhealthy", "Liveness probe failed: connection refused"
 	killing.Type, killing.Reason, killing.Message = "Normal", "Killing", "Container app failed liveness probe, will be restarted"
@@ -103,7 +103,7 @@ func TestAFailedWriteIsRetriedAndRunLeavesNothingRunning(t *testing.T) {
 	defer cancel()
 	testutil.WaitFor(t, "the engine subscription", func() bool { n, _, _ := status.EventStats(); return n == 1 })
 	status.PublishEvent(prober.Event{Time: time.Now(), PodUID: "u1", PodName: "web", PodNamespace: "default",
-		ContainerName: "app", ContainerID: "c1", ProbeType: probe.Liveness, Type: "Warning", Reason: "Unhealthy", Message: "x"})
+		ContainerName: "app", ContainerID: "c1", ProbeType: probespec.Liveness, Type: "Warning", Reason: "Unhealthy", Message: "x"})
 
 	testutil.WaitFor(t, "the retry wait", func() bool { return failing.Load() == 0 && clk.HasWaiters() })
 	clk.Step(10 * time.Second)

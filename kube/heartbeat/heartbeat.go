@@ -33,6 +33,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/probelet/probelet/kube"
+	"github.com/probelet/probelet/probespec"
 )
 
 const (
@@ -58,18 +59,7 @@ const (
 	// back, or just started) renews within a second rather than a renew
 	// interval, so its pods' conditions are its own again promptly.
 	recheckInterval = time.Second
-)
-
-// The Lease says how the node answers TCP probes, so that a node whose eBPF
-// short-circuit did not load is found from the cluster:
-// `kubectl get leases -n probelet-system -L probelet.io/tcp-mode`.
-const (
-	// LabelTCPMode is the mode in force: "ebpf" or "dial".
-	LabelTCPMode = "probelet.io/tcp-mode"
-	// AnnotationTCPModeReason says why the mode in force is not the one
-	// asked for: the tracker's load error when --tcp-mode auto dials.
-	AnnotationTCPModeReason = "probelet.io/tcp-mode-reason"
-	// maxReason bounds the annotation: a verifier's words can run long.
+	// maxReason bounds probespec.AnnotationTCPModeReason the annotation: a verifier's words can run long.
 	maxReason = 1024
 )
 
@@ -313,11 +303,11 @@ func (h *Heartbeat) fill(lease *coordinationv1.Lease) {
 	lease.Spec.RenewTime = &metav1.MicroTime{Time: h.clock.Now()}
 	if h.tcpMode != nil {
 		mode, reason := h.tcpMode()
-		setOrDelete(&lease.Labels, LabelTCPMode, mode)
+		setOrDelete(&lease.Labels, probespec.LabelTCPMode, mode)
 		if len(reason) > maxReason {
 			reason = strings.ToValidUTF8(reason[:maxReason-len("…")], "") + "…"
 		}
-		setOrDelete(&lease.Annotations, AnnotationTCPModeReason, reason)
+		setOrDelete(&lease.Annotations, probespec.AnnotationTCPModeReason, reason)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/kube/heartbeat"
 	"github.com/probelet/probelet/kube/kubetest"
+	"github.com/probelet/probelet/probespec"
 )
 
 const (
@@ -338,11 +339,11 @@ func TestTheLeaseSaysHowTCPProbesAreAnswered(t *testing.T) {
 			e.step(10 * time.Second)
 		}
 		l := e.lease()
-		if got, ok := l.Labels[heartbeat.LabelTCPMode]; got != tc.mode || ok != (tc.mode != "") {
-			t.Errorf("step %d: label %s = %q (set %v), want %q", i, heartbeat.LabelTCPMode, got, ok, tc.mode)
+		if got, ok := l.Labels[probespec.LabelTCPMode]; got != tc.mode || ok != (tc.mode != "") {
+			t.Errorf("step %d: label %s = %q (set %v), want %q", i, probespec.LabelTCPMode, got, ok, tc.mode)
 		}
-		if got, ok := l.Annotations[heartbeat.AnnotationTCPModeReason]; got != tc.wantReason || ok != (tc.wantReason != "") {
-			t.Errorf("step %d: annotation %s = %q (set %v), want %q", i, heartbeat.AnnotationTCPModeReason, got, ok, tc.wantReason)
+		if got, ok := l.Annotations[probespec.AnnotationTCPModeReason]; got != tc.wantReason || ok != (tc.wantReason != "") {
+			t.Errorf("step %d: annotation %s = %q (set %v), want %q", i, probespec.AnnotationTCPModeReason, got, ok, tc.wantReason)
 		}
 	}
 	if n := e.writes(); n != 5 {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/node"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // Sink takes what the API server says about a pod; a nil p says it is gone
@@ -140,7 +140,7 @@ func (w *Watcher) grant(namespace string) (allowed, known bool) {
 // probelet.io/allow-probe-host=true.
 func allowsProbeHost(obj any) bool {
 	ns, ok := obj.(*corev1.Namespace)
-	return ok && ns.Labels[spec.LabelAllowProbeHost] == "true"
+	return ok && ns.Labels[probespec.LabelAllowProbeHost] == "true"
 }
 
 // watchFailed logs the informer's failed lists and watches (the API client

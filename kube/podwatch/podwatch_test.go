@@ -15,7 +15,7 @@ import (
 	"github.com/probelet/probelet/kube/kubetest"
 	"github.com/probelet/probelet/kube/podwatch"
 	"github.com/probelet/probelet/node"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 type sink struct {
@@ -119,7 +119,7 @@ func TestAPIPodCarriesTheNamespaceProbeHostGrant(t *testing.T) {
 	granted.Namespace = "infra"
 	plain := pod("plain", "2", "n1")
 	client := fake.NewClientset(granted, plain, ns("default", nil),
-		ns("infra", map[string]string{spec.LabelAllowProbeHost: "true"}))
+		ns("infra", map[string]string{probespec.LabelAllowProbeHost: "true"}))
 	s := &sink{pods: map[string]*node.APIPod{}, seen: map[string]bool{}}
 	w, err := podwatch.New(kubetest.Client(client), "n1", s, nil)
 	if err != nil {
@@ -141,7 +141,7 @@ func TestAPIPodCarriesTheNamespaceProbeHostGrant(t *testing.T) {
 		value string
 		want  bool
 	}{{"false", false}, {"true", true}, {"yes", false}} {
-		upd := ns("infra", map[string]string{spec.LabelAllowProbeHost: tc.value})
+		upd := ns("infra", map[string]string{probespec.LabelAllowProbeHost: tc.value})
 		if _, err := client.CoreV1().Namespaces().Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -18,23 +18,13 @@ import (
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/explain"
-	"github.com/probelet/probelet/prober/probe"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
-// ConditionType is the pod condition probelet owns; pods that list it in
-// spec.readinessGates are Ready only when probelet says so.
-const ConditionType corev1.PodConditionType = "probelet.io/ready"
-
-// Reasons of the condition when False.
+// The condition's messages when True (its type and reasons are probespec's).
 const (
-	ReasonNotRunning    = "ContainerNotRunning"
-	ReasonNotStarted    = "StartupProbeNotSucceeded"
-	ReasonNotReady      = "ReadinessProbeFailed"
-	ReasonSpecRejected  = "ProbeSpecRejected"
-	ReasonNotCreatedYet = "ContainerNotCreated"
-	messageNoProbes     = "no container has a probelet readiness probe"
-	messageAllReady     = "every container with a probelet readiness probe is started and ready"
+	messageNoProbes = "no container has a probelet readiness probe"
+	messageAllReady = "every container with a probelet readiness probe is started and ready"
 )
 
 // verdict is the condition a pod should have.
@@ -55,7 +45,7 @@ type holder struct {
 // kubelet reports running (apiRunning, by name) that probelet does not
 // know yet (it has not synchronized with the runtime). The condition then
 // stays as it is, so restarting probelet never flaps a pod's readiness.
-func decide(parsed *spec.Parsed, sts []prober.ContainerStatus, apiRunning map[string]bool, since time.Time) (v verdict, undecided bool) {
+func decide(parsed *probespec.Parsed, sts []prober.ContainerStatus, apiRunning map[string]bool, since time.Time) (v verdict, undecided bool) {
 	byName := make(map[string]*prober.ContainerStatus, len(sts))
 	for i := range sts {
 		byName[sts[i].ContainerName] = &sts[i]
@@ -65,11 +55,11 @@ func decide(parsed *spec.Parsed, sts []prober.ContainerStatus, apiRunning map[st
 		st := byName[name]
 		switch {
 		case parsed.Probes[name].Readiness == nil:
-			held = append(held, holder{name, ReasonSpecRejected, "its probes were rejected: " + parsed.ErrorFor(name)})
+			held = append(held, holder{name, probespec.ReasonProbeSpecRejected, "its probes were rejected: " + parsed.ErrorFor(name)})
 		case st == nil && apiRunning[name]:
 			return verdict{}, true
 		case st == nil:
-			held = append(held, holder{name, ReasonNotCreatedYet, "the container has not been created yet"})
+			held = append(held, holder{name, probespec.ReasonContainerNotCreated, "the container has not been created yet"})
 		case pending(st, since):
 			return verdict{}, true
 		default:
@@ -90,7 +80,7 @@ func decide(parsed *spec.Parsed, sts []prober.ContainerStatus, apiRunning map[st
 // readinessProbed lists, sorted, the containers the annotation gives a
 // readiness probe, including those whose probes were rejected (they meant
 // to have one).
-func readinessProbed(parsed *spec.Parsed) []string {
+func readinessProbed(parsed *probespec.Parsed) []string {
 	var out []string
 	for name, cp := range parsed.Probes {
 		if cp.Readiness != nil {
@@ -98,7 +88,7 @@ func readinessProbed(parsed *spec.Parsed) []string {
 		}
 	}
 	for name := range parsed.Errors {
-		if name != spec.PodWide {
+		if name != probespec.PodWide {
 			out = append(out, name)
 		}
 	}
@@ -116,7 +106,7 @@ func pending(st *prober.ContainerStatus, since time.Time) bool {
 	if st.State != node.StateRunning || st.StartedAt.After(since) {
 		return false
 	}
-	for _, t := range []probe.Type{probe.Startup, probe.Readiness} {
+	for _, t := range []probespec.Type{probespec.Startup, probespec.Readiness} {
 		if ps, ok := st.Probes[t]; ok && (ps.Unpublished || ps.LastProbeTime.IsZero()) {
 			return true
 		}
@@ -130,12 +120,12 @@ func holds(st *prober.ContainerStatus) (holder, bool) {
 	if st.Started && st.Ready {
 		return holder{}, false
 	}
-	reason := ReasonNotReady
+	reason := probespec.ReasonReadinessProbeFailed
 	switch {
 	case st.State != node.StateRunning:
-		reason = ReasonNotRunning
+		reason = probespec.ReasonContainerNotRunning
 	case !st.Started:
-		reason = ReasonNotStarted
+		reason = probespec.ReasonStartupNotSucceeded
 	}
 	xs := explain.Container(explain.Subject{Container: node.Container{ID: st.ContainerID, Name: st.ContainerName, State: st.State}, Status: st})
 	why := "not ready"
@@ -172,7 +162,7 @@ func runningInAPI(pod *corev1.Pod) map[string]bool {
 // current is the pod's condition, if it has one.
 func current(pod *corev1.Pod) (corev1.PodCondition, bool) {
 	for _, c := range pod.Status.Conditions {
-		if c.Type == ConditionType {
+		if c.Type == probespec.ConditionReady {
 			return c, true
 		}
 	}
@@ -182,7 +172,7 @@ func current(pod *corev1.Pod) (corev1.PodCondition, bool) {
 // hasGate reports whether the pod lists the readiness gate.
 func hasGate(pod *corev1.Pod) bool {
 	for _, g := range pod.Spec.ReadinessGates {
-		if g.ConditionType == ConditionType {
+		if g.ConditionType == probespec.ConditionReady {
 			return true
 		}
 	}
@@ -192,7 +182,7 @@ func hasGate(pod *corev1.Pod) bool {
 // condition is v as written at lastTransition, as the API server keeps it
 // (RFC 3339, whole seconds).
 func (v verdict) condition(lastTransition metav1.Time) corev1.PodCondition {
-	return corev1.PodCondition{Type: ConditionType, Status: v.status, Reason: v.reason, Message: v.message,
+	return corev1.PodCondition{Type: probespec.ConditionReady, Status: v.status, Reason: v.reason, Message: v.message,
 		LastTransitionTime: lastTransition.Rfc3339Copy()}
 }
 

@@ -9,9 +9,8 @@ import (
 
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 const (
@@ -25,7 +24,7 @@ const (
 // after it unless oldCtr says otherwise.
 var agentStart = time.Unix(1e9, 0)
 
-func ctr(name string, state node.ContainerState, started, ready bool, probes map[probe.Type]prober.ProbeStatus) prober.ContainerStatus {
+func ctr(name string, state node.ContainerState, started, ready bool, probes map[probespec.Type]prober.ProbeStatus) prober.ContainerStatus {
 	return prober.ContainerStatus{ContainerName: name, ContainerID: name + "-1", State: state, Started: started, Ready: ready, Probes: probes,
 		StartedAt: agentStart.Add(time.Second)}
 }
@@ -38,13 +37,13 @@ func oldCtr(c prober.ContainerStatus) prober.ContainerStatus {
 
 // notProbedYet is readiness as the engine publishes it when a worker
 // first follows a container: the kubelet's initial Failure, no run.
-func notProbedYet() map[probe.Type]prober.ProbeStatus {
-	return map[probe.Type]prober.ProbeStatus{probe.Readiness: {Type: probe.Readiness, Result: results.Failure,
+func notProbedYet() map[probespec.Type]prober.ProbeStatus {
+	return map[probespec.Type]prober.ProbeStatus{probespec.Readiness: {Type: probespec.Readiness, Result: results.Failure,
 		FailureThreshold: 3, SuccessThreshold: 1}}
 }
 
-func readiness(r results.Result, unpublished bool) map[probe.Type]prober.ProbeStatus {
-	return map[probe.Type]prober.ProbeStatus{probe.Readiness: {Type: probe.Readiness, Result: r, Unpublished: unpublished,
+func readiness(r results.Result, unpublished bool) map[probespec.Type]prober.ProbeStatus {
+	return map[probespec.Type]prober.ProbeStatus{probespec.Readiness: {Type: probespec.Readiness, Result: r, Unpublished: unpublished,
 		Consecutive: 3, FailureThreshold: 3, SuccessThreshold: 1, LastOutput: "connection refused", LastProbeTime: time.Unix(1e9, 0),
 		History: []prober.ProbeRecord{{Result: r, Output: "connection refused"}}}}
 }
@@ -64,21 +63,21 @@ func TestDecide(t *testing.T) {
 		{"ready", webOnly, []prober.ContainerStatus{ctr("web", running, true, true, readiness(results.Success, false))},
 			corev1.ConditionTrue, "", messageAllReady, false, nil},
 		{"readiness failing", webOnly, []prober.ContainerStatus{ctr("web", running, true, false, readiness(results.Failure, false))},
-			corev1.ConditionFalse, ReasonNotReady, "container web: the readiness probe failed 3 times in a row", false, nil},
-		{"not started", webOnly, []prober.ContainerStatus{ctr("web", running, false, false, map[probe.Type]prober.ProbeStatus{
-			probe.Startup: {Type: probe.Startup, Result: results.Unknown, FailureThreshold: 30}, probe.Readiness: {Type: probe.Readiness, Result: results.Failure}})},
-			corev1.ConditionFalse, ReasonNotStarted, "container web: the startup probe has not run yet", false, nil},
+			corev1.ConditionFalse, probespec.ReasonReadinessProbeFailed, "container web: the readiness probe failed 3 times in a row", false, nil},
+		{"not started", webOnly, []prober.ContainerStatus{ctr("web", running, false, false, map[probespec.Type]prober.ProbeStatus{
+			probespec.Startup: {Type: probespec.Startup, Result: results.Unknown, FailureThreshold: 30}, probespec.Readiness: {Type: probespec.Readiness, Result: results.Failure}})},
+			corev1.ConditionFalse, probespec.ReasonStartupNotSucceeded, "container web: the startup probe has not run yet", false, nil},
 		{"exited", webOnly, []prober.ContainerStatus{ctr("web", exited, false, false, readiness(results.Failure, false))},
-			corev1.ConditionFalse, ReasonNotRunning, "container web: the container exited", false, nil},
-		{"not created yet", webOnly, nil, corev1.ConditionFalse, ReasonNotCreatedYet, "container web: the container has not been created yet", false, nil},
+			corev1.ConditionFalse, probespec.ReasonContainerNotRunning, "container web: the container exited", false, nil},
+		{"not created yet", webOnly, nil, corev1.ConditionFalse, probespec.ReasonContainerNotCreated, "container web: the container has not been created yet", false, nil},
 		{"second container holds", webSide, []prober.ContainerStatus{
 			ctr("side", running, true, false, readiness(results.Failure, false)), ctr("web", running, true, true, readiness(results.Success, false))},
-			corev1.ConditionFalse, ReasonNotReady, "container side:", false, nil},
+			corev1.ConditionFalse, probespec.ReasonReadinessProbeFailed, "container side:", false, nil},
 		{"both hold: the first named, the others listed", webSide, []prober.ContainerStatus{
 			ctr("side", running, true, false, readiness(results.Failure, false)), ctr("web", running, true, false, readiness(results.Failure, false))},
-			corev1.ConditionFalse, ReasonNotReady, "(also not ready: web)", false, nil},
+			corev1.ConditionFalse, probespec.ReasonReadinessProbeFailed, "(also not ready: web)", false, nil},
 		{"rejected readiness spec holds (fail safe)", badSide, []prober.ContainerStatus{ctr("web", running, true, true, readiness(results.Success, false))},
-			corev1.ConditionFalse, ReasonSpecRejected, "container side: its probes were rejected: readinessProbe", false, nil},
+			corev1.ConditionFalse, probespec.ReasonProbeSpecRejected, "container side: its probes were rejected: readinessProbe", false, nil},
 		{"no readiness probes: True", liveOnly, []prober.ContainerStatus{ctr("web", running, true, true, nil)},
 			corev1.ConditionTrue, "", messageNoProbes, false, nil},
 		{"no annotation: True", "", nil, corev1.ConditionTrue, "", messageNoProbes, false, nil},
@@ -88,18 +87,18 @@ func TestDecide(t *testing.T) {
 			[]prober.ContainerStatus{oldCtr(ctr("web", running, true, false, notProbedYet()))}, "", "", "", true, nil},
 		{"after a probelet restart, probed and failing: not ready", webOnly,
 			[]prober.ContainerStatus{oldCtr(ctr("web", running, true, false, readiness(results.Failure, false)))},
-			corev1.ConditionFalse, ReasonNotReady, "container web: the readiness probe failed", false, nil},
+			corev1.ConditionFalse, probespec.ReasonReadinessProbeFailed, "container web: the readiness probe failed", false, nil},
 		{"a container started since probelet did, not probed yet: starts not ready", webOnly,
 			[]prober.ContainerStatus{ctr("web", running, true, false, notProbedYet())},
-			corev1.ConditionFalse, ReasonNotReady, "container web: the readiness probe has not run yet", false, nil},
+			corev1.ConditionFalse, probespec.ReasonReadinessProbeFailed, "container web: the readiness probe has not run yet", false, nil},
 		{"an exited container from before the restart: not running", webOnly,
 			[]prober.ContainerStatus{oldCtr(ctr("web", exited, true, false, notProbedYet()))},
-			corev1.ConditionFalse, ReasonNotRunning, "container web: the container exited", false, nil},
+			corev1.ConditionFalse, probespec.ReasonContainerNotRunning, "container web: the container exited", false, nil},
 		{"running in the API, not known to probelet yet (before its runtime sync): leave it", webOnly, nil,
 			"", "", "", true, []string{"web"}},
 		{"running in the API, another container unknown: not created", webSide,
 			[]prober.ContainerStatus{ctr("web", running, true, true, readiness(results.Success, false))},
-			corev1.ConditionFalse, ReasonNotCreatedYet, "container side: the container has not been created yet", false, []string{"web"}},
+			corev1.ConditionFalse, probespec.ReasonContainerNotCreated, "container side: the container has not been created yet", false, []string{"web"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,7 +106,7 @@ func TestDecide(t *testing.T) {
 			for _, name := range tc.apiRunning {
 				apiRunning[name] = true
 			}
-			v, undecided := decide(spec.NewMemo(1<<20).Parse(tc.annotation), tc.sts, apiRunning, agentStart)
+			v, undecided := decide(probespec.NewMemo(1<<20).Parse(tc.annotation), tc.sts, apiRunning, agentStart)
 			if undecided != tc.wantUndecided {
 				t.Fatalf("undecided = %v, want %v (%+v)", undecided, tc.wantUndecided, v)
 			}

@@ -20,10 +20,9 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
-	"github.com/probelet/probelet/controller/marking"
 	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/probespec"
 )
 
 // Retry bounds for a failed write: fast enough that the condition is right
@@ -191,7 +190,7 @@ func (w *Writer) loop(ctx context.Context, changes <-chan prober.ResultChange, t
 			if !ok {
 				return
 			}
-			if rc.Type == probe.Readiness || rc.Type == probe.Startup {
+			if rc.Type == probespec.Readiness || rc.Type == probespec.Startup {
 				w.resultChanged(rc)
 			}
 		case <-tick.C():
@@ -327,7 +326,7 @@ func (w *Writer) sync(ctx context.Context, key types.NamespacedName) error {
 // taking turns (the controller marks again once it sees the write). The
 // next resync after the Lease is renewed writes the engine's verdict.
 func (w *Writer) heldBack(key types.NamespacedName, cur corev1.PodCondition) bool {
-	if w.hold == nil || (cur.Reason != marking.ReasonUnavailable && cur.Reason != marking.ReasonNotRunning) {
+	if w.hold == nil || (cur.Reason != probespec.ReasonProbeletUnavailable && cur.Reason != probespec.ReasonProbeletNotRunning) {
 		return false
 	}
 	why := w.hold()
@@ -345,7 +344,7 @@ func (w *Writer) heldBack(key types.NamespacedName, cur corev1.PodCondition) boo
 // pod recreated under the same name is not touched.
 func (w *Writer) patch(ctx context.Context, pod *corev1.Pod, v verdict, lastTransition metav1.Time) (*corev1.Pod, error) {
 	cond := map[string]any{
-		"type": ConditionType, "status": v.status, "lastTransitionTime": lastTransition,
+		"type": probespec.ConditionReady, "status": v.status, "lastTransitionTime": lastTransition,
 		"reason": nullIfEmpty(v.reason), "message": nullIfEmpty(v.message),
 	}
 	body, err := json.Marshal(map[string]any{

@@ -18,14 +18,12 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/probelet/probelet/controller/marking"
 	"github.com/probelet/probelet/cri/server/servertest"
 	"github.com/probelet/probelet/kube/kubetest"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // TestACacheBehindOurWriteIsNotWrittenAgain drives sync by hand against a
@@ -34,11 +32,11 @@ import (
 // whether the cache has seen the write is judged by the condition it holds.
 func TestACacheBehindOurWriteIsNotWrittenAgain(t *testing.T) {
 	key := types.NamespacedName{Namespace: "default", Name: "web"}
-	before := corev1.PodCondition{Type: ConditionType, Status: corev1.ConditionFalse, Reason: ReasonNotReady,
+	before := corev1.PodCondition{Type: probespec.ConditionReady, Status: corev1.ConditionFalse, Reason: probespec.ReasonReadinessProbeFailed,
 		Message: "container web: not ready", LastTransitionTime: metav1.NewTime(time.Unix(1e9, 0))}
-	ours := corev1.PodCondition{Type: ConditionType, Status: corev1.ConditionTrue, Message: messageAllReady,
+	ours := corev1.PodCondition{Type: probespec.ConditionReady, Status: corev1.ConditionTrue, Message: messageAllReady,
 		LastTransitionTime: metav1.NewTime(time.Unix(2e9, 0))}
-	theirs := corev1.PodCondition{Type: ConditionType, Status: corev1.ConditionFalse, Reason: "ProbeletUnavailable",
+	theirs := corev1.PodCondition{Type: probespec.ConditionReady, Status: corev1.ConditionFalse, Reason: "ProbeletUnavailable",
 		Message: "the node's probelet went silent", LastTransitionTime: metav1.NewTime(time.Unix(3e9, 0))}
 
 	tests := []struct {
@@ -121,7 +119,7 @@ func newSyncHarness(t *testing.T, pod *corev1.Pod) *syncHarness {
 	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 		workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Clock: h.clk})
 	t.Cleanup(w.queue.ShutDown)
-	h.status.SetPodSpec("u1", spec.NewMemo(1<<20).Parse(webOnly)) // the probes the pod was created with
+	h.status.SetPodSpec("u1", probespec.NewMemo(1<<20).Parse(webOnly)) // the probes the pod was created with
 	h.w = w
 	return h
 }
@@ -164,9 +162,9 @@ func TestOverlappingWritesAreNotWrittenAgain(t *testing.T) {
 func gated(rv string, cond *corev1.PodCondition) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1", ResourceVersion: rv,
-			Annotations: map[string]string{spec.AnnotationProbes: webOnly}},
+			Annotations: map[string]string{probespec.AnnotationProbes: webOnly}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web"}},
-			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: ConditionType}}},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: probespec.ConditionReady}}},
 	}
 	if cond != nil {
 		pod.Status.Conditions = []corev1.PodCondition{*cond}
@@ -177,7 +175,7 @@ func gated(rv string, cond *corev1.PodCondition) *corev1.Pod {
 func readyWeb() prober.ContainerStatus {
 	return prober.ContainerStatus{PodUID: "u1", PodName: "web", PodNamespace: "default", ContainerName: "web", ContainerID: "c1",
 		State: node.StateRunning, Started: true, Ready: true, StartedAt: time.Unix(2e9, 0),
-		Probes: map[probe.Type]prober.ProbeStatus{probe.Readiness: {Type: probe.Readiness, Result: results.Success, LastProbeTime: time.Unix(2e9, 0)}}}
+		Probes: map[probespec.Type]prober.ProbeStatus{probespec.Readiness: {Type: probespec.Readiness, Result: results.Success, LastProbeTime: time.Unix(2e9, 0)}}}
 }
 
 // TestControllersMarkStandsWhileTheLeaseIsNotRenewed: while this node's
@@ -188,10 +186,10 @@ func readyWeb() prober.ContainerStatus {
 func TestControllersMarkStandsWhileTheLeaseIsNotRenewed(t *testing.T) {
 	key := types.NamespacedName{Namespace: "default", Name: "web"}
 	mark := func(reason string) *corev1.PodCondition {
-		return &corev1.PodCondition{Type: ConditionType, Status: corev1.ConditionFalse, Reason: reason,
+		return &corev1.PodCondition{Type: probespec.ConditionReady, Status: corev1.ConditionFalse, Reason: reason,
 			Message: "probelet on node n1 stopped renewing its Lease", LastTransitionTime: metav1.NewTime(time.Unix(1e9, 0))}
 	}
-	probeFailed := &corev1.PodCondition{Type: ConditionType, Status: corev1.ConditionFalse, Reason: ReasonNotReady,
+	probeFailed := &corev1.PodCondition{Type: probespec.ConditionReady, Status: corev1.ConditionFalse, Reason: probespec.ReasonReadinessProbeFailed,
 		Message: "container web: not ready", LastTransitionTime: metav1.NewTime(time.Unix(1e9, 0))}
 	const stalled = "the probe scheduler is 2m0s behind"
 	tests := []struct {
@@ -200,9 +198,9 @@ func TestControllersMarkStandsWhileTheLeaseIsNotRenewed(t *testing.T) {
 		hold      string
 		wantWrite bool
 	}{
-		{name: "unavailable mark, Lease held back", cond: mark(marking.ReasonUnavailable), hold: stalled},
-		{name: "not-running mark, Lease held back", cond: mark(marking.ReasonNotRunning), hold: "NRI is not connected"},
-		{name: "unavailable mark, Lease renewed", cond: mark(marking.ReasonUnavailable), wantWrite: true},
+		{name: "unavailable mark, Lease held back", cond: mark(probespec.ReasonProbeletUnavailable), hold: stalled},
+		{name: "not-running mark, Lease held back", cond: mark(probespec.ReasonProbeletNotRunning), hold: "NRI is not connected"},
+		{name: "unavailable mark, Lease renewed", cond: mark(probespec.ReasonProbeletUnavailable), wantWrite: true},
 		{name: "probelet's own condition, Lease held back", cond: probeFailed, hold: stalled, wantWrite: true},
 		{name: "no condition, Lease held back", hold: stalled, wantWrite: true},
 	}

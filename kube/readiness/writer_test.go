@@ -32,17 +32,16 @@ import (
 	"github.com/probelet/probelet/kube/readiness"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 func gatedPod() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1", ResourceVersion: "1",
-			Annotations: map[string]string{spec.AnnotationProbes: `{"web": {"readinessProbe": {"tcpSocket": {"port": 80}}}}`}},
+			Annotations: map[string]string{probespec.AnnotationProbes: `{"web": {"readinessProbe": {"tcpSocket": {"port": 80}}}}`}},
 		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "web"}},
-			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: readiness.ConditionType}}},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: probespec.ConditionReady}}},
 		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
 			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue},
 			{Type: corev1.PodReady, Status: corev1.ConditionFalse},
@@ -57,7 +56,7 @@ func webStatus(ready bool) prober.ContainerStatus {
 	}
 	return prober.ContainerStatus{PodUID: "u1", PodName: "web", PodNamespace: "default", ContainerName: "web", ContainerID: "c1",
 		State: node.StateRunning, Started: true, Ready: ready,
-		Probes: map[probe.Type]prober.ProbeStatus{probe.Readiness: {Type: probe.Readiness, Result: r, LastProbeTime: time.Unix(1e9, 0), FailureThreshold: 3}}}
+		Probes: map[probespec.Type]prober.ProbeStatus{probespec.Readiness: {Type: probespec.Readiness, Result: r, LastProbeTime: time.Unix(1e9, 0), FailureThreshold: 3}}}
 }
 
 type env struct {
@@ -83,10 +82,10 @@ func newEnv(t *testing.T, objs ...runtime.Object) *env {
 	t.Helper()
 	e := &env{client: fake.NewClientset(objs...), status: servertest.NewStatus(), reg: prometheus.NewRegistry()}
 	// The engine holds the probes each pod was created with.
-	memo := spec.NewMemo(1 << 20)
+	memo := probespec.NewMemo(1 << 20)
 	for _, o := range objs {
 		if p, ok := o.(*corev1.Pod); ok {
-			e.status.SetPodSpec(string(p.UID), memo.Parse(p.Annotations[spec.AnnotationProbes]))
+			e.status.SetPodSpec(string(p.UID), memo.Parse(p.Annotations[probespec.AnnotationProbes]))
 		}
 	}
 	e.client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -148,7 +147,7 @@ func (e *env) condition(t *testing.T) (corev1.PodCondition, []corev1.PodConditio
 		t.Fatal(err)
 	}
 	for _, c := range pod.Status.Conditions {
-		if c.Type == readiness.ConditionType {
+		if c.Type == probespec.ConditionReady {
 			return c, pod.Status.Conditions
 		}
 	}
@@ -162,7 +161,7 @@ func (e *env) publish(ready bool) {
 		r = results.Success
 	}
 	e.status.PublishResult(prober.ResultChange{Time: time.Now(), PodUID: "u1", PodName: "web", PodNamespace: "default",
-		ContainerName: "web", ContainerID: "c1", Type: probe.Readiness, Result: r})
+		ContainerName: "web", ContainerID: "c1", Type: probespec.Readiness, Result: r})
 }
 
 func (e *env) waitCondition(t *testing.T, want corev1.ConditionStatus) corev1.PodCondition {
@@ -175,11 +174,11 @@ func (e *env) waitCondition(t *testing.T, want corev1.ConditionStatus) corev1.Po
 func TestConditionFollowsReadinessAndKeepsTheKubeletsConditions(t *testing.T) {
 	e := start(t, gatedPod())
 	c := e.waitCondition(t, corev1.ConditionFalse)
-	if c.Reason != readiness.ReasonNotCreatedYet {
+	if c.Reason != probespec.ReasonContainerNotCreated {
 		t.Fatalf("condition before the container runs = %+v", c)
 	}
 	e.publish(false)
-	testutil.WaitFor(t, "the readiness failure", func() bool { c, _ = e.condition(t); return c.Reason == readiness.ReasonNotReady })
+	testutil.WaitFor(t, "the readiness failure", func() bool { c, _ = e.condition(t); return c.Reason == probespec.ReasonReadinessProbeFailed })
 	if c.Status != corev1.ConditionFalse || c.Message == "" || c.LastTransitionTime.IsZero() {
 		t.Fatalf("False condition = %+v, want the reason and message naming the container", c)
 	}
@@ -225,7 +224,7 @@ func TestPodsWithoutTheGateAreLeftAlone(t *testing.T) {
 	e := start(t, plain, gatedPod())
 	// The plain pod's change is queued first; one worker takes keys in
 	// order, so once the gated pod is written the plain one was handled.
-	e.status.PublishResult(prober.ResultChange{PodUID: "u2", PodName: "plain", PodNamespace: "default", Type: probe.Readiness})
+	e.status.PublishResult(prober.ResultChange{PodUID: "u2", PodName: "plain", PodNamespace: "default", Type: probespec.Readiness})
 	e.publish(true)
 	e.waitCondition(t, corev1.ConditionTrue)
 	pod, err := e.client.CoreV1().Pods("default").Get(context.Background(), "plain", metav1.GetOptions{})
@@ -275,7 +274,7 @@ func TestAWriteToAHangingAPIServerEndsAtItsDeadlineAndIsRetried(t *testing.T) {
 
 	for i := range 3 {
 		a := <-attempts
-		if !strings.Contains(a.body, string(readiness.ConditionType)) {
+		if !strings.Contains(a.body, string(probespec.ConditionReady)) {
 			t.Errorf("write %d = %s, want the condition", i+1, a.body)
 		}
 		// A hung write ends at its deadline (the client's clock started
@@ -358,25 +357,25 @@ func TestConditionFollowsTheProbesThePodWasCreatedWith(t *testing.T) {
 	other.Name, other.UID, other.Annotations = "other", "u3", nil
 	e := start(t, gatedPod(), other)
 	e.publish(false)
-	testutil.WaitFor(t, "the readiness failure", func() bool { c, _ := e.condition(t); return c.Reason == readiness.ReasonNotReady })
+	testutil.WaitFor(t, "the readiness failure", func() bool { c, _ := e.condition(t); return c.Reason == probespec.ReasonReadinessProbeFailed })
 
 	pod, err := e.client.CoreV1().Pods("default").Get(context.Background(), "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod.Annotations = map[string]string{spec.AnnotationProbes: "{}"}
+	pod.Annotations = map[string]string{probespec.AnnotationProbes: "{}"}
 	if _, err := e.client.CoreV1().Pods("default").Update(context.Background(), pod, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, "the informer to see the new annotation", func() bool {
 		p, err := e.lister.Pods("default").Get("web")
-		return err == nil && p.Annotations[spec.AnnotationProbes] == "{}"
+		return err == nil && p.Annotations[probespec.AnnotationProbes] == "{}"
 	})
 	// The pod's key is queued with the new annotation in the cache, then
 	// the other pod's: one worker takes keys in order, so once the other
 	// pod is written the annotated one was synced.
 	e.publish(false)
-	e.status.PublishResult(prober.ResultChange{PodUID: "u3", PodName: "other", PodNamespace: "default", Type: probe.Readiness})
+	e.status.PublishResult(prober.ResultChange{PodUID: "u3", PodName: "other", PodNamespace: "default", Type: probespec.Readiness})
 	testutil.WaitFor(t, "the other pod's condition", func() bool {
 		p, err := e.client.CoreV1().Pods("default").Get(context.Background(), "other", metav1.GetOptions{})
 		if err != nil {
@@ -385,7 +384,7 @@ func TestConditionFollowsTheProbesThePodWasCreatedWith(t *testing.T) {
 		c, ok := condition(p)
 		return ok && c.Status == corev1.ConditionTrue
 	})
-	if c, _ := e.condition(t); c.Status != corev1.ConditionFalse || c.Reason != readiness.ReasonNotReady {
+	if c, _ := e.condition(t); c.Status != corev1.ConditionFalse || c.Reason != probespec.ReasonReadinessProbeFailed {
 		t.Fatalf("condition after the annotation changed = %+v, want still False: the readiness probe still fails", c)
 	}
 }
@@ -401,7 +400,7 @@ func TestPodUnknownToTheEngineIsLeftAlone(t *testing.T) {
 	}
 	testutil.WaitFor(t, "the informer to see the pod", func() bool { _, err := e.lister.Pods("default").Get("unknown"); return err == nil })
 	// Queued before the known pod's change: synced before it is written.
-	e.status.PublishResult(prober.ResultChange{PodUID: "u4", PodName: "unknown", PodNamespace: "default", Type: probe.Readiness})
+	e.status.PublishResult(prober.ResultChange{PodUID: "u4", PodName: "unknown", PodNamespace: "default", Type: probespec.Readiness})
 	e.publish(true)
 	e.waitCondition(t, corev1.ConditionTrue)
 	p, err := e.client.CoreV1().Pods("default").Get(context.Background(), "unknown", metav1.GetOptions{})
@@ -415,7 +414,7 @@ func TestPodUnknownToTheEngineIsLeftAlone(t *testing.T) {
 
 func condition(p *corev1.Pod) (corev1.PodCondition, bool) {
 	for _, c := range p.Status.Conditions {
-		if c.Type == readiness.ConditionType {
+		if c.Type == probespec.ConditionReady {
 			return c, true
 		}
 	}
@@ -441,7 +440,7 @@ func TestARenewedLeaseRewritesTheControllersMarksAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, c := range pod.Status.Conditions {
-		if c.Type == readiness.ConditionType {
+		if c.Type == probespec.ConditionReady {
 			pod.Status.Conditions[i] = corev1.PodCondition{Type: c.Type, Status: corev1.ConditionFalse,
 				Reason: "ProbeletUnavailable", Message: "probelet on node n1 stopped renewing its Lease"}
 		}
@@ -466,7 +465,7 @@ func TestARenewedLeaseRewritesTheControllersMarksAtOnce(t *testing.T) {
 
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
-		if c.Type == readiness.ConditionType {
+		if c.Type == probespec.ConditionReady {
 			return c.Status == corev1.ConditionTrue
 		}
 	}

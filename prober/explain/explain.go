@@ -12,8 +12,8 @@ import (
 
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/probespec"
 )
 
 // Subjects of explanations.
@@ -36,7 +36,7 @@ type Explanation struct {
 	// Subject is what is explained (Subject*).
 	Subject string
 	// ProbeType is the probe responsible, when HasProbe.
-	ProbeType probe.Type
+	ProbeType probespec.Type
 	HasProbe  bool
 	// Text is the answer in one or two sentences.
 	Text string
@@ -110,14 +110,14 @@ func notRunning(e Subject) *Explanation {
 }
 
 func notStarted(e Subject) *Explanation {
-	ps, ok := e.Status.Probes[probe.Startup]
+	ps, ok := e.Status.Probes[probespec.Startup]
 	if e.Status.Started || !ok {
 		return nil
 	}
-	x := probeExplanation(SubjectNotStarted, e.Status, probe.Startup)
+	x := probeExplanation(SubjectNotStarted, e.Status, probespec.Startup)
 	switch {
 	case ps.LastProbeTime.IsZero():
-		x.Text = "the startup probe has not run yet" + delay(e.Status, probe.Startup) +
+		x.Text = "the startup probe has not run yet" + delay(e.Status, probespec.Startup) +
 			"; liveness and readiness wait until it succeeds"
 	default:
 		x.Text = fmt.Sprintf("the startup probe has failed %d of %d times in a row allowed (failureThreshold) — at %d the container is restarted; liveness and readiness wait until it succeeds%s",
@@ -130,15 +130,15 @@ func notReady(e Subject) *Explanation {
 	if e.Status.Ready || !e.Status.Started {
 		return nil
 	}
-	ps, ok := e.Status.Probes[probe.Readiness]
+	ps, ok := e.Status.Probes[probespec.Readiness]
 	if !ok {
 		return &Explanation{Subject: SubjectNotReady,
 			Text: "the container has no readiness probe; it is not ready because it is not running or the pod is terminating"}
 	}
-	x := probeExplanation(SubjectNotReady, e.Status, probe.Readiness)
+	x := probeExplanation(SubjectNotReady, e.Status, probespec.Readiness)
 	switch {
 	case ps.LastProbeTime.IsZero():
-		x.Text = "the readiness probe has not run yet" + delay(e.Status, probe.Readiness) +
+		x.Text = "the readiness probe has not run yet" + delay(e.Status, probespec.Readiness) +
 			"; a container starts not ready"
 	case lastRun(ps) == results.Success:
 		x.Threshold = ps.SuccessThreshold
@@ -155,11 +155,11 @@ func notReady(e Subject) *Explanation {
 }
 
 func livenessFailing(e Subject) *Explanation {
-	ps, ok := e.Status.Probes[probe.Liveness]
+	ps, ok := e.Status.Probes[probespec.Liveness]
 	if !ok || ps.LastProbeTime.IsZero() || lastRun(ps) == results.Success || ps.KillDeferred != "" {
 		return nil
 	}
-	x := probeExplanation(SubjectLivenessFailing, e.Status, probe.Liveness)
+	x := probeExplanation(SubjectLivenessFailing, e.Status, probespec.Liveness)
 	if ps.OnHold {
 		x.Text = fmt.Sprintf("the liveness probe failed %d times in a row (failureThreshold); the container is being stopped and will be restarted%s",
 			x.Threshold, lastOutput(ps))
@@ -175,7 +175,7 @@ func livenessFailing(e Subject) *Explanation {
 // since 10:02:11").
 func killDeferred(e Subject) []*Explanation {
 	var out []*Explanation
-	for _, t := range []probe.Type{probe.Liveness, probe.Startup} {
+	for _, t := range []probespec.Type{probespec.Liveness, probespec.Startup} {
 		ps, ok := e.Status.Probes[t]
 		if !ok || ps.KillDeferred == "" {
 			continue
@@ -202,7 +202,7 @@ func restarted(e Subject) []*Explanation {
 		return nil
 	}
 	var out []*Explanation
-	for _, t := range []probe.Type{probe.Liveness, probe.Startup} {
+	for _, t := range []probespec.Type{probespec.Liveness, probespec.Startup} {
 		var rs []prober.Restart
 		for _, r := range e.Status.Restarts {
 			if r.ProbeType == t {
@@ -221,7 +221,7 @@ func restarted(e Subject) []*Explanation {
 	return out
 }
 
-func restartText(t probe.Type, rs []prober.Restart) string {
+func restartText(t probespec.Type, rs []prober.Restart) string {
 	last := rs[len(rs)-1]
 	text := fmt.Sprintf("the %s probe restarted the container %d time(s); last%s: container %s stopped with a %s grace period: %s",
 		t.Key(), len(rs), at(last.Time), ShortID(last.ContainerID), last.GracePeriod, last.Message)
@@ -246,7 +246,7 @@ func healthy(e Subject) *Explanation {
 }
 
 // probeExplanation fills the fields every probe answer shares.
-func probeExplanation(subject string, st *prober.ContainerStatus, t probe.Type) *Explanation {
+func probeExplanation(subject string, st *prober.ContainerStatus, t probespec.Type) *Explanation {
 	ps := st.Probes[t]
 	x := &Explanation{
 		Subject: subject, ProbeType: t, HasProbe: true,
@@ -278,7 +278,7 @@ func lastOutput(ps prober.ProbeStatus) string {
 	return "; last output: " + strings.TrimSpace(ps.LastOutput)
 }
 
-func delay(st *prober.ContainerStatus, t probe.Type) string {
+func delay(st *prober.ContainerStatus, t probespec.Type) string {
 	if sp := st.Spec.Get(t); sp != nil && sp.InitialDelaySeconds > 0 {
 		return fmt.Sprintf(" (initialDelaySeconds %d)", sp.InitialDelaySeconds)
 	}

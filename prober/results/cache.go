@@ -3,7 +3,7 @@ package results
 import (
 	"sync"
 
-	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/probespec"
 )
 
 // Key names one published result: a container instance and a probe type.
@@ -11,7 +11,7 @@ type Key struct {
 	// ContainerID is the runtime's container ID; a restarted container has a new one.
 	ContainerID string
 	// Type is the probe type.
-	Type probe.Type
+	Type probespec.Type
 }
 
 // Cache holds the published result per container and probe type, like the

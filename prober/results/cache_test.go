@@ -4,12 +4,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/probespec"
 )
 
 func TestCacheSetReportsChangeOnly(t *testing.T) {
-	k := results.Key{ContainerID: "c1", Type: probe.Readiness}
+	k := results.Key{ContainerID: "c1", Type: probespec.Readiness}
 	steps := []struct {
 		set  results.Result
 		want bool
@@ -33,9 +33,9 @@ func TestCacheSetReportsChangeOnly(t *testing.T) {
 
 func TestCacheKeysAreIndependent(t *testing.T) {
 	c := results.NewCache()
-	live := results.Key{ContainerID: "c1", Type: probe.Liveness}
-	ready := results.Key{ContainerID: "c1", Type: probe.Readiness}
-	other := results.Key{ContainerID: "c2", Type: probe.Liveness}
+	live := results.Key{ContainerID: "c1", Type: probespec.Liveness}
+	ready := results.Key{ContainerID: "c1", Type: probespec.Readiness}
+	other := results.Key{ContainerID: "c2", Type: probespec.Liveness}
 	c.Set(live, results.Success)
 	if !c.Set(ready, results.Success) {
 		t.Fatal("a different type of the same container must be its own key")
@@ -50,7 +50,7 @@ func TestCacheKeysAreIndependent(t *testing.T) {
 
 func TestCacheRemoveIsIdempotent(t *testing.T) {
 	c := results.NewCache()
-	k := results.Key{ContainerID: "c1", Type: probe.Startup}
+	k := results.Key{ContainerID: "c1", Type: probespec.Startup}
 	c.Set(k, results.Unknown)
 	if !c.Remove(k) {
 		t.Fatal("first Remove must report the result it dropped")
@@ -73,7 +73,7 @@ func TestCacheConcurrentUse(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			k := results.Key{ContainerID: "c", Type: probe.Types[i%3]}
+			k := results.Key{ContainerID: "c", Type: probespec.Types[i%3]}
 			for j := range 100 {
 				c.Set(k, results.Result(j%2))
 				c.Get(k)

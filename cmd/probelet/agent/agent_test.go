@@ -27,7 +27,7 @@ import (
 	"github.com/probelet/probelet/plugin"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 func TestMain(m *testing.M) {
@@ -151,7 +151,7 @@ func TestAgentProbesAndKillsEndToEnd(t *testing.T) {
 	testutil.WaitFor(t, "Synchronize", func() bool { return a.Plugin().Connected() && synced(t, a) })
 
 	pod := &nri.PodSandbox{Id: "sb1", Uid: "uid1", Name: "web", Namespace: "default", Ips: []string{"10.88.0.9"},
-		Annotations: map[string]string{spec.AnnotationProbes: `{"app": {
+		Annotations: map[string]string{probespec.AnnotationProbes: `{"app": {
 			"livenessProbe": {"exec": {"command": ["false"]}, "periodSeconds": 1, "failureThreshold": 1, "terminationGracePeriodSeconds": 7},
 			"readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}}}`}}
 	ctr := &nri.Container{Id: "c1", PodSandboxId: "sb1", Name: "app", State: nri.ContainerState_CONTAINER_RUNNING,
@@ -327,7 +327,7 @@ func TestLaunchedPluginAnswersConfigureBeforeASlowBuild(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	serveCRI(t, filepath.Join(dir, "cri.sock"), &fakeCRI{})
 	pod := &nri.PodSandbox{Id: "sb1", Uid: "uid1", Name: "web", Namespace: "default",
-		Annotations: map[string]string{spec.AnnotationProbes: `{
+		Annotations: map[string]string{probespec.AnnotationProbes: `{
 			"app":  {"readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}},
 			"side": {"readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}}}`}}
 	running := func(id, name string) *nri.Container {

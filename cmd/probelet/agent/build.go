@@ -5,17 +5,18 @@ import (
 	"fmt"
 	"net"
 
+	"go.uber.org/zap"
+
 	"github.com/probelet/probelet/cri/client"
 	"github.com/probelet/probelet/history"
 	"github.com/probelet/probelet/internal/promutil"
-	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/killer"
 	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/plugin"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
-	"go.uber.org/zap"
+	"github.com/probelet/probelet/quietio"
 )
 
 // build makes every component; on error it releases what it made.

@@ -21,10 +21,10 @@ import (
 
 	"github.com/probelet/probelet/cri/client"
 	"github.com/probelet/probelet/internal/endpoint"
-	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/killguard"
 	"github.com/probelet/probelet/kube/heartbeat"
 	"github.com/probelet/probelet/plugin"
+	"github.com/probelet/probelet/quietio"
 )
 
 // Config is the daemon's configuration; a config file (YAML or JSON) sets

@@ -27,8 +27,8 @@ import (
 	"github.com/probelet/probelet/internal/endpoint"
 	"github.com/probelet/probelet/internal/httpserve"
 	"github.com/probelet/probelet/internal/logging"
-	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/internal/runtimestate"
+	"github.com/probelet/probelet/quietio"
 )
 
 // verifySettle is how long shadow mode gives containerd's event to arrive

@@ -12,14 +12,14 @@ import (
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // Status is a fake prober.StatusSource whose publishers never block.
 type Status struct {
 	mu         sync.Mutex
 	containers []prober.ContainerStatus
-	specs      map[string]*spec.Parsed
+	specs      map[string]*probespec.Parsed
 	results    *fanout.Hub[prober.ResultChange]
 	events     *fanout.Hub[prober.Event]
 }
@@ -72,11 +72,11 @@ func (s *Status) Pod(uid string) []prober.ContainerStatus {
 
 // SetPodSpec sets the probes PodSpec gives for the pod with uid; nil
 // forgets the pod.
-func (s *Status) SetPodSpec(uid string, p *spec.Parsed) {
+func (s *Status) SetPodSpec(uid string, p *probespec.Parsed) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.specs == nil {
-		s.specs = map[string]*spec.Parsed{}
+		s.specs = map[string]*probespec.Parsed{}
 	}
 	if p == nil {
 		delete(s.specs, uid)
@@ -86,7 +86,7 @@ func (s *Status) SetPodSpec(uid string, p *spec.Parsed) {
 }
 
 // PodSpec implements prober.StatusSource.
-func (s *Status) PodSpec(uid string) (*spec.Parsed, bool) {
+func (s *Status) PodSpec(uid string) (*probespec.Parsed, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.specs[uid]

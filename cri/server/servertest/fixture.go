@@ -10,7 +10,7 @@ import (
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // Now is the fixture's "now": every fixture time is relative to it.
@@ -47,7 +47,7 @@ func Pods() []node.Pod {
 		{
 			UID: "uid-web", Name: "web", Namespace: "default", SandboxID: WebSandboxID,
 			CreatedAt: ago(2 * time.Hour), Labels: map[string]string{"app": "web", "io.kubernetes.pod.name": "web"},
-			Annotations: map[string]string{spec.AnnotationProbes: `{"app":{}}`},
+			Annotations: map[string]string{probespec.AnnotationProbes: `{"app":{}}`},
 			IPs:         []string{"10.88.0.5", "fd00::5"}, NetNSPath: "/proc/4242/ns/net",
 			TerminationGracePeriodSeconds: int64p(30),
 			Containers: []node.Container{
@@ -100,12 +100,12 @@ func webApp() prober.ContainerStatus {
 	return prober.ContainerStatus{
 		PodUID: "uid-web", PodName: "web", PodNamespace: "default", ContainerName: "app", ContainerID: WebAppID,
 		State: node.StateRunning, StartedAt: ago(119 * time.Minute), Started: true, Ready: false,
-		Spec: spec.ContainerProbes{Liveness: tcpProbe(8080, 2), Readiness: httpProbe("/ready", intstr.FromString("http")), Startup: startup},
-		Probes: map[probe.Type]prober.ProbeStatus{
-			probe.Liveness: {Type: probe.Liveness, Result: results.Success, Consecutive: 12, SuccessThreshold: 1, FailureThreshold: 3,
+		Spec: probespec.ContainerProbes{Liveness: tcpProbe(8080, 2), Readiness: httpProbe("/ready", intstr.FromString("http")), Startup: startup},
+		Probes: map[probespec.Type]prober.ProbeStatus{
+			probespec.Liveness: {Type: probespec.Liveness, Result: results.Success, Consecutive: 12, SuccessThreshold: 1, FailureThreshold: 3,
 				LastProbeTime: ago(time.Second), Method: probe.MethodEBPF,
 				History: []prober.ProbeRecord{{Time: ago(time.Second), Result: results.Success, Duration: 4 * time.Microsecond, Method: probe.MethodEBPF}}},
-			probe.Readiness: {Type: probe.Readiness, Result: results.Failure, Consecutive: 3, SuccessThreshold: 1, FailureThreshold: 3,
+			probespec.Readiness: {Type: probespec.Readiness, Result: results.Failure, Consecutive: 3, SuccessThreshold: 1, FailureThreshold: 3,
 				LastProbeTime: ago(3 * time.Second), LastOutput: WebReadyError, Method: probe.MethodHTTP,
 				History: []prober.ProbeRecord{
 					{Time: ago(33 * time.Second), Result: results.Failure, Duration: 2 * time.Millisecond, Output: WebReadyError, Method: probe.MethodHTTP},
@@ -113,7 +113,7 @@ func webApp() prober.ContainerStatus {
 					{Time: ago(13 * time.Second), Result: results.Failure, Duration: 3 * time.Millisecond, Output: WebReadyError, Method: probe.MethodHTTP},
 					{Time: ago(3 * time.Second), Result: results.Failure, Duration: 3 * time.Millisecond, Output: WebReadyError, Method: probe.MethodHTTP},
 				}},
-			probe.Startup: {Type: probe.Startup, Result: results.Success, Consecutive: 1, SuccessThreshold: 1, FailureThreshold: 30,
+			probespec.Startup: {Type: probespec.Startup, Result: results.Success, Consecutive: 1, SuccessThreshold: 1, FailureThreshold: 30,
 				LastProbeTime: ago(118 * time.Minute), Method: probe.MethodExec,
 				History: []prober.ProbeRecord{{Time: ago(118 * time.Minute), Result: results.Success, Duration: 15 * time.Millisecond, Method: probe.MethodExec}}},
 		},
@@ -129,16 +129,16 @@ func coreDNS() prober.ContainerStatus {
 	return prober.ContainerStatus{
 		PodUID: "uid-dns", PodName: "dns", PodNamespace: "kube-system", ContainerName: "coredns", ContainerID: DNSCoreID,
 		State: node.StateRunning, StartedAt: ago(30 * time.Minute), Started: true, Ready: true,
-		Spec: spec.ContainerProbes{Liveness: liveness, Readiness: readiness},
-		Probes: map[probe.Type]prober.ProbeStatus{
-			probe.Liveness: {Type: probe.Liveness, Result: results.Success, Consecutive: 180, SuccessThreshold: 1, FailureThreshold: 3,
+		Spec: probespec.ContainerProbes{Liveness: liveness, Readiness: readiness},
+		Probes: map[probespec.Type]prober.ProbeStatus{
+			probespec.Liveness: {Type: probespec.Liveness, Result: results.Success, Consecutive: 180, SuccessThreshold: 1, FailureThreshold: 3,
 				LastProbeTime: ago(5 * time.Second), LastOutput: "", Method: probe.MethodHTTP,
 				History: []prober.ProbeRecord{{Time: ago(5 * time.Second), Result: results.Success, Duration: time.Millisecond, Method: probe.MethodHTTP}}},
-			probe.Readiness: {Type: probe.Readiness, Result: results.Success, Consecutive: 180, SuccessThreshold: 1, FailureThreshold: 3,
+			probespec.Readiness: {Type: probespec.Readiness, Result: results.Success, Consecutive: 180, SuccessThreshold: 1, FailureThreshold: 3,
 				LastProbeTime: ago(2 * time.Second), Method: probe.MethodGRPC,
 				History: []prober.ProbeRecord{{Time: ago(2 * time.Second), Result: results.Success, Duration: 2 * time.Millisecond, Method: probe.MethodGRPC}}},
 		},
-		Restarts: []prober.Restart{{Time: ago(31 * time.Minute), ContainerID: DNSCoreOldID, ProbeType: probe.Liveness,
+		Restarts: []prober.Restart{{Time: ago(31 * time.Minute), ContainerID: DNSCoreOldID, ProbeType: probespec.Liveness,
 			GracePeriod: 5 * time.Second, Message: "Container coredns failed liveness probe, will be restarted"}},
 	}
 }
@@ -154,10 +154,10 @@ func jobWorker() prober.ContainerStatus {
 func Events() []prober.Event {
 	return []prober.Event{
 		{Time: ago(32 * time.Minute), Type: "Warning", Reason: "Unhealthy", Message: "Liveness probe failed: HTTP probe failed with statuscode: 500\n",
-			PodUID: "uid-dns", PodName: "dns", PodNamespace: "kube-system", ContainerName: "coredns", ContainerID: DNSCoreOldID, ProbeType: probe.Liveness},
+			PodUID: "uid-dns", PodName: "dns", PodNamespace: "kube-system", ContainerName: "coredns", ContainerID: DNSCoreOldID, ProbeType: probespec.Liveness},
 		{Time: ago(31 * time.Minute), Type: "Normal", Reason: "Killing", Message: "Container coredns failed liveness probe, will be restarted",
-			PodUID: "uid-dns", PodName: "dns", PodNamespace: "kube-system", ContainerName: "coredns", ContainerID: DNSCoreOldID, ProbeType: probe.Liveness},
+			PodUID: "uid-dns", PodName: "dns", PodNamespace: "kube-system", ContainerName: "coredns", ContainerID: DNSCoreOldID, ProbeType: probespec.Liveness},
 		{Time: ago(3 * time.Second), Type: "Warning", Reason: "Unhealthy", Message: "Readiness probe failed: " + WebReadyError,
-			PodUID: "uid-web", PodName: "web", PodNamespace: "default", ContainerName: "app", ContainerID: WebAppID, ProbeType: probe.Readiness},
+			PodUID: "uid-web", PodName: "web", PodNamespace: "default", ContainerName: "app", ContainerID: WebAppID, ProbeType: probespec.Readiness},
 	}
 }

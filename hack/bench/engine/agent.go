@@ -27,7 +27,7 @@ import (
 	"github.com/probelet/probelet/prober/probe/grpcprobe"
 	"github.com/probelet/probelet/prober/probe/httpprobe"
 	"github.com/probelet/probelet/prober/probe/tcpprobe"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 const (
@@ -150,7 +150,7 @@ func (p *probeletModel) start(ctx context.Context, workersFrom time.Time) error 
 }
 
 func (p *probeletModel) add(n int) {
-	anno, err := json.Marshal(spec.PodProbes{"app": {Readiness: probeOf(p.kind, p.port)}})
+	anno, err := json.Marshal(probespec.PodProbes{"app": {Readiness: probeOf(p.kind, p.port)}})
 	if err != nil {
 		panic(err)
 	}
@@ -159,7 +159,7 @@ func (p *probeletModel) add(n int) {
 		p.m.UpdatePod(node.Pod{
 			UID: fmt.Sprintf("uid-%03d", i), Name: fmt.Sprintf("eb-%03d", i), Namespace: "default",
 			SandboxID: fmt.Sprintf("sb-%03d", i), CreatedAt: now, IPs: []string{"127.0.0.1"},
-			Annotations: map[string]string{spec.AnnotationProbes: string(anno)},
+			Annotations: map[string]string{probespec.AnnotationProbes: string(anno)},
 			Containers: []node.Container{{
 				ID: fmt.Sprintf("ctr-%03d", i), Name: "app", CreatedAt: now, StartedAt: now, State: node.StateRunning,
 			}},

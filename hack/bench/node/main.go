@@ -35,7 +35,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/probelet/probelet/internal/quietio"
+	"github.com/probelet/probelet/quietio"
 )
 
 // config is the benchmark's shape.

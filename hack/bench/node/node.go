@@ -12,8 +12,8 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/probelet/probelet/internal/quietio"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
+	"github.com/probelet/probelet/quietio"
 )
 
 // variant is one way probelet runs a kind: TCP twice, the others once.
@@ -188,7 +188,7 @@ func (e *env) runPods(ctx context.Context, n int, k kind) error {
 	}
 	want := ""
 	if p := probeOf(k); p != nil {
-		data, err := json.Marshal(spec.PodProbes{"app": {Readiness: p}})
+		data, err := json.Marshal(probespec.PodProbes{"app": {Readiness: p}})
 		if err != nil {
 			return err
 		}
@@ -261,7 +261,7 @@ func (e *env) readyPods(ctx context.Context, want string) (ready, others int, er
 			continue
 		}
 		switch {
-		case p.GetAnnotations()[spec.AnnotationProbes] != want:
+		case p.GetAnnotations()[probespec.AnnotationProbes] != want:
 			others++
 		case p.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY && running[p.GetId()]:
 			ready++

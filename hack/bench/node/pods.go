@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/prober/spec"
+	"github.com/probelet/probelet/probespec"
 )
 
 // kind is one kind of probe.
@@ -91,11 +91,11 @@ func manifest(i int, k kind, appDir string) ([]byte, error) {
 	}
 	if p := probeOf(k); p != nil {
 		pod.Spec.Containers[0].ReadinessProbe = p
-		anno, err := json.Marshal(spec.PodProbes{"app": {Readiness: p}})
+		anno, err := json.Marshal(probespec.PodProbes{"app": {Readiness: p}})
 		if err != nil {
 			return nil, err
 		}
-		pod.Annotations = map[string]string{spec.AnnotationProbes: string(anno)}
+		pod.Annotations = map[string]string{probespec.AnnotationProbes: string(anno)}
 	}
 	return yaml.Marshal(pod)
 }

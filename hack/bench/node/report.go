@@ -11,7 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/probelet/probelet/internal/quietio"
+	"github.com/probelet/probelet/quietio"
 )
 
 // Targets of issue 31.

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/probelet/probelet/internal/grpcwire"
+	"github.com/probelet/probelet/quietio/grpcwire"
 )
 
 // checkDirect is one Health/Check on the calling goroutine: dial, write

@@ -15,9 +15,9 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/prober/probe"
-	"github.com/probelet/probelet/prober/probe/deadline"
+	"github.com/probelet/probelet/quietio"
+	"github.com/probelet/probelet/quietio/deadline"
 )
 
 // UserAgent is the kubelet v1.37 probe User-Agent; grpc-go appends its own

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/prober/probe/grpcprobe"
+	"github.com/probelet/probelet/quietio"
 )
 
 // Under --io=std a gRPC probe is grpc-go's, where the direct client

@@ -13,10 +13,10 @@ import (
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
-	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/prober/probe"
-	"github.com/probelet/probelet/prober/probe/deadline"
 	"github.com/probelet/probelet/prober/probe/tcpprobe"
+	"github.com/probelet/probelet/quietio"
+	"github.com/probelet/probelet/quietio/deadline"
 )
 
 // UserAgent is the kubelet v1.37 probe User-Agent, sent unless the probe

@@ -3,8 +3,8 @@ package httpprobe
 import (
 	"testing"
 
-	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/internal/testutil"
+	"github.com/probelet/probelet/quietio"
 )
 
 // Under --io=std plain HTTP goes through net/http's Transport, as HTTPS

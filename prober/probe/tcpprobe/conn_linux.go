@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/probelet/probelet/internal/rawconn"
+	"github.com/probelet/probelet/quietio/rawconn"
 )
 
 // DialRaw is DialContext for a probe's request and reply (HTTP, gRPC): the

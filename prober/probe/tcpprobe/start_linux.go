@@ -15,9 +15,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/prober/probe"
-	"github.com/probelet/probelet/prober/probe/deadline"
+	"github.com/probelet/probelet/quietio"
+	"github.com/probelet/probelet/quietio/deadline"
 )
 
 // StartTCP is ProbeTCP begun without blocking, for the engine's scheduling

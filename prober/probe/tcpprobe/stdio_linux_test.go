@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/probelet/probelet/internal/quietio"
 	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/tcpprobe"
+	"github.com/probelet/probelet/quietio"
 )
 
 // Under --io=std no dial begins on the scheduling goroutine: StartTCP

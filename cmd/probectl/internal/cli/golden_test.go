@@ -10,6 +10,7 @@ import (
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/probespec"
 )
 
 // Every command's output against the fixture, compared with testdata/.
@@ -58,13 +59,13 @@ func TestGoldenKillDeferred(t *testing.T) {
 		if cs[i].ContainerID != servertest.DNSCoreID {
 			continue
 		}
-		live := cs[i].Probes[probe.Liveness]
+		live := cs[i].Probes[probespec.Liveness]
 		live.Result, live.Consecutive, live.LastOutput = results.Failure, 7, "connection refused"
 		live.KillDeferred = "node in FullDisruption, 18 of 20 liveness probes failing since 11:59:53"
 		live.KillDeferredSince = live.LastProbeTime.Add(-2 * time.Second)
 		live.History = append(live.History, prober.ProbeRecord{Time: live.LastProbeTime.Add(time.Second),
 			Result: results.Failure, Duration: time.Millisecond, Output: "connection refused", Method: probe.MethodHTTP})
-		cs[i].Probes[probe.Liveness] = live
+		cs[i].Probes[probespec.Liveness] = live
 	}
 	status.Set(cs...)
 	for _, tt := range []struct {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/probelet/probelet/cri/server/servertest"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/probespec"
 )
 
 // runStreaming starts a streaming command, lets publish feed it once the
@@ -33,10 +33,10 @@ func TestWatch(t *testing.T) {
 	subscribed := func() bool { n, _, _ := src.ResultStats(); return n == 1 }
 	publish := func() {
 		src.PublishResult(prober.ResultChange{Time: servertest.Now, PodName: "dns", PodNamespace: "kube-system",
-			ContainerName: "coredns", ContainerID: servertest.DNSCoreID, Type: probe.Liveness, Result: results.Failure,
+			ContainerName: "coredns", ContainerID: servertest.DNSCoreID, Type: probespec.Liveness, Result: results.Failure,
 			Output: "HTTP probe failed with statuscode: 500"})
 		src.PublishResult(prober.ResultChange{Time: servertest.Now, PodName: "web", PodNamespace: "default",
-			ContainerName: "app", ContainerID: servertest.WebAppID, Type: probe.Readiness, Result: results.Success})
+			ContainerName: "app", ContainerID: servertest.WebAppID, Type: probespec.Readiness, Result: results.Success})
 	}
 	for _, tt := range []struct {
 		golden string
@@ -71,7 +71,7 @@ func TestEventsFollow(t *testing.T) {
 	go func() { done <- probectlCtx(ctx, endpoint, out, "events", "web/app", "-f", "-o", "json") }()
 	servertest.WaitFor(t, "the retained event", func() bool { return strings.Count(out.String(), "\n") == 1 })
 	src.PublishEvent(prober.Event{Time: servertest.Now, Type: "Warning", Reason: "ProbeWarning", Message: "Readiness probe warning: redirect",
-		PodName: "web", PodNamespace: "default", ContainerName: "app", ContainerID: servertest.WebAppID, ProbeType: probe.Readiness})
+		PodName: "web", PodNamespace: "default", ContainerName: "app", ContainerID: servertest.WebAppID, ProbeType: probespec.Readiness})
 	servertest.WaitFor(t, "the new event", func() bool { return strings.Count(out.String(), "\n") == 2 })
 	cancel()
 	if r := <-done; r.code != 0 {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/probelet/probelet/cri/server/servertest"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
+	"github.com/probelet/probelet/probespec"
 )
 
 // hostile is what a tenant's probe prints to take over an operator's
@@ -42,21 +42,21 @@ func TestNoControlCharacterReachesTheTerminal(t *testing.T) {
 		if cs[i].ContainerID != servertest.WebAppID {
 			continue
 		}
-		ready := cs[i].Probes[probe.Readiness]
+		ready := cs[i].Probes[probespec.Readiness]
 		ready.LastOutput = hostile
 		for j := range ready.History {
 			ready.History[j].Output, ready.History[j].Error = hostile, hostile
 		}
-		cs[i].Probes[probe.Readiness] = ready
-		live := cs[i].Probes[probe.Liveness]
+		cs[i].Probes[probespec.Readiness] = ready
+		live := cs[i].Probes[probespec.Liveness]
 		live.Result, live.LastOutput, live.KillDeferred = results.Failure, hostile, hostile
 		live.KillDeferredSince = live.LastProbeTime
-		cs[i].Probes[probe.Liveness] = live
+		cs[i].Probes[probespec.Liveness] = live
 		cs[i].SpecError = hostile
 	}
 	status.Set(cs...)
 	status.PublishEvent(prober.Event{Time: servertest.Now, Type: "Warning", Reason: "Unhealthy", Message: "Readiness probe failed: " + hostile,
-		PodUID: "uid-web", PodName: "web", PodNamespace: "default", ContainerName: "app", ContainerID: servertest.WebAppID, ProbeType: probe.Readiness})
+		PodUID: "uid-web", PodName: "web", PodNamespace: "default", ContainerName: "app", ContainerID: servertest.WebAppID, ProbeType: probespec.Readiness})
 	servertest.WaitFor(t, "the hostile event in the server's log", func() bool {
 		return strings.Contains(probectl(t, endpoint, "events", "-o", "json").out, "Readiness probe failed: pwned")
 	})
@@ -65,7 +65,7 @@ func TestNoControlCharacterReachesTheTerminal(t *testing.T) {
 		servertest.WaitFor(t, "the previous watch to end", func() bool { n, _, _ := status.ResultStats(); return n == 0 })
 		return runStreaming(t, endpoint, subscribed, func() {
 			status.PublishResult(prober.ResultChange{Time: servertest.Now, PodName: "web", PodNamespace: "default",
-				ContainerName: "app", ContainerID: servertest.WebAppID, Type: probe.Readiness, Result: results.Failure, Output: hostile})
+				ContainerName: "app", ContainerID: servertest.WebAppID, Type: probespec.Readiness, Result: results.Failure, Output: hostile})
 		}, lines, args...)
 	}
 	tests := []struct {

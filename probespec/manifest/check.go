@@ -1,0 +1,29 @@
+package manifest
+
+import (
+	"fmt"
+
+	"github.com/probelet/probelet/probespec"
+)
+
+// Problem says why the pod's probes cannot be checked at all — the
+// document is unreadable, or the annotation is missing or on the
+// workload's own metadata — and "" when they can.
+func (p *Pod) Problem() string {
+	switch {
+	case p.Err != nil:
+		return fmt.Sprintf("pod %s: %v", p.Ref, p.Err)
+	case p.Misplaced:
+		return fmt.Sprintf("pod %s: annotation %s is on the %s's own metadata; pods only get "+
+			"it from spec.template.metadata.annotations", p.Ref, probespec.AnnotationProbes, p.Kind)
+	case !p.HasAnnotation:
+		return fmt.Sprintf("pod %s: annotation %s is not set in metadata.annotations", p.Ref, probespec.AnnotationProbes)
+	}
+	return ""
+}
+
+// Check applies spec.Check to the pod's annotation against its spec; the
+// caller checks Problem first.
+func (p *Pod) Check() probespec.Checked {
+	return probespec.Check(p.Ref, p.Annotation, p.Spec)
+}
