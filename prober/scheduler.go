@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/probelet/probelet/quietio/timerfile"
 )
 
 // noRound in scheduler.nextRound says the scheduler sleeps with nothing
@@ -57,7 +59,7 @@ type scheduler struct {
 	// alarm is made by start. parked is set while the scheduler sleeps with
 	// its alarm set for the earliest due time; dispatching while a round
 	// ticks due workers.
-	alarm       alarm
+	alarm       timerfile.Alarm
 	parked      bool
 	dispatching bool
 	// Probes run inline (see quickRun). watch is the standby's timer file
@@ -66,7 +68,7 @@ type scheduler struct {
 	// scheduling goroutine; inline is the probe it runs, and tookOver says
 	// the standby took the rounds over meanwhile. The goroutines are
 	// counted in goroutines; leadGone is closed by the one that ends run.
-	watch     alarm
+	watch     timerfile.Alarm
 	stopping  bool // set by stopAlarm: the watch is never disarmed again
 	standby   bool
 	candidate *worker
@@ -96,9 +98,9 @@ func newScheduler(c clock.Clock, jitter func() float64, agentStart time.Time, p 
 // start makes the alarm; until then schedule and nudge only queue.
 // onAlarmError hears of an alarm that had to fall back on a Go timer.
 func (s *scheduler) start(onAlarmError func(error)) {
-	s.alarm = newAlarm(s.clock, onAlarmError)
-	if _, ok := s.alarm.(*timerfdAlarm); ok {
-		if w, err := newTimerfdAlarm(onAlarmError); err == nil {
+	s.alarm = timerfile.New(s.clock, "prober-alarm", onAlarmError)
+	if _, ok := s.alarm.(*timerfile.File); ok {
+		if w, err := timerfile.Open("prober-standby", onAlarmError); err == nil {
 			s.watch, s.standby = w, true
 		}
 	}
@@ -152,7 +154,7 @@ func (s *scheduler) serve(ctx context.Context, r roles, lead bool) {
 			if ctx.Err() != nil {
 				return
 			}
-			s.watch.wait()
+			s.watch.Wait()
 			s.standbyWakes.Add(1)
 			stopping := ctx.Err() != nil
 			lead = r.takeOver(stopping)
@@ -174,7 +176,7 @@ func (s *scheduler) serve(ctx context.Context, r roles, lead bool) {
 			close(s.leadGone)
 			return
 		}
-		s.alarm.wait()
+		s.alarm.Wait()
 	}
 }
 
@@ -184,10 +186,10 @@ func (s *scheduler) close() {
 	s.pool.close()
 	s.goroutines.Wait()
 	if s.alarm != nil {
-		s.alarm.close()
+		s.alarm.Close()
 	}
 	if s.watch != nil {
-		s.watch.close()
+		s.watch.Close()
 	}
 }
 
@@ -237,7 +239,7 @@ func (s *scheduler) due(tick func(w *worker, at time.Time)) *worker {
 		if _, next, ok := s.queue.next(); ok && next.Before(watchUntil) {
 			watchUntil = next
 		}
-		s.watch.set(watchUntil)
+		s.watch.Set(watchUntil)
 	}
 	return w
 }
@@ -263,7 +265,7 @@ func (s *scheduler) endInline() (lead bool) {
 	if !s.stopping {
 		// Once stopping, the stop's fire must stay for a standby that
 		// has not woken yet.
-		s.watch.disarm()
+		s.watch.Disarm()
 	}
 	if s.tookOver {
 		s.tookOver, s.standby = false, true
@@ -284,7 +286,7 @@ func (s *scheduler) takeOver(stopping bool) bool {
 		if !s.stopping {
 			// A wake-up left over from an earlier run: the watch must
 			// not stay in the past, or every wait would return at once.
-			s.watch.disarm()
+			s.watch.Disarm()
 		}
 		return false
 	}
@@ -295,7 +297,7 @@ func (s *scheduler) takeOver(stopping bool) bool {
 		// disarmed, the next standby's wait blocks until the next inline
 		// run sets it. A stop's fire stays, for the goroutine still in
 		// the probe.
-		s.watch.disarm()
+		s.watch.Disarm()
 	}
 	return true
 }
@@ -306,10 +308,10 @@ func (s *scheduler) takeOver(stopping bool) bool {
 func (s *scheduler) sleep() {
 	if _, next, ok := s.queue.next(); ok {
 		s.nextRound.Store(next.UnixNano())
-		s.alarm.set(next)
+		s.alarm.Set(next)
 	} else {
 		s.nextRound.Store(noRound)
-		s.alarm.disarm()
+		s.alarm.Disarm()
 	}
 	s.parked = true
 }
@@ -327,10 +329,10 @@ func (s *scheduler) idle() bool {
 func (s *scheduler) stopAlarm() {
 	s.stopping = true
 	if s.alarm != nil {
-		s.alarm.fire()
+		s.alarm.Fire()
 	}
 	if s.watch != nil {
-		s.watch.fire()
+		s.watch.Fire()
 	}
 }
 
@@ -402,10 +404,10 @@ func (s *scheduler) nudge() {
 		return
 	}
 	s.parked = false
-	s.alarm.fire()
+	s.alarm.Fire()
 	if s.inline != nil && !s.tookOver {
 		// The lead is in a probe: the standby takes the round.
-		s.watch.fire()
+		s.watch.Fire()
 	}
 }
 

@@ -41,7 +41,7 @@ func (c *Client) ExecSync(ctx context.Context, containerID string, cmd []string,
 	req := &runtimeapi.ExecSyncRequest{ContainerId: containerID, Cmd: cmd, Timeout: seconds(timeout)}
 	resp, err := c.execSync(callCtx, req)
 	if err != nil {
-		if tooLarge(err) {
+		if grpcwire.TooLarge(err) { // grpcwire or grpc-go: the same words
 			return nil, nil, 0, fmt.Errorf("exec in container %s: command %q printed over %d KiB, more than probelet reads through the runtime (--exec-mode direct reads any amount): %w",
 				containerID, strings.Join(cmd, " "), MaxExecReply>>10, err)
 		}
@@ -77,11 +77,6 @@ func (c *Client) execSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) 
 // agent when it would have fired.
 func (c *Client) callContext(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
 	return deadline.WithTimeout(ctx, c.timeout+wait)
-}
-
-// tooLarge: gRPC refused a reply over the call's receive limit.
-func tooLarge(err error) bool {
-	return status.Code(err) == codes.ResourceExhausted && strings.Contains(status.Convert(err).Message(), "larger than max")
 }
 
 func isTimeout(err error) bool {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/probelet/probelet/quietio/timerfile"
 )
 
 // wheel ends timed contexts at their deadlines: a min-heap of the live
@@ -14,16 +16,9 @@ import (
 type wheel struct {
 	mu    sync.Mutex
 	heap  timedHeap
-	alarm alarm
+	alarm timerfile.Alarm
 	// armed is the deadline the alarm is set for (zero: disarmed).
 	armed time.Time
-}
-
-// alarm is the wheel's timer: set (relative to now; 0 disarms) never
-// blocks; wait returns once it went off (or spuriously).
-type alarm interface {
-	set(d time.Duration)
-	wait()
 }
 
 var (
@@ -32,10 +27,12 @@ var (
 )
 
 // theWheel is the process's wheel, started on first use; nil when no
-// timer file could be made.
+// timer file could be made. Its timer file never refuses a setting (it
+// stays open, and the values are valid); if the kernel ever did, the
+// timerfile policy hands it to a Go timer and the wheel goes on.
 func theWheel() *wheel {
 	once.Do(func() {
-		a, err := newTimerFile()
+		a, err := timerfile.Open("probe-deadlines", nil)
 		if err != nil {
 			return
 		}
@@ -68,26 +65,34 @@ func (w *wheel) remove(t *timed) bool {
 // rearm points the alarm at the earliest deadline, or disarms it, when
 // that changed. Called under the lock.
 func (w *wheel) rearm() {
-	var next time.Time
-	if len(w.heap) > 0 {
-		next = w.heap[0].deadline
+	if next := w.earliest(); !next.Equal(w.armed) {
+		w.arm(next)
 	}
-	if next.Equal(w.armed) {
-		return
+}
+
+// earliest is the first deadline on the heap, zero when it is empty.
+func (w *wheel) earliest() time.Time {
+	if len(w.heap) == 0 {
+		return time.Time{}
 	}
+	return w.heap[0].deadline
+}
+
+// arm sets the alarm to next, or disarms it for zero.
+func (w *wheel) arm(next time.Time) {
 	w.armed = next
 	if next.IsZero() {
-		w.alarm.set(0)
+		w.alarm.Disarm()
 		return
 	}
-	w.alarm.set(max(time.Until(next), 1))
+	w.alarm.Set(next)
 }
 
 // run ends the contexts whose deadlines passed each time the alarm goes
 // off.
 func (w *wheel) run() {
 	for {
-		w.alarm.wait()
+		w.alarm.Wait()
 		for _, t := range w.due(time.Now()) {
 			t.end(context.DeadlineExceeded)
 		}
@@ -102,8 +107,9 @@ func (w *wheel) due(now time.Time) []*timed {
 	for len(w.heap) > 0 && !w.heap[0].deadline.After(now) {
 		out = append(out, heap.Pop(&w.heap).(*timed))
 	}
-	w.armed = time.Time{} // it went off: set it again whatever it was
-	w.rearm()
+	// It went off: set or disarm it whatever it was (a timerfile alarm
+	// stays due until then).
+	w.arm(w.earliest())
 	return out
 }
 

@@ -29,7 +29,6 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
@@ -56,21 +55,6 @@ const (
 	defaultWindow = 65535    // HTTP/2's initial windows
 	defaultFrame  = 16 << 10 // HTTP/2's initial frame size
 	maxStreamID   = math.MaxInt32
-)
-
-var (
-	// ErrNotReady is a connection whose server's first frame was not its
-	// SETTINGS: grpc-go calls a connection ready only once they came.
-	ErrNotReady = errors.New("the server's first frame was not its SETTINGS")
-	// ErrSpent is a connection that can carry no more calls (closed, going
-	// away, broken by an earlier call), found before a call was sent: the
-	// call can go out on another connection.
-	ErrSpent = errors.New("grpcwire: the connection carries no more calls")
-	// ErrNoRoom is a request larger than the server lets the client send
-	// at once (its flow-control window or frame size); nothing was sent.
-	ErrNoRoom = errors.New("grpcwire: the request is larger than the server's window")
-
-	errTooManyToAnswer = fmt.Errorf("the server sent over %d pings and settings", MaxAnswered)
 )
 
 // Conn is an HTTP/2 connection that makes one gRPC call at a time.
@@ -260,7 +244,7 @@ func (c *Conn) Await(s *Stream, m proto.Message) error {
 			// A frame of the call's the framer refused (and consumed):
 			// grpc-go ends the call, not the connection.
 			c.broken = true
-			return frameError(se, c.fr.ErrorDetail())
+			return errFrame(se, c.fr.ErrorDetail())
 		case errors.As(err, &se):
 			continue // another stream's: grpc-go drops it
 		case err != nil:
@@ -327,7 +311,7 @@ func (c *Conn) onFrame(f http2.Frame, s *Stream) (done bool, err error) {
 		if s != nil && f.LastStreamID < s.id {
 			// Refused unprocessed: grpc-go would retry the call on a new
 			// connection; the caller decides.
-			done, err = true, status.Error(codes.Unavailable, "the stream is rejected because server is draining the connection")
+			done, err = true, errDraining()
 		}
 	}
 	return done, err
@@ -358,13 +342,9 @@ func (c *Conn) readError(err error) error {
 	c.broken = true
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())
+		return errDeadline()
 	}
-	desc := "error reading from server: " + err.Error()
-	if c.goAwayDebug != "" {
-		return status.Errorf(codes.Unavailable, "closing transport due to: connection error: desc = %q, received prior goaway: %s", desc, c.goAwayDebug)
-	}
-	return status.Error(codes.Unavailable, desc)
+	return errRead(err, c.goAwayDebug)
 }
 
 // ended: f ended s's stream on the server's side too (its trailers, or a
@@ -437,7 +417,7 @@ func divUp(d, r time.Duration) int64 {
 func (c *Conn) Call(ctx context.Context, path, authority, userAgent string, req, reply proto.Message) error {
 	msg, err := proto.Marshal(req)
 	if err != nil {
-		return status.Errorf(codes.Internal, "grpc: error while marshaling: %v", err)
+		return errMarshal(err)
 	}
 	c.Watch(ctx)
 	defer c.Unwatch()
@@ -479,12 +459,6 @@ func (c *Conn) Call(ctx context.Context, path, authority, userAgent string, req,
 // dialled: it fails at once.
 func DialError(err error) error {
 	return connectionError("Error while dialing: " + err.Error())
-}
-
-// connectionError is grpc-go's status for a connection that failed before
-// it was ready.
-func connectionError(desc string) error {
-	return status.Errorf(codes.Unavailable, "connection error: desc = %q", "transport: "+desc)
 }
 
 // idle handles what the server sent since the last call (its pings,

@@ -1,7 +1,6 @@
 package grpcwire
 
 import (
-	"fmt"
 	"io"
 )
 
@@ -26,8 +25,6 @@ const (
 	frameHeaderLen = 9
 )
 
-var errFrames = fmt.Errorf("the server sent over %d frames carrying under %d bytes each", freeFrames, frameCost)
-
 // meter reads what the server sent, bounding a call's bytes (budget) and
 // its frames (the allowance above). Frame boundaries are followed from
 // the first byte the connection reads: frames run back to back.
@@ -44,7 +41,7 @@ type meter struct {
 }
 
 func newMeter(r io.Reader, budget int64) *meter {
-	m := &meter{r: r, budget: budget, overBytes: fmt.Errorf("the server sent over %d bytes", budget)}
+	m := &meter{r: r, budget: budget, overBytes: errOverBudget(budget)}
 	m.reset()
 	return m
 }

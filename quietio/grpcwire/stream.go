@@ -3,7 +3,6 @@ package grpcwire
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -43,10 +42,10 @@ type Stream struct {
 func (s *Stream) onHeaders(f *http2.MetaHeadersFrame) (done bool, err error) {
 	end := f.StreamEnded()
 	if s.headers && !end {
-		return true, status.Error(codes.Internal, "a HEADERS frame cannot appear in the middle of a stream")
+		return true, errHeadersMidStream()
 	}
 	if f.Truncated {
-		return true, status.Error(codes.Internal, "peer header list size exceeded limit")
+		return true, errHeaderListSize()
 	}
 	if s.nonGRPC != nil {
 		if end {
@@ -75,7 +74,7 @@ func (s *Stream) onHeaders(f *http2.MetaHeadersFrame) (done bool, err error) {
 		case "grpc-status":
 			code, err := strconv.ParseInt(hf.Value, 10, 32)
 			if err != nil {
-				return true, status.Error(codes.Unknown, fmt.Sprintf("transport: malformed grpc-status: %v", err))
+				return true, errMalformedGRPCStatus(err)
 			}
 			grpcCode = codes.Code(uint32(code))
 		case "grpc-message":
@@ -115,11 +114,11 @@ func nonGRPCReply(httpStatus, contentTypeErr string, end bool) (st *status.Statu
 	} else {
 		n, perr := strconv.Atoi(httpStatus)
 		if perr != nil {
-			return nil, false, status.Error(codes.Internal, fmt.Sprintf("transport: malformed http-status: %v", perr))
+			return nil, false, errMalformedHTTPStatus(perr)
 		}
 		if n >= 100 && n < 200 {
 			if end {
-				return nil, false, status.Error(codes.Internal, fmt.Sprintf("protocol error: informational header with status code %d must not have END_STREAM set", n))
+				return nil, false, errInformationalEnd(n)
 			}
 			return nil, true, nil
 		}
@@ -165,21 +164,6 @@ var resetCodes = map[http2.ErrCode]codes.Code{
 	http2.ErrCodeHTTP11Required:     codes.Internal,
 }
 
-// frameError is grpc-go's status for a frame of the call's stream that
-// the framer refused: the stream error's code as a reset's, and the
-// framer's detail.
-func frameError(se http2.StreamError, detail error) error {
-	code, ok := resetCodes[se.Code]
-	if !ok {
-		code = codes.Unknown
-	}
-	msg := "received invalid frame"
-	if detail != nil {
-		msg = detail.Error()
-	}
-	return status.Error(code, msg)
-}
-
 func (s *Stream) onReset(f *http2.RSTStreamFrame) error {
 	code, ok := resetCodes[f.ErrCode]
 	if !ok {
@@ -188,7 +172,7 @@ func (s *Stream) onReset(f *http2.RSTStreamFrame) error {
 	if code == codes.Canceled && s.expired() {
 		code = codes.DeadlineExceeded
 	}
-	return status.Errorf(code, "stream terminated by RST_STREAM with error code: %v", f.ErrCode)
+	return errReset(code, f.ErrCode)
 }
 
 func (s *Stream) expired() bool {
@@ -210,7 +194,7 @@ func (s *Stream) onData(f *http2.DataFrame) (done bool, err error) {
 	}
 	if len(s.data)+len(p) > int(s.window) {
 		// More than its window: grpc-go's flow control ends the call.
-		return true, status.Error(codes.Internal, fmt.Sprintf("received %d-bytes data exceeding the limit %d bytes", len(s.data)+len(p), s.window))
+		return true, errOverWindow(len(s.data)+len(p), s.window)
 	}
 	s.data = append(s.data, p...)
 	if err := s.readMessages(); err != nil {
@@ -242,13 +226,13 @@ func (s *Stream) readMessages() error {
 		}
 		n := binary.BigEndian.Uint32(rest[1:5])
 		if n > s.maxReply {
-			return status.Errorf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", n, s.maxReply)
+			return errTooLarge(n, s.maxReply)
 		}
 		if uint32(len(rest)-5) < n {
 			return nil
 		}
 		if s.read > 0 {
-			return status.Error(codes.Internal, "cardinality violation: expected <EOF> for non server-streaming RPCs, but received another message")
+			return errSecondMessage()
 		}
 		if err := s.decode(rest[0], rest[5:5+n]); err != nil {
 			return err
@@ -261,14 +245,14 @@ func (s *Stream) readMessages() error {
 func (s *Stream) decode(flag byte, msg []byte) error {
 	switch {
 	case flag == 1 && (s.encoded == "" || s.encoded == "identity"):
-		return status.Error(codes.Internal, "grpc: compressed flag set with identity or empty encoding")
+		return errCompressedIdentity()
 	case flag == 1:
-		return status.Errorf(codes.Internal, "grpc: Decompressor is not installed for grpc-encoding %q", s.encoded)
+		return errNoDecompressor(s.encoded)
 	case flag > 1:
-		return status.Errorf(codes.Internal, "grpc: received unexpected payload format %d", flag)
+		return errPayloadFormat(flag)
 	}
 	if err := proto.Unmarshal(msg, s.into); err != nil {
-		return status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
+		return errUnmarshal(err)
 	}
 	return nil
 }
@@ -287,7 +271,7 @@ func (s *Stream) reply() error {
 		if err := s.status.Err(); err != nil {
 			return err
 		}
-		return status.Error(codes.Internal, "cardinality violation: received no response message from non-server-streaming RPC")
+		return errNoMessage()
 	}
 	return s.status.Err()
 }
@@ -296,14 +280,14 @@ func (s *Stream) reply() error {
 // reads one: a prefix or message cut short is an unexpected EOF.
 func (s *Stream) nextMessage(b []byte) (msg, rest []byte, err error) {
 	if len(b) < 5 {
-		return nil, nil, status.Error(codes.Internal, io.ErrUnexpectedEOF.Error())
+		return nil, nil, errTruncated()
 	}
 	n := binary.BigEndian.Uint32(b[1:5])
 	if n > s.maxReply {
-		return nil, nil, status.Errorf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", n, s.maxReply)
+		return nil, nil, errTooLarge(n, s.maxReply)
 	}
 	if uint32(len(b)-5) < n {
-		return nil, nil, status.Error(codes.Internal, io.ErrUnexpectedEOF.Error())
+		return nil, nil, errTruncated()
 	}
 	return b[5 : 5+n], b[5+n:], nil
 }

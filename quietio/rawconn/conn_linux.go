@@ -145,20 +145,17 @@ func (c *conn) deadline(set func(time.Time) error, t time.Time) error {
 	return &net.OpError{Op: "set", Net: c.network, Addr: c.local, Err: net.ErrClosed}
 }
 
-// errFileClosing is the text of internal/poll's ErrFileClosing, which an
-// os.File's RawConn returns once closed (net's is net.ErrClosed).
-const errFileClosing = "use of closed file"
-
 // opError is net's error for op on the connection; os.File's deadline and
 // closed errors become net's.
 func (c *conn) opError(op string, err error) error {
+	// Only Close closes the File, and it marks the connection closed
+	// first: the File's own closed error (internal/poll's, which no
+	// exported error matches) is never seen without closed set.
 	switch {
-	case c.closed.Load():
+	case c.closed.Load() || errors.Is(err, os.ErrClosed):
 		err = net.ErrClosed
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		err = os.ErrDeadlineExceeded
-	case errors.Is(err, os.ErrClosed) || err.Error() == errFileClosing:
-		err = net.ErrClosed
 	}
 	return &net.OpError{Op: op, Net: c.network, Source: c.local, Addr: c.remote, Err: err}
 }
