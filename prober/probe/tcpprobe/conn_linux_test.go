@@ -127,18 +127,7 @@ func TestDialRawLeavesNoSocketOpen(t *testing.T) {
 	for range 200 {
 		exchange()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		time.Sleep(1100 * time.Millisecond) // past the linger second
-		exchange()                          // a dial sweeps the held sockets
-		time.Sleep(50 * time.Millisecond)   // a blocking close on its goroutine
-		if n := openFiles(t); n <= before+1 || time.Now().After(deadline) {
-			if n > before+1 {
-				t.Fatalf("%d files open after the connections, %d before", n, before)
-			}
-			return
-		}
-	}
+	waitSwept(t, "the connections' sockets closed", exchange, before)
 }
 
 func errText(err error) string {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/quietio/rawtcp"
 )
 
 var _ probe.TCPProber = (*Dialer)(nil)
@@ -20,8 +21,9 @@ var _ probe.TCPProber = (*Dialer)(nil)
 type Dialer struct {
 	// control sets socket options before connect; nil where unsupported.
 	control func(network, address string, c syscall.RawConn) error
-	// lingering are StartTCP's sockets waiting for their FIN's ACK.
-	lingering lingering
+	// raw is the quiet I/O's dialer (StartTCP, DialRaw): it holds the
+	// sockets whose close it put off.
+	raw rawtcp.Dialer
 }
 
 // NewDialer returns a Dialer that sets SO_LINGER {1, 1} on every socket, as

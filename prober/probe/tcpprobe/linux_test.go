@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/probelet/probelet/prober/probe/tcpprobe"
 	"golang.org/x/sys/unix"
+
+	"github.com/probelet/probelet/prober/probe/tcpprobe"
 )
 
 // fullPort returns a loopback port whose listener never accepts and whose

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/internal/probetest"
 	"github.com/probelet/probelet/prober/probe/tcpprobe"
@@ -194,19 +195,24 @@ func TestStartTCPLeavesNoSocketOpen(t *testing.T) {
 			t.Fatalf("StartTCP = (%s, %q, %v, declined %v)", res, out, err, declined)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		time.Sleep(1100 * time.Millisecond) // past the linger second
-		// A probe's start sweeps the held sockets.
-		_, _, _, _, _ = startAndFinish(context.Background(), d, target)
-		time.Sleep(50 * time.Millisecond) // a blocking close on its goroutine
-		if n := openFiles(t); n <= before+1 || time.Now().After(deadline) {
-			if n > before+1 {
-				t.Fatalf("%d files open after the probes, %d before", n, before)
-			}
-			return
+	waitSwept(t, "the probes' sockets closed", func() { _, _, _, _, _ = startAndFinish(context.Background(), d, target) }, before)
+}
+
+// waitSwept waits until no more than one socket is open beyond before,
+// running dial once per linger second (the kubelet's SO_LINGER {1, 1}): a
+// dial's sweep closes the sockets held past it, some on goroutines of their
+// own, and dial's own socket may be held in turn.
+func waitSwept(t *testing.T, what string, dial func(), before int) {
+	t.Helper()
+	const lingerSecond = time.Second
+	swept := time.Now()
+	testutil.WaitFor(t, what, func() bool {
+		if time.Since(swept) > lingerSecond {
+			dial()
+			swept = time.Now()
 		}
-	}
+		return openFiles(t) <= before+1
+	})
 }
 
 func openFiles(t *testing.T) int {

@@ -9,9 +9,6 @@ import (
 	"github.com/probelet/probelet/prober/probe"
 )
 
-// lingering is StartTCP's, which only Linux has.
-type lingering struct{}
-
 // StartTCP declines where the raw dial is not built: ProbeTCP runs.
 func (d *Dialer) StartTCP(probe.TCPTarget) (probe.Result, string, probe.Method, probe.TCPPending, bool) {
 	return probe.Unknown, "", probe.MethodDial, nil, false
