@@ -9,14 +9,17 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+	"golang.org/x/sys/unix"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/quietio/grpcwire"
 )
 
@@ -37,15 +40,16 @@ func (s *server) preface() {
 	}
 }
 
-// pair connects a Conn to a server over a unix socket.
-func pair(t *testing.T) (*grpcwire.Conn, *server) {
+// pair connects a Conn to a server over a unix socket; nc is the Conn's
+// end of it.
+func pair(t *testing.T) (c *grpcwire.Conn, s *server, nc net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "s"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	nc, err := net.Dial("unix", ln.Addr().String())
+	nc, err = net.Dial("unix", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,12 +57,39 @@ func pair(t *testing.T) (*grpcwire.Conn, *server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := grpcwire.NewConn(nc, limits)
+	c = grpcwire.NewConn(nc, limits)
 	t.Cleanup(func() { _ = c.Close(); _ = sc.Close() })
-	s := &server{t: t, br: bufio.NewReader(sc)}
+	s = &server{t: t, br: bufio.NewReader(sc)}
 	s.fr = http2.NewFramer(sc, s.br)
 	s.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	return c, s
+	return c, s, nc
+}
+
+// A PING's and a GOAWAY's (without debug data) frame: a header and 8 bytes.
+const pingFrame, goAwayFrame = 9 + 8, 9 + 8
+
+// awaitUnread waits until n bytes the client has not read are in its
+// socket, nc: what the server wrote has arrived, and a call finds it
+// without waiting. The client must have read all that came before.
+func awaitUnread(t *testing.T, nc net.Conn, n int, what string) {
+	t.Helper()
+	rc, err := nc.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, n)
+	testutil.WaitFor(t, what+" in the client's socket", func() bool {
+		var got int
+		if err := rc.Control(func(fd uintptr) {
+			got, _, err = unix.Recvfrom(int(fd), buf, unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err != nil && !errors.Is(err, unix.EAGAIN) {
+			t.Fatal(err)
+		}
+		return got == n
+	})
 }
 
 // call runs a Health/Check on c in the background.
@@ -115,7 +146,7 @@ func (s *server) answer() uint32 {
 }
 
 func TestConnKeptBetweenCalls(t *testing.T) {
-	c, s := pair(t)
+	c, s, nc := pair(t)
 	first := call(c, "a")
 	s.preface()
 	_ = s.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 64})
@@ -128,7 +159,7 @@ func TestConnKeptBetweenCalls(t *testing.T) {
 
 	t.Run("a ping while idle is answered before the next call", func(t *testing.T) {
 		_ = s.fr.WritePing(false, [8]byte{7})
-		time.Sleep(10 * time.Millisecond) // in the client's socket before it calls
+		awaitUnread(t, nc, pingFrame, "the ping")
 		done := call(c, "b")
 		for {
 			f, err := s.fr.ReadFrame()
@@ -175,7 +206,7 @@ func TestConnKeptBetweenCalls(t *testing.T) {
 	})
 	t.Run("a GOAWAY while idle: the next call is not sent", func(t *testing.T) {
 		_ = s.fr.WriteGoAway(3, http2.ErrCodeNo, nil)
-		time.Sleep(10 * time.Millisecond)
+		awaitUnread(t, nc, goAwayFrame, "the GOAWAY")
 		if err := <-call(c, "c"); !errors.Is(err, grpcwire.ErrSpent) {
 			t.Fatalf("err = %v, want ErrSpent", err)
 		}

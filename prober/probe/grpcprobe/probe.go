@@ -18,6 +18,7 @@ import (
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/quietio"
 	"github.com/probelet/probelet/quietio/deadline"
+	"github.com/probelet/probelet/quietio/grpcwire"
 )
 
 // UserAgent is the kubelet v1.37 probe User-Agent; grpc-go appends its own
@@ -46,7 +47,8 @@ func ProbeWithGRPCGo(ctx context.Context, host string, port int, service string,
 }
 
 // check calls Health/Check for service at addr within ctx. An error is a
-// *connectError when no connection got ready, else the call's status.
+// *grpcwire.ConnectError when no connection got ready, else the call's
+// status.
 type check func(ctx context.Context, addr, service string) (healthpb.HealthCheckResponse_ServingStatus, error)
 
 func probeWith(ctx context.Context, call check, host string, port int, service string, timeout time.Duration) (probe.Result, string, error) {
@@ -59,12 +61,12 @@ func probeWith(ctx context.Context, call check, host string, port int, service s
 	defer cancel()
 
 	s, err := call(ctx, addr, service)
-	var ce *connectError
+	var ce *grpcwire.ConnectError
 	switch {
 	case err != nil && pctx.Err() != nil:
 		return probe.Unknown, "", fmt.Errorf("grpc probe of %s: %w", addr, pctx.Err())
 	case errors.As(err, &ce):
-		return probe.Failure, connectFailure(addr, timeout, ce.err), nil
+		return probe.Failure, connectFailure(addr, timeout, ce.Err), nil
 	case err != nil:
 		return probe.Failure, rpcFailure(err, timeout), nil
 	case s != healthpb.HealthCheckResponse_SERVING:
@@ -77,7 +79,7 @@ func probeWith(ctx context.Context, call check, host string, port int, service s
 func checkGRPCGo(ctx context.Context, addr, service string) (healthpb.HealthCheckResponse_ServingStatus, error) {
 	conn, err := connect(ctx, addr)
 	if err != nil {
-		return 0, &connectError{err: err}
+		return 0, &grpcwire.ConnectError{Err: err}
 	}
 	defer func() { _ = conn.Close() }()
 	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})

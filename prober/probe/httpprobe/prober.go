@@ -6,6 +6,7 @@ package httpprobe
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/probelet/probelet/prober/probe/tcpprobe"
 	"github.com/probelet/probelet/quietio"
 	"github.com/probelet/probelet/quietio/deadline"
+	"github.com/probelet/probelet/quietio/httpwire"
 )
 
 // UserAgent is the kubelet v1.37 probe User-Agent, sent unless the probe
@@ -40,11 +42,11 @@ type Prober struct {
 	tlsConfig      *tls.Config
 	followNonLocal bool
 	netHTTPOnly    bool
-	// transport is the kubelet's; direct, in front of it, is the exchange
-	// on the probing goroutine for plain HTTP (nil with
-	// WithNetHTTPTransport).
+	// transport is the kubelet's; direct, in front of it, is the quiet
+	// I/O's exchange on the probing goroutine for plain HTTP (nil with
+	// WithNetHTTPTransport or --io=std).
 	transport *http.Transport
-	direct    *directTransport
+	direct    *httpwire.Transport
 }
 
 // New returns a Prober configured like the kubelet's: TLS certificates are
@@ -70,7 +72,7 @@ func New(opts ...Option) *Prober {
 		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	})
 	if !p.netHTTPOnly && !quietio.Off() {
-		p.direct = &directTransport{dial: dialer.DialRaw, next: p.transport}
+		p.direct = &httpwire.Transport{Dial: dialer.DialRaw, Next: p.transport, MaxHeaderBytes: MaxResponseHeaderBytes}
 	}
 	return p
 }
@@ -96,12 +98,15 @@ func (p *Prober) Probe(ctx context.Context, t Target) (probe.Result, string, err
 		if caller.Err() != nil {
 			return probe.Unknown, "", fmt.Errorf("http probe of %s: %w", req.URL, caller.Err())
 		}
-		return probe.Failure, clientTimeout(err, deadline).Error(), nil
+		if !errors.Is(err, errTooManyRedirects) { // the redirect policy's own words
+			err = httpwire.ClientTimeout(err, deadline)
+		}
+		return probe.Failure, err.Error(), nil
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, maxBodyLength))
 	if err != nil {
-		return probe.Unknown, "", fmt.Errorf("http probe of %s: reading response body: %w", req.URL, bodyTimeout(err, deadline))
+		return probe.Unknown, "", fmt.Errorf("http probe of %s: reading response body: %w", req.URL, httpwire.BodyTimeout(err, deadline))
 	}
 	result, output := judge(res.StatusCode, string(body))
 	return result, output, nil
@@ -145,8 +150,8 @@ func (p *Prober) newRequest(ctx context.Context, t Target) (*http.Request, error
 // http.Client with a Timeout and a transport it does not know starts a
 // goroutine and a timer per request to enforce it, which is what the
 // direct exchange is there to save (and the deadline is the process's
-// timer file's, not a Go timer: package deadline); clientTimeout and bodyTimeout then
-// word its errors as that Client would.
+// timer file's, not a Go timer: package deadline); httpwire.ClientTimeout
+// and BodyTimeout then word its errors as that Client would.
 func (p *Prober) client(ctx context.Context, t Target) (*http.Client, context.Context, time.Time, context.CancelFunc) {
 	c := &http.Client{Transport: p.transport, CheckRedirect: checkRedirect}
 	if p.followNonLocal {
