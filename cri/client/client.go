@@ -15,6 +15,7 @@ import (
 
 	"github.com/probelet/probelet/internal/endpoint"
 	"github.com/probelet/probelet/quietio"
+	"github.com/probelet/probelet/quietio/grpcwire"
 )
 
 const (
@@ -37,7 +38,7 @@ type Client struct {
 	rt       runtimeapi.RuntimeServiceClient
 	// wire makes ExecSync calls on the caller's goroutine (wire.go);
 	// nil sends them through rt (tests compare the two).
-	wire    *wirePool
+	wire    *grpcwire.Pool
 	timeout time.Duration
 	log     *zap.Logger
 }
@@ -109,13 +110,13 @@ func (c *Client) Collectors() []prometheus.Collector {
 	if c.wire == nil {
 		return nil
 	}
-	return []prometheus.Collector{c.wire.connections()}
+	return []prometheus.Collector{wireConnections(c.wire)}
 }
 
 // Close releases the connections.
 func (c *Client) Close() error {
 	if c.wire != nil {
-		c.wire.close()
+		c.wire.Close()
 	}
 	return c.conn.Close()
 }

@@ -61,7 +61,7 @@ func (c *Client) ExecSync(ctx context.Context, containerID string, cmd []string,
 func (c *Client) execSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
 	if c.wire != nil {
 		resp := new(runtimeapi.ExecSyncResponse)
-		err := c.wire.call(ctx, execSyncPath, req, resp)
+		err := c.wire.Call(ctx, execSyncPath, req, resp)
 		if !errors.Is(err, grpcwire.ErrNoRoom) {
 			return resp, err
 		}

@@ -8,6 +8,3 @@ func ExecThroughGRPCGo() Option {
 		return nil
 	}
 }
-
-// CountAccepts counts the connections a listener accepts.
-type CountAccepts = countAccepts

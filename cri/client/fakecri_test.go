@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/probelet/probelet/cri/client"
+	"github.com/probelet/probelet/internal/testutil"
 )
 
 // fakeCRI is an in-process CRI RuntimeService on a unix socket. Commands
@@ -166,7 +166,7 @@ func (s *criServer) serve() {
 	}
 	s.srv = grpc.NewServer(s.opts...)
 	runtimeapi.RegisterRuntimeServiceServer(s.srv, s.fake)
-	go s.srv.Serve(client.CountAccepts{Listener: l, N: &s.accepted})
+	go s.srv.Serve(testutil.CountAccepts{Listener: l, N: &s.accepted})
 }
 
 func (s *criServer) stop() {

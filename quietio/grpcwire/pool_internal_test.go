@@ -1,4 +1,4 @@
-package client
+package grpcwire
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/probelet/probelet/internal/testutil"
 )
 
 type execOK struct {
@@ -20,10 +22,10 @@ func (execOK) ExecSync(context.Context, *runtimeapi.ExecSyncRequest) (*runtimeap
 	return &runtimeapi.ExecSyncResponse{}, nil
 }
 
-// TestWirePoolClosesConnectionsUnusedTooLong: a connection unused for
-// over keptConnLife is closed at the next call, which goes on a new one;
-// one used within it is kept.
-func TestWirePoolClosesConnectionsUnusedTooLong(t *testing.T) {
+// TestPoolClosesConnectionsUnusedTooLong: a connection unused for over
+// KeptLife is closed at the next call, which goes on a new one; one used
+// within it is kept.
+func TestPoolClosesConnectionsUnusedTooLong(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cri.sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {
@@ -32,13 +34,17 @@ func TestWirePoolClosesConnectionsUnusedTooLong(t *testing.T) {
 	var accepted atomic.Int32
 	srv := grpc.NewServer()
 	runtimeapi.RegisterRuntimeServiceServer(srv, execOK{})
-	go func() { _ = srv.Serve(countAccepts{ln, &accepted}) }()
+	go func() { _ = srv.Serve(testutil.CountAccepts{Listener: ln, N: &accepted}) }()
 	t.Cleanup(srv.Stop)
 
 	now := time.Unix(1000, 0)
-	p := newWirePool(path, MaxExecReply)
+	const keptConnLife = time.Minute
+	p := NewPool(PoolOptions{
+		Dial:   func(ctx context.Context) (net.Conn, error) { return new(net.Dialer).DialContext(ctx, "unix", path) },
+		Limits: Limits{MaxReply: 1 << 20, MaxHeaderList: 1 << 20}, MaxKept: 16, KeptLife: keptConnLife,
+	})
 	p.now = func() time.Time { return now }
-	defer p.close()
+	defer p.Close()
 	for _, tt := range []struct {
 		after       time.Duration
 		connections int32 // made in all
@@ -49,7 +55,7 @@ func TestWirePoolClosesConnectionsUnusedTooLong(t *testing.T) {
 		{time.Second, 2},
 	} {
 		now = now.Add(tt.after)
-		if err := p.call(context.Background(), execSyncPath, &runtimeapi.ExecSyncRequest{ContainerId: "c1", Cmd: []string{"true"}}, new(runtimeapi.ExecSyncResponse)); err != nil {
+		if err := p.Call(context.Background(), "/runtime.v1.RuntimeService/ExecSync", &runtimeapi.ExecSyncRequest{ContainerId: "c1", Cmd: []string{"true"}}, new(runtimeapi.ExecSyncResponse)); err != nil {
 			t.Fatalf("a call %s after the last: %v", tt.after, err)
 		}
 		if n := accepted.Load(); n != tt.connections {
@@ -59,18 +65,4 @@ func TestWirePoolClosesConnectionsUnusedTooLong(t *testing.T) {
 			t.Errorf("a call %s after the last: %d open, want 1", tt.after, n)
 		}
 	}
-}
-
-// countAccepts counts the connections a listener accepts.
-type countAccepts struct {
-	net.Listener
-	N *atomic.Int32
-}
-
-func (l countAccepts) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err == nil {
-		l.N.Add(1)
-	}
-	return c, err
 }
