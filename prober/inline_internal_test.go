@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
@@ -59,11 +61,14 @@ func (it *inlineTarget) intervals(host string) []time.Duration {
 	return out
 }
 
-func inlinePod(uid, ip string) node.Pod {
+func inlinePod(uid, ip string) node.Pod { return inlinePodAt(uid, ip, time.Now()) }
+
+// inlinePodAt is inlinePod with its container started at started.
+func inlinePodAt(uid, ip string, started time.Time) node.Pod {
 	return node.Pod{
 		UID: uid, Name: uid, Namespace: "ns", IPs: []string{ip},
 		Annotations: map[string]string{probespec.AnnotationProbes: `{"app": {"readinessProbe": {"httpGet": {"port": 80}, "periodSeconds": 1, "timeoutSeconds": 1}}}`},
-		Containers:  []node.Container{{ID: "c-" + uid, Name: "app", State: node.StateRunning, StartedAt: time.Now()}},
+		Containers:  []node.Container{{ID: "c-" + uid, Name: "app", State: node.StateRunning, StartedAt: started}},
 	}
 }
 
@@ -166,5 +171,146 @@ func TestInlineProbesAndTheWatchdog(t *testing.T) {
 	}
 	if err := <-it.hung; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the probe hanging at shutdown ended with %v, want it cancelled", err)
+	}
+}
+
+// fakeClockTarget is a fake HTTP target on the engine's fake clock: each
+// probe's start (host, clock time) goes to started; a probe of the host
+// in hang blocks until release or its context's end, which hung reports.
+type fakeClockTarget struct {
+	clock   *clocktesting.FakeClock
+	started chan probeStart
+	hang    atomic.Value // string
+	release chan struct{}
+	hung    chan error
+}
+
+type probeStart struct {
+	host string
+	at   time.Time
+}
+
+func (ft *fakeClockTarget) probe(ctx context.Context, t httpprobe.Target) (probe.Result, string, error) {
+	ft.started <- probeStart{t.Host, ft.clock.Now()}
+	if h, _ := ft.hang.Load().(string); h == t.Host && ft.hang.CompareAndSwap(h, "") {
+		select {
+		case <-ctx.Done():
+			ft.hung <- ctx.Err()
+		case <-ft.release:
+			ft.hung <- nil
+		}
+	}
+	return probe.Success, "", nil
+}
+
+// next is the next probe's start, which must be host's at the clock's
+// time now.
+func (ft *fakeClockTarget) next(t *testing.T, host string) {
+	t.Helper()
+	select {
+	case s := <-ft.started:
+		if s.host != host || !s.at.Equal(ft.clock.Now()) {
+			t.Fatalf("probe of %s at %v, want %s at %v", s.host, s.at, host, ft.clock.Now())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s's probe never started", host)
+	}
+}
+
+// TestInlineRunsAndTheStandbyOnTheFakeClock is the production scheduler's
+// inline path, step by step on the fake clock: a probe whose last run was
+// quick runs on the scheduling goroutine; one that hangs there holds
+// another pod's probe back not a moment past its due time, because the
+// standby's watch (an alarm of the same clock) goes off and the standby
+// takes the rounds over; the slow probe's next run goes to the pool; a
+// probe hanging inline at shutdown is cancelled, and Run returns.
+func TestInlineRunsAndTheStandbyOnTheFakeClock(t *testing.T) {
+	if quietio.Off() {
+		t.Skip("--io=std: every probe goes to the pool (TestInlineProbesAndTheWatchdog checks that)")
+	}
+	const half = 500 * time.Millisecond // the pods' probes are half a period apart
+	c := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	m, err := NewManager(WithClock(c), WithAgentStartTime(c.Now().Add(-time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft := &fakeClockTarget{clock: c, started: make(chan probeStart, 8), release: make(chan struct{}), hung: make(chan error, 1)}
+	m.handlers.http = ft.probe
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	stopped := false
+	defer func() {
+		if !stopped {
+			cancel()
+			<-done
+		}
+	}()
+	idle := func() {
+		t.Helper()
+		if err := m.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step := func() {
+		t.Helper()
+		idle()
+		c.Step(half)
+	}
+	const victim, hog = "10.0.0.1", "10.0.0.2"
+	m.UpdatePod(inlinePodAt("victim", victim, c.Now()))
+	ft.next(t, victim) // t0: the first run goes to the pool
+	step()
+	m.UpdatePod(inlinePodAt("hog", hog, c.Now()))
+	ft.next(t, hog) // t0+½
+	step()
+	ft.next(t, victim) // t0+1: quick last time, so inline
+	if n := m.sched.inlined.Load(); n != 1 {
+		t.Fatalf("%d probes ran inline, want the victim's second", n)
+	}
+
+	// The hog's second probe runs inline and hangs: the watch, set for the
+	// victim's next due time, goes off with the clock, and the standby runs
+	// the victim's probe on time while the lead is still in the hog's.
+	ft.hang.Store(hog)
+	step()
+	ft.next(t, hog) // t0+1½, inline
+	c.Step(half)
+	ft.next(t, victim) // t0+2, on time
+	if n := m.sched.takenOver.Load(); n != 1 {
+		t.Fatalf("the standby took over %d times, want once", n)
+	}
+	ft.release <- struct{}{}
+	if err := <-ft.hung; err != nil {
+		t.Fatalf("the hung probe ended with %v, want released", err)
+	}
+
+	// The hog's run took half a period: its next goes to the pool, and the
+	// one after, quick again, inline.
+	inlined := m.sched.inlined.Load()
+	step()
+	ft.next(t, hog) // t0+2½
+	step()
+	ft.next(t, victim) // t0+3
+	step()
+	ft.next(t, hog) // t0+3½
+	if n := m.sched.inlined.Load() - inlined; n != 2 {
+		t.Fatalf("%d probes ran inline after the slow one, want the victim's and the hog's latest", n)
+	}
+
+	// A probe hanging inline at shutdown is cancelled, and Run returns.
+	ft.hang.Store(victim)
+	step()
+	ft.next(t, victim) // t0+4, inline
+	cancel()
+	stopped = true
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ft.hung; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the probe hanging at shutdown ended with %v, want it cancelled", err)
+	}
+	if wakes, runs := m.sched.standbyWakes.Load(), m.sched.inlined.Load(); wakes > runs+2 {
+		t.Errorf("the standby woke %d times for %d inline runs", wakes, runs)
 	}
 }

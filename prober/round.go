@@ -14,6 +14,10 @@ func (m *Manager) loop(ctx context.Context) {
 	stop := context.AfterFunc(ctx, m.wakeToStop)
 	defer stop()
 	m.sched.run(ctx, roles{round: m.dispatchDue, runInline: m.runInline, takeOver: m.takeOver})
+	// The lead may end on ctx's end before the AfterFunc's goroutine fired
+	// the alarms; once shutdown marks the engine stopped it never will,
+	// and a standby would wait for good: fire them now.
+	m.wakeToStop()
 }
 
 // dispatchDue is one round of the scheduler under the lock; it returns the

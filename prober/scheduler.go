@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/probelet/probelet/quietio"
 	"github.com/probelet/probelet/quietio/timerfile"
 )
 
@@ -34,8 +35,8 @@ const coalesceWindow = 10 * time.Millisecond
 // set for the next round or inlineLimit, whichever comes first, and takes
 // the rounds over if it goes off: a probe that turns out slow delays the
 // others by inlineLimit at most, the bound the pool's detachAfter keeps.
-// Only on the real clock (the watch is a timer file): with a fake one
-// every probe goes to the pool.
+// On any clock (the watch is an alarm of the engine's clock); with
+// --io=std every probe goes to the pool.
 const (
 	quickRun    = 5 * time.Millisecond
 	inlineLimit = detachAfter
@@ -62,8 +63,8 @@ type scheduler struct {
 	alarm       timerfile.Alarm
 	parked      bool
 	dispatching bool
-	// Probes run inline (see quickRun). watch is the standby's timer file
-	// (nil: nothing runs inline). standby is set while a goroutine waits
+	// Probes run inline (see quickRun). watch is the standby's alarm (nil:
+	// nothing runs inline). standby is set while a goroutine waits
 	// on it to take over; candidate is the round's probe kept for the
 	// scheduling goroutine; inline is the probe it runs, and tookOver says
 	// the standby took the rounds over meanwhile. The goroutines are
@@ -99,10 +100,11 @@ func newScheduler(c clock.Clock, jitter func() float64, agentStart time.Time, p 
 // onAlarmError hears of an alarm that had to fall back on a Go timer.
 func (s *scheduler) start(onAlarmError func(error)) {
 	s.alarm = timerfile.New(s.clock, "prober-alarm", onAlarmError)
-	if _, ok := s.alarm.(*timerfile.File); ok {
-		if w, err := timerfile.Open("prober-standby", onAlarmError); err == nil {
-			s.watch, s.standby = w, true
-		}
+	if !quietio.Off() {
+		// The standby's watch is an alarm of the same clock: a fake
+		// clock's in tests, so the fast suite runs the inline path
+		// production runs. --io=std: every probe goes to the pool.
+		s.watch, s.standby = timerfile.New(s.clock, "prober-standby", onAlarmError), true
 	}
 	s.leadGone = make(chan struct{})
 	s.nextRound.Store(s.clock.Now().UnixNano())
