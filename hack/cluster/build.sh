@@ -11,36 +11,6 @@ set -euo pipefail
 
 APT_PACKAGES=(openssl curl jq iproute2 util-linux)
 
-install_packages() {
-	local missing=() p
-	for p in "${APT_PACKAGES[@]}"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
-	done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	[ "$(id -u)" -eq 0 ] || die "missing packages ${missing[*]} and not root to install them"
-	log "installing ${missing[*]}"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
-
-# component DIR DESC FUNC: runs FUNC OUT_BIN_DIR in a fresh directory unless
-# DIR is complete, then moves the result into place atomically so a killed
-# build leaves no half dir (as hack/testbed/build.sh does).
-component() {
-	local dir=$1 desc=$2 fn=$3
-	[ -f "$dir/.complete" ] && return 0
-	local tmp
-	tmp=$(mktemp -d "$TESTBED_CACHE/.build.XXXXXX")
-	log "building $desc"
-	local start=$SECONDS
-	mkdir -p "$tmp/bin"
-	( cd "$tmp" && "$fn" "$tmp/bin" ) || { chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"; die "building $desc failed"; }
-	printf '%s built %s with %s\n' "$desc" "$(date -u +%FT%TZ)" "$(go version)" >"$tmp/.complete"
-	rm -rf "$dir"
-	mv "$tmp" "$dir"
-	log "built $desc in $((SECONDS - start))s"
-}
-
 # download MODULE@VERSION...: downloads the modules (in parallel) and prints
 # "PATH DIR" per module. The proxy serves them; the checksum database does
 # not know every k8s.io version, hence GONOSUMDB.
@@ -117,18 +87,13 @@ build_etcd() {
 }
 
 main() {
-	install_packages
+	install_packages "${APT_PACKAGES[@]}"
 	go_env
-	mkdir -p "$TESTBED_CACHE"
-	exec 9>"$TESTBED_CACHE/.lock"
-	flock 9 # the same lock as hack/testbed/build.sh: one build at a time
-	component "$ETCD_DIR" "etcd $ETCD_VERSION" build_etcd
-	component "$KUBERNETES_SRC_DIR" "kubernetes $KUBERNETES_VERSION source tree" assemble_kubernetes
-	component "$KUBERNETES_DIR" "kubernetes $KUBERNETES_VERSION" build_kubernetes
-	local b
-	for b in "$ETCD_BIN" "$KUBE_APISERVER_BIN" "$KUBE_CONTROLLER_MANAGER_BIN" "$KUBECTL_BIN" "$KUBELET_BIN"; do
-		[ -x "$b" ] || die "$b is missing; remove its cache dir and re-run"
-	done
+	cache_lock .lock # the same lock as hack/testbed/build.sh: one build at a time
+	build_component "$ETCD_DIR" "etcd $ETCD_VERSION" build_etcd
+	build_component "$KUBERNETES_SRC_DIR" "kubernetes $KUBERNETES_VERSION source tree" assemble_kubernetes
+	build_component "$KUBERNETES_DIR" "kubernetes $KUBERNETES_VERSION" build_kubernetes
+	require_built "$ETCD_BIN" "$KUBE_APISERVER_BIN" "$KUBE_CONTROLLER_MANAGER_BIN" "$KUBECTL_BIN" "$KUBELET_BIN"
 	printf 'etcd=%s\nkube-apiserver=%s\nkube-controller-manager=%s\nkubectl=%s\nkubelet=%s\n' \
 		"$ETCD_BIN" "$KUBE_APISERVER_BIN" "$KUBE_CONTROLLER_MANAGER_BIN" "$KUBECTL_BIN" "$KUBELET_BIN"
 }

@@ -8,9 +8,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 main() {
-	if [ $# -ne 1 ] || [ -z "$1" ]; then die "usage: down.sh DIR"; fi
 	local dir
-	dir=$(marked_dir "$CLUSTER_MARKER" "$1")
+	dir=$(dir_arg "down.sh DIR" "$CLUSTER_MARKER" "$@")
 	cluster_paths "$dir"
 	[ -d "$CL_DIR" ] || { log "$CL_DIR does not exist; nothing to do"; return 0; }
 	stop_pid "$CL_DIR/kube-controller-manager.pid" "$CL_KCM_KUBECONFIG" kube-controller-manager

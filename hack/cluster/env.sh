@@ -5,8 +5,7 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-[ $# -eq 1 ] || die "usage: env.sh DIR"
-dir=$(marked_dir "$CLUSTER_MARKER" "$1")
+dir=$(dir_arg "env.sh DIR" "$CLUSTER_MARKER" "$@")
 cluster_paths "$dir"
 [ -f "$CL_ENVFILE" ] || die "$CL_DIR has no control plane (no cluster.env); run up.sh first"
 # shellcheck source=/dev/null

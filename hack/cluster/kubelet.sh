@@ -44,6 +44,14 @@ kubelet_paths() {
 
 kubelet_pid() { pid_of "$KL_PIDFILE" "$KL_CONFIG"; }
 
+# kubelet_at CMD ARGS...: sets the kubelet paths from the one KDIR of
+# `kubelet.sh CMD KDIR`.
+kubelet_at() {
+	local dir
+	dir=$(dir_arg "kubelet.sh $1 KDIR" "$KUBELET_MARKER" "${@:2}")
+	kubelet_paths "$dir"
+}
+
 # node_ip: the host's primary IPv4 (the source of its default route); the
 # kubelet refuses a loopback --node-ip.
 node_ip() {
@@ -118,12 +126,9 @@ node_credentials() {
 # pick_ports: the kubelet's three ports, free now (10250/10248/10255 may
 # belong to another kubelet on this machine).
 pick_ports() {
-	local ports=() p
-	while [ ${#ports[@]} -lt 3 ]; do
-		p=$(free_port)
-		case " ${ports[*]} " in *" $p "*) continue ;; esac
-		ports+=("$p")
-	done
+	local out ports
+	out=$(free_ports 3)
+	mapfile -t ports <<<"$out"
 	KUBELET_PORT=${ports[0]} HEALTHZ_PORT=${ports[1]} READONLY_PORT=${ports[2]}
 }
 
@@ -161,7 +166,7 @@ cmd_up() {
 		return 0
 	fi
 	[ -n "$bed" ] || die "--bed BEDDIR is required"
-	bed=$(bed_dir "$bed")
+	bed=$(marked_dir "$BED_MARKER" "$bed")
 	bed_paths "$bed"
 	[ -f "$BED_ENVFILE" ] || die "$BED_DIR is not a running test bed (no testbed.env)"
 	# shellcheck source=/dev/null
@@ -244,10 +249,7 @@ $(tail -n 20 "$KL_LOG")"
 }
 
 cmd_start() {
-	[ $# -eq 1 ] || die "usage: kubelet.sh start KDIR"
-	local dir
-	dir=$(marked_dir "$KUBELET_MARKER" "$1")
-	kubelet_paths "$dir"
+	kubelet_at start "$@"
 	[ -f "$KL_ARGS" ] || die "$KL_DIR was never set up (kubelet.sh up)"
 	local pid
 	if pid=$(kubelet_pid); then
@@ -262,34 +264,8 @@ cmd_start() {
 }
 
 cmd_stop() {
-	[ $# -eq 1 ] || die "usage: kubelet.sh stop KDIR"
-	local dir
-	dir=$(marked_dir "$KUBELET_MARKER" "$1")
-	kubelet_paths "$dir"
+	kubelet_at stop "$@"
 	stop_pid "$KL_PIDFILE" "$KL_CONFIG" kubelet
-}
-
-# mounts_under DIR: mount points at or under DIR, deepest first (mountinfo
-# field 5, octal escapes decoded).
-mounts_under() {
-	local m
-	awk '{print $5}' /proc/self/mountinfo | while read -r m; do
-		printf -v m '%b' "$m"
-		case $m in "$1" | "$1"/*) printf '%s %s\n' "${#m}" "$m" ;; esac
-	done | sort -rn | cut -d' ' -f2-
-}
-
-# unmount_all: the kubelet bind-mounts its root dir onto itself and leaves
-# it on exit; pod volumes (projected tokens are tmpfs) may be left too.
-unmount_all() {
-	local m
-	for _ in 1 2 3; do
-		[ -n "$(mounts_under "$KL_DIR")" ] || return 0
-		while read -r m; do
-			umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
-		done <<<"$(mounts_under "$KL_DIR")"
-	done
-	[ -z "$(mounts_under "$KL_DIR")" ] || die "mounts left under $KL_DIR: $(mounts_under "$KL_DIR" | tr '\n' ' ')"
 }
 
 # remove_log_links: the container log symlinks this kubelet made in
@@ -303,13 +279,12 @@ remove_log_links() {
 }
 
 cmd_down() {
-	if [ $# -ne 1 ] || [ -z "$1" ]; then die "usage: kubelet.sh down KDIR"; fi
-	local dir
-	dir=$(marked_dir "$KUBELET_MARKER" "$1")
-	kubelet_paths "$dir"
+	kubelet_at down "$@"
 	if [ -d "$KL_DIR" ]; then
 		stop_pid "$KL_PIDFILE" "$KL_CONFIG" kubelet
-		unmount_all
+		# The kubelet bind-mounts its root dir onto itself and leaves it on
+		# exit; pod volumes (projected tokens are tmpfs) may be left too.
+		unmount_all "$KL_DIR"
 		remove_log_links
 		rm -rf --one-file-system "$KL_DIR"
 	fi
@@ -318,10 +293,7 @@ cmd_down() {
 }
 
 cmd_env() {
-	[ $# -eq 1 ] || die "usage: kubelet.sh env KDIR"
-	local dir
-	dir=$(marked_dir "$KUBELET_MARKER" "$1")
-	kubelet_paths "$dir"
+	kubelet_at env "$@"
 	[ -f "$KL_ENVFILE" ] || die "$KL_DIR has no kubelet (no kubelet.env); run kubelet.sh up first"
 	q() { printf '%q' "$1"; }
 	# shellcheck source=/dev/null

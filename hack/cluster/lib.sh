@@ -1,10 +1,12 @@
 # shellcheck shell=bash disable=SC2034 # variables are for the scripts that source this
 # lib.sh: versions, paths and helpers of the cluster scripts. Sourced, never
 # run; callers set -euo pipefail themselves. It builds on the test bed's
-# lib.sh: same cache, go_env, alive and bed paths (the kubelet runs on a bed).
+# lib.sh, which brings the harness's shared half (hack/lib: cache, builds,
+# processes, directories, gc) and the bed's paths (the kubelet runs on a bed).
 
 # shellcheck source-path=SCRIPTDIR source=../testbed/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../testbed/lib.sh"
+LOG_PREFIX=cluster
 
 KUBERNETES_VERSION=v1.37.2
 # v1.37 pins etcd 3.7.0 for its own tests; 3.6.8 (what v1.36 pins) serves
@@ -37,54 +39,6 @@ KUBELET_MARKER=.probelet-kubelet
 # PORTS_LOCK serializes picking ports and starting what listens on them.
 PORTS_LOCK=$TESTBED_CACHE/.ports.lock
 
-log() { printf 'cluster: %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-# marked_dir MARKER ARG: ARG as a normalized absolute directory; never /,
-# never an existing directory that is neither empty nor marked with MARKER.
-# Call it in a plain assignment (dir=$(marked_dir ...)) so set -e sees a failure.
-marked_dir() {
-	local marker=$1 d
-	[ -n "$2" ] || die "empty directory argument"
-	d=$(realpath -m -- "$2")
-	[ "$d" != / ] || die "refusing / as a directory"
-	if [ -d "$d" ] && [ -n "$(ls -A -- "$d")" ] && [ ! -e "$d/$marker" ]; then
-		die "$d has no $marker; not touching it"
-	fi
-	printf '%s\n' "$d"
-}
-
-# pid_of PIDFILE ARG: the PID in PIDFILE if that process runs and its
-# command line has the exact argument ARG (so a reused PID is not ours).
-pid_of() {
-	local pid
-	pid=$(cat "$1" 2>/dev/null) || return 1
-	[ -n "$pid" ] && alive "$pid" || return 1
-	tr '\0' '\n' 2>/dev/null <"/proc/$pid/cmdline" | grep -qxF -- "$2" || return 1
-	printf '%s\n' "$pid"
-}
-
-# wait_gone PID SECONDS: waits until PID has exited.
-wait_gone() {
-	for _ in $(seq 1 $(($2 * 10))); do
-		alive "$1" || return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-# stop_pid PIDFILE ARG NAME: SIGTERM to the process pid_of finds, SIGKILL
-# after 10 s; nothing when it is not running.
-stop_pid() {
-	local pid
-	pid=$(pid_of "$1" "$2") || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	wait_gone "$pid" 10 && return 0
-	log "$3 ($pid) ignored SIGTERM; killing it"
-	kill -KILL "$pid" 2>/dev/null || true
-	wait_gone "$pid" 5 || die "$3 ($pid) survived SIGKILL"
-}
-
 # free_port: a TCP port nothing listens on now, from 20000-32767: below
 # the kernel's ephemeral range (32768+ here), so an outgoing connection does
 # not take it between the pick and the bind. Callers hold PORTS_LOCK until
@@ -96,6 +50,17 @@ free_port() {
 		port_taken "$port" || { printf '%s\n' "$port"; return 0; }
 	done
 	die "no free TCP port found in 20000-32767"
+}
+
+# free_ports N: N distinct ports from free_port, one a line.
+free_ports() {
+	local ports=() p
+	while [ ${#ports[@]} -lt "$1" ]; do
+		p=$(free_port)
+		case " ${ports[*]} " in *" $p "*) continue ;; esac
+		ports+=("$p")
+	done
+	printf '%s\n' "${ports[@]}"
 }
 
 # port_taken PORT: whether anything listens on TCP PORT (any address).

@@ -42,12 +42,9 @@ make_pki() {
 # kubeconfigs stay valid when a component is restarted.
 pick_ports() {
 	[ -f "$CL_ENVFILE" ] && return 0
-	local ports=() p
-	while [ ${#ports[@]} -lt 4 ]; do
-		p=$(free_port)
-		case " ${ports[*]} " in *" $p "*) continue ;; esac
-		ports+=("$p")
-	done
+	local out ports
+	out=$(free_ports 4)
+	mapfile -t ports <<<"$out"
 	printf 'ETCD_PORT=%s\nETCD_PEER_PORT=%s\nAPISERVER_PORT=%s\nKCM_PORT=%s\nAPISERVER_URL=https://127.0.0.1:%s\n' \
 		"${ports[0]}" "${ports[1]}" "${ports[2]}" "${ports[3]}" "${ports[2]}" >"$CL_ENVFILE.tmp"
 	mv "$CL_ENVFILE.tmp" "$CL_ENVFILE"

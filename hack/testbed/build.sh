@@ -8,35 +8,6 @@ set -euo pipefail
 
 APT_PACKAGES=(libseccomp-dev pkg-config gcc libc6-dev iproute2 busybox-static util-linux mount jq)
 
-install_packages() {
-	local missing=() p
-	for p in "${APT_PACKAGES[@]}"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
-	done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	[ "$(id -u)" -eq 0 ] || die "missing packages ${missing[*]} and not root to install them"
-	log "installing ${missing[*]}"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
-
-# component DIR DESC FUNC: runs FUNC OUT_BIN_DIR unless DIR is complete, then
-# moves the result into place atomically so a killed build leaves no half dir.
-component() {
-	local dir=$1 desc=$2 fn=$3
-	[ -f "$dir/.complete" ] && return 0
-	local tmp
-	tmp=$(mktemp -d "$TESTBED_CACHE/.build.XXXXXX")
-	log "building $desc"
-	local start=$SECONDS
-	mkdir -p "$tmp/bin"
-	( cd "$tmp" && "$fn" "$tmp/bin" ) || { rm -rf "$tmp"; die "building $desc failed"; }
-	printf '%s built %s with %s\n' "$desc" "$(date -u +%FT%TZ)" "$(go version)" >"$tmp/.complete"
-	rm -rf "$dir"
-	mv "$tmp" "$dir"
-	log "built $desc in $((SECONDS - start))s"
-}
-
 build_containerd() {
 	GOBIN=$1 go install \
 		"github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" \
@@ -68,20 +39,15 @@ build_cni() {
 }
 
 main() {
-	install_packages
+	install_packages "${APT_PACKAGES[@]}"
 	go_env
-	mkdir -p "$TESTBED_CACHE"
-	exec 9>"$TESTBED_CACHE/.lock"
-	flock 9 # concurrent beds wait for one build instead of racing it
-	component "$CONTAINERD_DIR" "containerd $CONTAINERD_VERSION" build_containerd
-	component "$RUNC_DIR" "runc $RUNC_VERSION" build_runc
-	component "$CRICTL_DIR" "crictl $CRICTL_VERSION" build_crictl
-	component "$CNI_DIR" "cni plugins $CNI_VERSION" build_cni
-	local b
-	for b in "$CONTAINERD_BIN" "$CTR_BIN" "$CONTAINERD_DIR/bin/containerd-shim-runc-v2" "$RUNC_BIN" "$CRICTL_BIN" \
-		"$CNI_BIN_DIR/bridge" "$CNI_BIN_DIR/loopback" "$CNI_BIN_DIR/host-local" "$CNI_BIN_DIR/portmap"; do
-		[ -x "$b" ] || die "$b is missing; remove its cache dir and re-run"
-	done
+	cache_lock .lock # concurrent beds and clusters wait for one build instead of racing it
+	build_component "$CONTAINERD_DIR" "containerd $CONTAINERD_VERSION" build_containerd
+	build_component "$RUNC_DIR" "runc $RUNC_VERSION" build_runc
+	build_component "$CRICTL_DIR" "crictl $CRICTL_VERSION" build_crictl
+	build_component "$CNI_DIR" "cni plugins $CNI_VERSION" build_cni
+	require_built "$CONTAINERD_BIN" "$CTR_BIN" "$CONTAINERD_DIR/bin/containerd-shim-runc-v2" "$RUNC_BIN" "$CRICTL_BIN" \
+		"$CNI_BIN_DIR/bridge" "$CNI_BIN_DIR/loopback" "$CNI_BIN_DIR/host-local" "$CNI_BIN_DIR/portmap"
 	printf 'containerd=%s\nctr=%s\nrunc=%s\ncrictl=%s\ncnibin=%s\n' \
 		"$CONTAINERD_BIN" "$CTR_BIN" "$RUNC_BIN" "$CRICTL_BIN" "$CNI_BIN_DIR"
 }

@@ -14,21 +14,9 @@ remove_pods() {
 	crictl_bed rmp --all --force >/dev/null 2>&1 || log "removing pods failed; cleaning up by force"
 }
 
-# wait_gone PID SECONDS: waits until PID has exited.
-wait_gone() {
-	for _ in $(seq 1 $(($2 * 10))); do
-		alive "$1" || return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-stop_containerd() {
-	local pid
-	pid=$(containerd_pid) || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	wait_gone "$pid" 10 || { log "containerd $pid ignored SIGTERM; killing"; kill -KILL "$pid" 2>/dev/null || true; wait_gone "$pid" 5 || true; }
-}
+# stop_containerd: SIGTERM, SIGKILL after 10 s; one that survives even that
+# is left to the steps after it (shims, runc, cgroups).
+stop_containerd() { stop_pid "$BED_PIDFILE" "$BED_CONFIG" containerd || true; }
 
 # shim_arg PID NAME: the value after flag NAME in PID's command line, empty
 # when PID has exited meanwhile (shims exit on their own as their
@@ -84,27 +72,6 @@ remove_cgroups() {
 	done
 }
 
-# bed_mounts: mount points at or under DIR, deepest first (mountinfo field 5,
-# octal escapes decoded).
-bed_mounts() {
-	local m
-	awk '{print $5}' /proc/self/mountinfo | while read -r m; do
-		printf -v m '%b' "$m"
-		case $m in "$BED_DIR" | "$BED_DIR"/*) printf '%s %s\n' "${#m}" "$m" ;; esac
-	done | sort -rn | cut -d' ' -f2-
-}
-
-unmount_all() {
-	local m
-	for _ in 1 2 3; do
-		[ -n "$(bed_mounts)" ] || return 0
-		while read -r m; do
-			umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
-		done <<<"$(bed_mounts)"
-	done
-	[ -z "$(bed_mounts)" ] || die "mounts left under $BED_DIR: $(bed_mounts | tr '\n' ' ')"
-}
-
 remove_network() {
 	if [ -e "/sys/class/net/$BED_BRIDGE" ]; then
 		ip link del "$BED_BRIDGE" || die "cannot delete bridge $BED_BRIDGE"
@@ -113,9 +80,8 @@ remove_network() {
 }
 
 main() {
-	if [ $# -ne 1 ] || [ -z "$1" ]; then die "usage: down.sh DIR"; fi
 	local dir
-	dir=$(bed_dir "$1")
+	dir=$(dir_arg "down.sh DIR" "$BED_MARKER" "$@")
 	bed_paths "$dir"
 	if [ -d "$BED_DIR" ]; then
 		remove_pods
@@ -123,7 +89,7 @@ main() {
 		kill_shims
 		kill_containers
 		remove_cgroups
-		unmount_all
+		unmount_all "$BED_DIR"
 	fi
 	remove_network
 	remove_cgroups

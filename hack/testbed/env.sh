@@ -5,8 +5,7 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-[ $# -eq 1 ] || die "usage: env.sh DIR"
-dir=$(bed_dir "$1")
+dir=$(dir_arg "env.sh DIR" "$BED_MARKER" "$@")
 bed_paths "$dir"
 q() { printf '%q' "$1"; }
 cat <<EOS

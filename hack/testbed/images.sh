@@ -40,9 +40,7 @@ main() {
 	! ldd /bin/busybox >/dev/null 2>&1 || die "/bin/busybox is dynamically linked; install busybox-static"
 	local dir
 	dir=$(images_dir)
-	mkdir -p "$TESTBED_CACHE"
-	exec 9>"$TESTBED_CACHE/.images.lock"
-	flock 9
+	cache_lock .images.lock
 	if [ ! -f "$dir/.complete" ]; then
 		WORK=$(mktemp -d "$TESTBED_CACHE/.images.XXXXXX")
 		trap 'rm -rf "$WORK"' EXIT

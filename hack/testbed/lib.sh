@@ -1,6 +1,25 @@
 # shellcheck shell=bash disable=SC2034 # variables are for the scripts that source this
-# lib.sh: shared versions, paths and helpers for the test bed scripts.
+# shellcheck source-path=SCRIPTDIR
+# lib.sh: versions, paths and helpers of the test bed scripts, on top of the
+# harness's shared half in hack/lib (also hack/cluster's, through this file).
 # Sourced, never run. Callers set -euo pipefail themselves.
+
+TESTBED_HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TESTBED_REPO=$(cd "$TESTBED_HACK/../.." && pwd)
+LOG_PREFIX=testbed
+
+# shellcheck source=../lib/log.sh
+. "$TESTBED_HACK/../lib/log.sh"
+# shellcheck source=../lib/cache.sh
+. "$TESTBED_HACK/../lib/cache.sh"
+# shellcheck source=../lib/build.sh
+. "$TESTBED_HACK/../lib/build.sh"
+# shellcheck source=../lib/proc.sh
+. "$TESTBED_HACK/../lib/proc.sh"
+# shellcheck source=../lib/dirs.sh
+. "$TESTBED_HACK/../lib/dirs.sh"
+# shellcheck source=../lib/gc.sh
+. "$TESTBED_HACK/../lib/gc.sh"
 
 CONTAINERD_VERSION=v2.4.2
 RUNC_VERSION=v1.5.2
@@ -13,10 +32,6 @@ BUSYBOX_IMAGE=localhost/probelet/busybox:testbed
 # BED_MARKER marks a directory as a test bed; down.sh deletes only those.
 BED_MARKER=.probelet-testbed
 
-TESTBED_CACHE=${PROBELET_TESTBED_CACHE:-/var/cache/probelet-testbed}
-TESTBED_HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-TESTBED_REPO=$(cd "$TESTBED_HACK/../.." && pwd)
-
 # One directory per component@version; a .complete stamp marks a finished build.
 CONTAINERD_DIR=$TESTBED_CACHE/containerd@$CONTAINERD_VERSION
 RUNC_DIR=$TESTBED_CACHE/runc@$RUNC_VERSION
@@ -28,23 +43,6 @@ CTR_BIN=$CONTAINERD_DIR/bin/ctr
 RUNC_BIN=$RUNC_DIR/bin/runc
 CRICTL_BIN=$CRICTL_DIR/bin/crictl
 CNI_BIN_DIR=$CNI_DIR/bin
-
-log() { printf 'testbed: %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-# bed_dir ARG: ARG as a normalized absolute bed directory; never / and
-# never an existing directory that is neither empty nor marked as a bed.
-# Call it in a plain assignment (dir=$(bed_dir "$1")) so set -e sees a failure.
-bed_dir() {
-	local d
-	[ -n "$1" ] || die "empty test bed directory"
-	d=$(realpath -m -- "$1")
-	[ "$d" != / ] || die "refusing / as a test bed directory"
-	if [ -d "$d" ] && [ -n "$(ls -A -- "$d")" ] && [ ! -e "$d/$BED_MARKER" ]; then
-		die "$d is not a test bed directory (no $BED_MARKER); not touching it"
-	fi
-	printf '%s\n' "$d"
-}
 
 # bed_hash DIR: a stable hex digest of a test dir, used for names that must
 # differ between concurrent beds (bridge, subnet, cgroup parent).
@@ -59,12 +57,6 @@ bridge_name() { printf 'pbt%s\n' "$(bed_hash "$1" | cut -c1-10)"; }
 # the runtime's work (an exec probe's runc, a pod's set-up) then weighs as
 # one cgroup against the node's agents, not as one cgroup per thread.
 cgroup_parent() { printf '/probelet-testbed-%s\n' "$(bed_hash "$1" | cut -c1-10)"; }
-
-# go_env: a Go environment that never touches the repository's go.mod.
-go_env() {
-	export GOTOOLCHAIN=local GOWORK=off GOFLAGS=-buildvcs=false
-	export PATH=/usr/local/go/bin:$PATH
-}
 
 # mkimage_sources: the mkimage program's Go files, tests excluded.
 mkimage_sources() {
@@ -105,21 +97,7 @@ bed_paths() {
 
 # containerd_pid: prints the PID of this bed's containerd if it is running;
 # the command line must name this bed's config, so a reused PID is ignored.
-containerd_pid() {
-	local pid
-	pid=$(cat "$BED_PIDFILE" 2>/dev/null) || return 1
-	[ -n "$pid" ] && alive "$pid" || return 1
-	tr '\0' '\n' 2>/dev/null <"/proc/$pid/cmdline" | grep -qxF "$BED_CONFIG" || return 1
-	printf '%s\n' "$pid"
-}
-
-# alive PID: whether PID runs; a zombie has exited (PID 1 here may reap late).
-alive() {
-	local stat
-	read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
-	stat=${stat##*) }
-	[ "${stat%% *}" != Z ]
-}
+containerd_pid() { pid_of "$BED_PIDFILE" "$BED_CONFIG"; }
 
 # crictl_bed ARGS...: crictl against this bed's containerd.
 crictl_bed() { "$CRICTL_BIN" --config "$BED_CRICTL_CONFIG" --runtime-endpoint "unix://$BED_SOCK" --image-endpoint "unix://$BED_SOCK" --timeout 10s "$@"; }

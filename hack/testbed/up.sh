@@ -198,7 +198,7 @@ main() {
 	[ $# -eq 1 ] || die "usage: up.sh DIR"
 	[ "$(id -u)" -eq 0 ] || die "the test bed needs root"
 	local dir
-	dir=$(bed_dir "$1")
+	dir=$(marked_dir "$BED_MARKER" "$1")
 	bed_paths "$dir"
 	[ ${#BED_DIR} -le $MAX_DIR_LEN ] || die "$BED_DIR is longer than $MAX_DIR_LEN bytes; unix socket paths under it would not fit"
 	"$TESTBED_HACK/build.sh" >/dev/null

@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/probelet/probelet/internal/testbed"
+	"github.com/probelet/probelet/internal/testbed/harness"
 )
 
 // componentStopTimeout bounds how long a stopped component may take to exit.
@@ -26,12 +26,8 @@ func (c *Cluster) StopComponent(name string) error {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("cluster: stop %s (pid %d): %w", name, pid, err)
 	}
-	deadline := time.Now().Add(componentStopTimeout)
-	for testbed.Alive(pid) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("cluster: %s (pid %d) still runs %s after SIGKILL", name, pid, componentStopTimeout)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !harness.WaitGone(pid, componentStopTimeout) {
+		return fmt.Errorf("cluster: %s (pid %d) still runs %s after SIGKILL", name, pid, componentStopTimeout)
 	}
 	return nil
 }
@@ -39,11 +35,15 @@ func (c *Cluster) StopComponent(name string) error {
 // StartMissing starts the components that are not running, on their
 // ports and data, and waits until the API server is ready again: up.sh
 // leaves running components alone.
-func (c *Cluster) StartMissing() error {
+func (c *Cluster) StartMissing() error { return c.runUp() }
+
+// runUp runs up.sh on the cluster's directory with its options; Start
+// uses it for the first start.
+func (c *Cluster) runUp() error {
 	args := []string{"--controllers", c.controllers}
 	if c.featureGates != "" {
 		args = append(args, "--feature-gates", c.featureGates)
 	}
-	_, err := c.env.run(c.env.startTimeout, "up.sh", append(args, c.dir)...)
+	_, err := c.scripts.Run(c.scripts.StartTimeout, "up.sh", append(args, c.Dir())...)
 	return err
 }

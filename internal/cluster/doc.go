@@ -13,7 +13,8 @@
 // without a control plane (StartStandaloneKubelet) runs static pods from
 // its manifest directory and serves /pods and /metrics on its read-only port.
 //
-// Policy, as in internal/testbed: everything needs root. Without root a test
+// Policy, the harness's (internal/testbed/harness, shared with
+// internal/testbed): everything needs root. Without root a test
 // is skipped, unless CI is set or PROBELET_E2E=1: then, as whenever a start
 // fails, the test fails with the reason. PROBELET_TESTBED_KEEP=1 keeps a
 // failed test's directories for inspection (the log says how to remove them).

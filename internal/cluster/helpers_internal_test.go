@@ -12,69 +12,20 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-func TestParseEnv(t *testing.T) {
-	got := parseEnv([]byte("kubectl=/c/bin/kubectl\nnoise line\n APISERVER_URL = https://127.0.0.1:1 \nA=b=c\n"))
-	want := map[string]string{"kubectl": "/c/bin/kubectl", "APISERVER_URL": "https://127.0.0.1:1", "A": "b=c"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("parseEnv = %v, want %v", got, want)
-	}
-}
-
-func TestTail(t *testing.T) {
-	tests := []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"a\nb\nc\n", 2, "b\nc"},
-		{"a\nb", 5, "a\nb"},
-		{"", 3, ""},
-	}
-	for _, tc := range tests {
-		if got := tail(tc.in, tc.n); got != tc.want {
-			t.Errorf("tail(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
-		}
-	}
-}
-
-func TestFindScripts(t *testing.T) {
-	dir, err := findScripts()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []string{"build.sh", "up.sh", "down.sh", "env.sh", "kubelet.sh", "gc.sh"} {
-		st, err := os.Stat(filepath.Join(dir, s))
-		if err != nil || st.Mode()&0o111 == 0 {
-			t.Errorf("%s in %s: not an executable script (%v)", s, dir, err)
-		}
-	}
-}
-
+// TestOptions: the options reach the cluster, and one that is invalid
+// fails newCluster (harness's TestSetters checks the scripts' rules).
 func TestOptions(t *testing.T) {
-	tests := []struct {
-		name string
-		opt  Option
-		want string
-	}{
-		{"relative cache", WithCacheDir("cache"), "cache dir must be absolute"},
-		{"empty scripts", WithScriptsDir(""), "empty scripts dir"},
-		{"zero timeout", WithStartTimeout(0), "must be positive"},
-		{"no controllers", WithControllers(""), "empty controller list"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := newCluster(t, []Option{tc.opt})
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("newCluster = %v, want error containing %q", err, tc.want)
-			}
-		})
+	for _, opt := range []Option{WithCacheDir("cache"), WithControllers("")} {
+		if _, err := newCluster(t, []Option{opt}); err == nil || !strings.HasPrefix(err.Error(), "cluster: ") {
+			t.Errorf("newCluster with an invalid option = %v, want a cluster error", err)
+		}
 	}
 	c, err := newCluster(t, []Option{WithCacheDir("/c"), WithScriptsDir("/s"), WithStartTimeout(time.Minute),
 		WithFeatureGates("A=true"), WithControllers("*,-podgc")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.env.cacheDir != "/c" || c.env.scripts != "/s" || c.env.startTimeout != time.Minute ||
+	if s := c.scripts; s.CacheDir != "/c" || s.Dir != "/s" || s.StartTimeout != time.Minute ||
 		c.featureGates != "A=true" || c.controllers != "*,-podgc" {
 		t.Errorf("options not applied: %+v", c)
 	}

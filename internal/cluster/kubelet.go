@@ -2,16 +2,13 @@ package cluster
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
+	"github.com/probelet/probelet/internal/testbed/harness"
 )
 
 // kubeletMarker marks a kubelet directory for hack/cluster/kubelet.sh.
@@ -19,19 +16,26 @@ const kubeletMarker = ".probelet-kubelet"
 
 const kubeletRestartTimeout = 2 * time.Minute
 
+// kubeletKind is how hack/cluster/kubelet.sh names, marks and tears down a
+// kubelet's directory.
+var kubeletKind = harness.Kind{
+	Noun:   "kubelet",
+	Prefix: "pkl-",
+	Marker: kubeletMarker,
+	Down:   []string{"kubelet.sh", "down"},
+	Logs:   []harness.Log{{File: "kubelet.log", Lines: 30}},
+}
+
 // Kubelet is one running kubelet on a containerd test bed, registered to a
 // Cluster or standalone. Its methods are safe for concurrent use.
 type Kubelet struct {
-	t   testing.TB
-	env scriptEnv
-	dir string
+	t       testing.TB
+	scripts harness.Scripts
+	owned   *harness.Owned
 
 	mode, nodeName, nodeIP     string
 	readOnlyURL, healthzURL    string
 	criEndpoint, manifestsPath string
-
-	mu      sync.Mutex
-	stopped bool
 }
 
 // StartKubelet starts a kubelet on bed, registered to c as a node (client
@@ -40,7 +44,7 @@ type Kubelet struct {
 // so it is torn down before the bed.
 func (c *Cluster) StartKubelet(t testing.TB, bed *testbed.Bed, opts ...KubeletOption) *Kubelet {
 	t.Helper()
-	return startKubelet(t, c.env, c.dir, bed, opts)
+	return startKubelet(t, c.scripts, c.Dir(), bed, opts)
 }
 
 // StartStandaloneKubelet starts a kubelet on bed without an API server: it
@@ -48,15 +52,15 @@ func (c *Cluster) StartKubelet(t testing.TB, bed *testbed.Bed, opts ...KubeletOp
 // read-only port without authentication.
 func StartStandaloneKubelet(t testing.TB, bed *testbed.Bed, opts ...KubeletOption) *Kubelet {
 	t.Helper()
-	testbed.RequireRoot(t, "cluster: the kubelet")
-	env := defaultEnv()
-	if err := env.resolve(); err != nil {
+	harness.RequireRoot(t, "cluster: the kubelet")
+	scripts := newScripts()
+	if err := scripts.Locate(); err != nil {
 		t.Fatalf("cluster: %v", err)
 	}
-	return startKubelet(t, env, "", bed, opts)
+	return startKubelet(t, scripts, "", bed, opts)
 }
 
-func startKubelet(t testing.TB, env scriptEnv, clusterDir string, bed *testbed.Bed, opts []KubeletOption) *Kubelet {
+func startKubelet(t testing.TB, scripts harness.Scripts, clusterDir string, bed *testbed.Bed, opts []KubeletOption) *Kubelet {
 	t.Helper()
 	var cfg kubeletConfig
 	for _, opt := range opts {
@@ -64,7 +68,7 @@ func startKubelet(t testing.TB, env scriptEnv, clusterDir string, bed *testbed.B
 			t.Fatalf("cluster: %v", err)
 		}
 	}
-	k := &Kubelet{t: t, env: env}
+	k := &Kubelet{t: t, scripts: scripts}
 	if err := k.up(clusterDir, bed, cfg); err != nil {
 		t.Fatalf("cluster: cannot start the kubelet: %v", err)
 	}
@@ -72,20 +76,11 @@ func startKubelet(t testing.TB, env scriptEnv, clusterDir string, bed *testbed.B
 }
 
 func (k *Kubelet) up(clusterDir string, bed *testbed.Bed, cfg kubeletConfig) error {
-	base := shortTempBase()
-	if _, err := k.env.run(downTimeout, "gc.sh", base); err != nil {
-		k.t.Logf("cluster: removing abandoned kubelets: %v", err)
-	}
-	dir, err := os.MkdirTemp(base, "pkl-")
-	if err != nil {
+	var err error
+	if k.owned, err = harness.Claim(k.t, k.scripts, kubeletKind); err != nil {
 		return err
 	}
-	k.dir = dir
-	// Registered before kubelet.sh so a half-started kubelet is torn down too.
-	k.t.Cleanup(k.cleanup)
-	if err := testbed.MarkOwned(dir, kubeletMarker); err != nil {
-		return err
-	}
+	dir := k.Dir()
 	args := append([]string{"up", "--bed", bed.Dir()}, cfg.scriptArgs()...)
 	if clusterDir != "" {
 		args = append(args, "--cluster", clusterDir)
@@ -95,10 +90,10 @@ func (k *Kubelet) up(clusterDir string, bed *testbed.Bed, cfg kubeletConfig) err
 		args = append(append(args, "--"), cfg.args...)
 	}
 	began := time.Now()
-	if _, err := k.env.run(k.env.startTimeout, "kubelet.sh", args...); err != nil {
+	if _, err := k.scripts.Run(k.scripts.StartTimeout, "kubelet.sh", args...); err != nil {
 		return err
 	}
-	env, err := readEnvFile(filepath.Join(dir, "kubelet.env"))
+	env, err := harness.ReadEnvFile(filepath.Join(dir, "kubelet.env"))
 	if err != nil {
 		return err
 	}
@@ -109,55 +104,25 @@ func (k *Kubelet) up(clusterDir string, bed *testbed.Bed, cfg kubeletConfig) err
 	return nil
 }
 
-// cleanup is the t.Cleanup hook: it keeps a failed test's kubelet when
-// asked, shows its log on failure and tears it down.
-func (k *Kubelet) cleanup() {
-	k.mu.Lock()
-	stopped := k.stopped
-	k.mu.Unlock()
-	if k.t.Failed() && !stopped {
-		k.t.Logf("cluster: last lines of %s:\n%s", k.LogPath(), fileTail(k.LogPath(), 30))
-		if keepOnFailure() {
-			_ = os.Remove(filepath.Join(k.dir, "owner")) // kept ones are not gc.sh's to remove
-			k.t.Logf("cluster: keeping kubelet %s; remove it with %s down %s", k.dir, filepath.Join(k.env.scripts, "kubelet.sh"), k.dir)
-			return
-		}
-	}
-	if err := k.Stop(); err != nil {
-		k.t.Errorf("cluster: %v", err)
-	}
-}
-
 // Stop tears the kubelet down: the process, mounts under its directory,
 // its log symlinks, the host sysctls it changed (restored once no other
 // kubelet of these scripts runs) and the directory. Its pods keep running
 // in the bed (the bed's Stop removes them); its Node object stays.
 // Idempotent; registered with t.Cleanup.
-func (k *Kubelet) Stop() error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.stopped || k.dir == "" {
-		return nil
-	}
-	if _, err := k.env.run(downTimeout, "kubelet.sh", "down", k.dir); err != nil {
-		return err
-	}
-	k.stopped = true
-	return nil
-}
+func (k *Kubelet) Stop() error { return k.owned.Stop() }
 
 // StopProcess stops the kubelet process (SIGTERM, SIGKILL after 10 s) and
 // keeps everything else, as when a node's kubelet goes away; containers
 // keep running.
 func (k *Kubelet) StopProcess() error {
-	_, err := k.env.run(kubeletRestartTimeout, "kubelet.sh", "stop", k.dir)
+	_, err := k.scripts.Run(kubeletRestartTimeout, "kubelet.sh", "stop", k.Dir())
 	return err
 }
 
 // StartProcess starts the stopped kubelet again with the same
 // configuration and waits until its healthz answers.
 func (k *Kubelet) StartProcess() error {
-	_, err := k.env.run(kubeletRestartTimeout, "kubelet.sh", "start", k.dir)
+	_, err := k.scripts.Run(kubeletRestartTimeout, "kubelet.sh", "start", k.Dir())
 	return err
 }
 
@@ -174,18 +139,11 @@ var ErrKubeletNotRunning = errors.New("cluster: the kubelet is not running")
 
 // PID returns the kubelet's process ID.
 func (k *Kubelet) PID() (int, error) {
-	data, err := os.ReadFile(filepath.Join(k.dir, "kubelet.pid"))
-	if err != nil {
+	pid, err := harness.RunningPID(filepath.Join(k.Dir(), "kubelet.pid"), "")
+	if errors.Is(err, harness.ErrNotRunning) {
 		return 0, ErrKubeletNotRunning
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		return 0, fmt.Errorf("cluster: bad kubelet.pid: %w", err)
-	}
-	if !testbed.Alive(pid) {
-		return 0, ErrKubeletNotRunning
-	}
-	return pid, nil
+	return pid, err
 }
 
 // AddStaticPod writes a static pod manifest (YAML or JSON) as NAME.yaml
@@ -212,7 +170,7 @@ func (k *Kubelet) RemoveStaticPod(name string) error {
 }
 
 // Dir is the kubelet's directory (root dir, config, logs, pod logs).
-func (k *Kubelet) Dir() string { return k.dir }
+func (k *Kubelet) Dir() string { return k.owned.Dir() }
 
 // NodeName is the kubelet's node name.
 func (k *Kubelet) NodeName() string { return k.nodeName }
@@ -237,4 +195,4 @@ func (k *Kubelet) CRIEndpoint() string { return k.criEndpoint }
 func (k *Kubelet) ManifestDir() string { return k.manifestsPath }
 
 // LogPath is the kubelet's log file.
-func (k *Kubelet) LogPath() string { return filepath.Join(k.dir, "kubelet.log") }
+func (k *Kubelet) LogPath() string { return filepath.Join(k.Dir(), "kubelet.log") }

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"errors"
-	"path/filepath"
 	"time"
 )
 
@@ -12,37 +11,19 @@ type Option func(*Cluster) error
 // WithCacheDir sets the build cache (default $PROBELET_TESTBED_CACHE, else
 // /var/cache/probelet-testbed; shared with internal/testbed).
 func WithCacheDir(dir string) Option {
-	return func(c *Cluster) error {
-		if !filepath.IsAbs(dir) {
-			return errors.New("cluster: cache dir must be absolute, got " + dir)
-		}
-		c.env.cacheDir = dir
-		return nil
-	}
+	return func(c *Cluster) error { return c.scripts.SetCacheDir(dir) }
 }
 
 // WithScriptsDir sets where hack/cluster's scripts are (default: found from
 // this package's source or by walking up from the working directory).
 func WithScriptsDir(dir string) Option {
-	return func(c *Cluster) error {
-		if dir == "" {
-			return errors.New("cluster: empty scripts dir")
-		}
-		c.env.scripts = dir
-		return nil
-	}
+	return func(c *Cluster) error { return c.scripts.SetDir(dir) }
 }
 
 // WithStartTimeout bounds Start, including a cold build of Kubernetes
 // (10-13 min on 2 cores; default 25 min).
 func WithStartTimeout(d time.Duration) Option {
-	return func(c *Cluster) error {
-		if d <= 0 {
-			return errors.New("cluster: start timeout must be positive")
-		}
-		c.env.startTimeout = d
-		return nil
-	}
+	return func(c *Cluster) error { return c.scripts.SetStartTimeout(d) }
 }
 
 // WithFeatureGates passes --feature-gates to the API server and the

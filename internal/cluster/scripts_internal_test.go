@@ -8,15 +8,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/probelet/probelet/internal/testbed"
+	"github.com/probelet/probelet/internal/testbed/harness"
 )
 
 // TestGCRemovesOnlyAbandoned runs hack/cluster/gc.sh over directories that
 // run nothing: control planes and kubelets owned by this test, ones whose
 // owner is gone, and ones with an owner file but no marker.
 func TestGCRemovesOnlyAbandoned(t *testing.T) {
-	scripts, err := findScripts()
-	if err != nil {
+	scripts := locatedScripts(t)
+	if err := scripts.SetCacheDir(t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	base := t.TempDir()
@@ -40,20 +40,18 @@ func TestGCRemovesOnlyAbandoned(t *testing.T) {
 		}
 		switch d.owner {
 		case "self", "gone":
-			if err := testbed.MarkOwned(dir, d.marker); err != nil {
+			if err := harness.MarkOwned(dir, d.marker); err != nil {
 				t.Fatal(err)
 			}
 			if d.owner == "gone" { // this PID with another start time: a reused PID
-				writeFile(t, filepath.Join(dir, "owner"), strconv.Itoa(os.Getpid())+" 1\n")
+				writeFile(t, filepath.Join(dir, harness.OwnerFile), strconv.Itoa(os.Getpid())+" 1\n")
 			}
 		default:
-			writeFile(t, filepath.Join(dir, "owner"), "1 1\n")
+			writeFile(t, filepath.Join(dir, harness.OwnerFile), "1 1\n")
 		}
 	}
-	gc := exec.Command(filepath.Join(scripts, "gc.sh"), base)
-	gc.Env = append(os.Environ(), "PROBELET_TESTBED_CACHE="+t.TempDir())
-	if out, err := gc.CombinedOutput(); err != nil {
-		t.Fatalf("gc.sh: %v\n%s", err, out)
+	if err := scripts.RemoveAbandoned(base); err != nil {
+		t.Fatal(err)
 	}
 	for _, d := range dirs {
 		_, err := os.Stat(filepath.Join(base, d.name))
@@ -67,10 +65,7 @@ func TestGCRemovesOnlyAbandoned(t *testing.T) {
 // kubelet saves the host state, a second one joins, and only the last one
 // out restores it; a holder whose directory vanished does not block that.
 func TestHostLease(t *testing.T) {
-	scripts, err := findScripts()
-	if err != nil {
-		t.Fatal(err)
-	}
+	scripts := locatedScripts(t).Dir
 	root := t.TempDir()
 	procSys, logs, cache := filepath.Join(root, "sys"), filepath.Join(root, "containers"), filepath.Join(root, "cache")
 	sysctls := []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
@@ -144,6 +139,15 @@ func runLease(t *testing.T, scripts, command string, env []string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", command, err, out)
 	}
+}
+
+func locatedScripts(t *testing.T) harness.Scripts {
+	t.Helper()
+	s := newScripts()
+	if err := s.Locate(); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func writeFile(t *testing.T, path, content string) {

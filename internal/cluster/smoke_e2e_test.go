@@ -23,6 +23,7 @@ import (
 
 	"github.com/probelet/probelet/internal/cluster"
 	"github.com/probelet/probelet/internal/testbed"
+	"github.com/probelet/probelet/internal/testbed/harness"
 )
 
 // readyGate is the readiness gate probelet owns.
@@ -348,12 +349,6 @@ func checkNoTrace(t *testing.T, dirs []string, pids []int, hostBefore map[string
 
 // hostStateDir is hack/cluster/hoststate.sh's lease: holders/, saved, and
 // the lock file beside it.
-func hostStateDir() string {
-	cache := os.Getenv("PROBELET_TESTBED_CACHE")
-	if cache == "" {
-		cache = "/var/cache/probelet-testbed"
-	}
-	return filepath.Join(cache, ".kubelet-host-state")
-}
+func hostStateDir() string { return filepath.Join(harness.CacheDir(), ".kubelet-host-state") }
 
 func hostStateHolders() string { return filepath.Join(hostStateDir(), "holders") }

@@ -49,7 +49,7 @@ func (c *Cluster) ServiceAccountKubeconfigBound(ctx context.Context, namespace, 
 	if bound != nil {
 		file += "." + strings.ToLower(bound.Kind) + "-" + bound.Name
 	}
-	path := filepath.Join(c.dir, "sa", file+".kubeconfig")
+	path := filepath.Join(c.Dir(), "sa", file+".kubeconfig")
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", err
 	}

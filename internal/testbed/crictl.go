@@ -20,7 +20,7 @@ const crictlTimeout = 2 * time.Minute
 func (b *Bed) Crictl(args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), crictlTimeout)
 	defer cancel()
-	full := append([]string{"--config", filepath.Join(b.dir, "crictl.yaml"),
+	full := append([]string{"--config", filepath.Join(b.Dir(), "crictl.yaml"),
 		"--runtime-endpoint", b.CRIEndpoint(), "--image-endpoint", b.CRIEndpoint()}, args...)
 	cmd := exec.CommandContext(ctx, b.crictl, full...)
 	var stdout, stderr bytes.Buffer

@@ -12,7 +12,8 @@
 //		Container: testbed.ContainerSpec{Name: "web", Command: []string{"httpd", "-f", "-p", "8080", "-h", "/var/www"}},
 //	})
 //
-// Policy: the bed needs root. Without root a test is skipped, unless the
+// Policy, the harness's (package harness, which internal/cluster shares):
+// the bed needs root. Without root a test is skipped, unless the
 // environment says the end-to-end tests must run (CI set, or
 // PROBELET_E2E=1): then, as whenever the bed fails to start, the test fails
 // with the reason. Set PROBELET_TESTBED_KEEP=1 to keep a failed test's bed

@@ -48,8 +48,8 @@ func (b *Bed) runSandbox(p PodSpec, withContainer bool) (*podRecord, string, err
 	if err := check(); err != nil {
 		return nil, "", err
 	}
-	dir := filepath.Join(b.dir, "specs", strconv.Itoa(seq))
-	logDir := filepath.Join(b.dir, "logs", fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID))
+	dir := filepath.Join(b.Dir(), "specs", strconv.Itoa(seq))
+	logDir := filepath.Join(b.Dir(), "logs", fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID))
 	if err := writeJSON(filepath.Join(dir, "pod.json"), buildPodConfig(p, logDir, b.cgroupParent)); err != nil {
 		return nil, "", err
 	}

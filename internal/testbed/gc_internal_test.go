@@ -2,36 +2,18 @@ package testbed
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
-)
 
-func TestProcessStartMatchesProc(t *testing.T) {
-	start, err := processStart(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// awk's field 22 is right for this process: its comm has no spaces.
-	out, err := exec.Command("awk", "{print $22}", "/proc/"+strconv.Itoa(os.Getpid())+"/stat").Output()
-	if err != nil {
-		t.Skipf("awk: %v", err)
-	}
-	if want := strings.TrimSpace(string(out)); start != want {
-		t.Errorf("processStart = %q, want %q", start, want)
-	}
-	if _, err := processStart(-1); err == nil {
-		t.Error("processStart(-1): no error")
-	}
-}
+	"github.com/probelet/probelet/internal/testbed/harness"
+)
 
 // TestGCRemovesOnlyAbandonedBeds runs hack/testbed/gc.sh over beds that
 // run nothing: one owned by this test, one whose owner is gone, and a
 // directory with an owner file but no bed marker.
 func TestGCRemovesOnlyAbandonedBeds(t *testing.T) {
-	scripts, err := findScripts()
+	b, err := newBed(t, []Option{WithCacheDir(t.TempDir())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,22 +25,20 @@ func TestGCRemovesOnlyAbandonedBeds(t *testing.T) {
 		}
 	}
 	for _, d := range []string{live, dead} {
-		if err := markBed(d); err != nil {
+		if err := harness.MarkOwned(d, bedMarker); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// This PID with another start time: a reused PID, so the owner is gone.
-	if err := os.WriteFile(filepath.Join(dead, ownerFile), []byte(strconv.Itoa(os.Getpid())+" 1\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dead, harness.OwnerFile), []byte(strconv.Itoa(os.Getpid())+" 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// An owner file without the marker is not a bed: gc.sh must leave it.
-	if err := os.WriteFile(filepath.Join(manual, ownerFile), []byte("1 1\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(manual, harness.OwnerFile), []byte("1 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(scripts, "gc.sh"), base)
-	cmd.Env = append(os.Environ(), "PROBELET_TESTBED_CACHE="+t.TempDir())
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("gc.sh: %v\n%s", err, out)
+	if err := b.scripts.RemoveAbandoned(base); err != nil {
+		t.Fatal(err)
 	}
 	for d, wantKept := range map[string]bool{live: true, dead: false, manual: true} {
 		_, err := os.Stat(d)

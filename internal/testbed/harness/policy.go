@@ -1,4 +1,4 @@
-package testbed
+package harness
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"github.com/probelet/probelet/internal/testutil"
 )
 
-// verdict is what Start does when the bed cannot run.
+// verdict is what a test does when it cannot have root.
 type verdict int
 
 const (
@@ -35,10 +35,10 @@ func decide(root bool, getenv func(string) string) verdict {
 	}
 }
 
-// RequireRoot applies the policy for anything that needs root (Start, and
-// internal/cluster's control plane and kubelet): it returns as root;
-// otherwise it skips the test, or fails it where CI or PROBELET_E2E=1
-// demand the end-to-end tests. what names the thing that needs root.
+// RequireRoot applies the policy for anything that needs root (a test bed,
+// a control plane, a kubelet): it returns as root; otherwise it skips the
+// test, or fails it where CI or PROBELET_E2E=1 demand the end-to-end tests.
+// what names the thing that needs root.
 func RequireRoot(t testing.TB, what string) {
 	t.Helper()
 	switch decide(os.Geteuid() == 0, os.Getenv) {
@@ -48,3 +48,7 @@ func RequireRoot(t testing.TB, what string) {
 		t.Fatalf("%s needs root, and CI or PROBELET_E2E=1 requires the end-to-end tests to run", what)
 	}
 }
+
+// keepOnFailure reports whether a failed test's directories stay for
+// inspection: one switch keeps beds, control planes and kubelets alike.
+func keepOnFailure() bool { return os.Getenv("PROBELET_TESTBED_KEEP") == "1" }
