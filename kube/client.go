@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/probelet/probelet/internal/kubeconfig"
 )
 
 // Client is all probelet asks of the API server. It is narrow on purpose:
@@ -75,7 +77,7 @@ func NewScheme() *runtime.Scheme {
 // configuration sets no rest.Config.Timeout: a list, a condition write, an
 // Event. A watch is long by design; the API server ends it (the reflector
 // asks for 5 to 10 minutes) and the HTTP/2 health check finds a dead one.
-const DefaultRequestTimeout = 10 * time.Second
+const DefaultRequestTimeout = kubeconfig.RequestTimeout
 
 // restClient is Client over client-go's REST client, speaking JSON like
 // the clientset does by default.

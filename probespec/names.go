@@ -36,6 +36,10 @@ const (
 	AnnotationTCPModeReason = "probelet.io/tcp-mode-reason"
 )
 
+// LeaseNamespace holds the node agents' Leases (and probelet-controller's
+// leader election Lease) unless an operator names another.
+const LeaseNamespace = "probelet-system"
+
 // ConditionReady is the pod condition probelet owns (the node agent while
 // it runs, probelet-controller while it is silent); pods that list it in
 // spec.readinessGates are Ready only when probelet says so.

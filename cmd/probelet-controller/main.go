@@ -36,8 +36,8 @@ import (
 	"github.com/probelet/probelet/controller/slim"
 	"github.com/probelet/probelet/controller/zones"
 	"github.com/probelet/probelet/internal/httpserve"
-	"github.com/probelet/probelet/kube"
-	"github.com/probelet/probelet/kube/heartbeat"
+	"github.com/probelet/probelet/internal/kubeconfig"
+	"github.com/probelet/probelet/probespec"
 )
 
 // component names the controller in Events and its leader Lease.
@@ -78,7 +78,7 @@ func parse(args []string) (options, error) {
 func flagSet(o *options) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(component, pflag.ContinueOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server; empty: the in-cluster configuration")
-	fs.StringVar(&o.leaseNamespace, "lease-namespace", heartbeat.DefaultNamespace, "namespace of probelet's node Leases (and of the leader election Lease)")
+	fs.StringVar(&o.leaseNamespace, "lease-namespace", probespec.LeaseNamespace, "namespace of probelet's node Leases (and of the leader election Lease)")
 	fs.DurationVar(&o.grace, "grace-period", monitor.DefaultGracePeriod, "how long a probelet Lease may go unrenewed, as this controller observes it, before its node's gated pods are marked not Ready")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among the replicas; only the leader marks pods")
 	fs.Float32Var(&o.zones.UnhealthyZoneThreshold, "unhealthy-zone-threshold", o.zones.UnhealthyZoneThreshold, "share of a zone's probelets silent (more than 2 of them) that makes a PartialDisruption")
@@ -100,12 +100,12 @@ func run(args []string) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
-	cfg, err := kube.Config(o.kubeconfig)
+	cfg, err := kubeconfig.Load(o.kubeconfig)
 	if err != nil {
 		return err
 	}
 	cfg.UserAgent = component
-	// kube.Config bounds each call for the agent's narrow client, which
+	// kubeconfig.Load bounds each call for the agent's narrow client, which
 	// puts it on every request but watches; a clientset would put it on
 	// the HTTP client and cut every informer's watch at that age.
 	cfg.Timeout = 0

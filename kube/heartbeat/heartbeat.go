@@ -42,9 +42,6 @@ const (
 	RenewInterval = 10 * time.Second
 	// LeaseDurationSeconds is written in the Lease: four missed renewals.
 	LeaseDurationSeconds = 40
-	// DefaultNamespace holds the Lease unless Options.Namespace says
-	// otherwise (--lease-namespace).
-	DefaultNamespace = "probelet-system"
 	// DefaultStallAfter is how far behind its due round the probe
 	// scheduler may be before probelet counts as not probing. A round is
 	// milliseconds of work; one a whole renew interval late is a wedged
@@ -86,7 +83,7 @@ type Scheduler interface {
 type Options struct {
 	Client    kube.Client
 	NodeName  string
-	Namespace string // default DefaultNamespace
+	Namespace string // default probespec.LeaseNamespace
 	Runtime   Runtime
 	Scheduler Scheduler
 	// StallAfter is the scheduler lag past which probelet does not
@@ -134,7 +131,7 @@ func New(o Options) (*Heartbeat, error) {
 		scheduler: o.Scheduler, stallAfter: o.StallAfter, clock: o.Clock, log: o.Log, onResumed: o.OnResumed,
 		tcpMode: o.TCPMode}
 	if h.ns == "" {
-		h.ns = DefaultNamespace
+		h.ns = probespec.LeaseNamespace
 	}
 	if h.stallAfter <= 0 {
 		h.stallAfter = DefaultStallAfter

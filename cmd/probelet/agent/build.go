@@ -9,9 +9,9 @@ import (
 
 	"github.com/probelet/probelet/cri/client"
 	"github.com/probelet/probelet/history"
+	"github.com/probelet/probelet/internal/kubeconfig"
 	"github.com/probelet/probelet/internal/promutil"
 	"github.com/probelet/probelet/killer"
-	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/plugin"
 	"github.com/probelet/probelet/prober"
@@ -66,7 +66,7 @@ func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 	if p.exec, err = a.execRunner(ctx, p); err != nil {
 		return nil, err
 	}
-	kcfg, kerr := kube.Config(a.cfg.Kubeconfig)
+	kcfg, kerr := kubeconfig.Load(a.cfg.Kubeconfig)
 	if p.engine, err = prober.NewManager(a.engineOptions(p, kerr == nil)...); err != nil {
 		return nil, fmt.Errorf("probe engine: %w", err)
 	}

@@ -22,8 +22,8 @@ import (
 	"github.com/probelet/probelet/cri/client"
 	"github.com/probelet/probelet/internal/endpoint"
 	"github.com/probelet/probelet/killguard"
-	"github.com/probelet/probelet/kube/heartbeat"
 	"github.com/probelet/probelet/plugin"
+	"github.com/probelet/probelet/probespec"
 	"github.com/probelet/probelet/quietio"
 )
 
@@ -130,7 +130,7 @@ func Default() Config {
 		ReconcileInterval: Duration{5 * time.Minute},
 		StateDir:          "/var/lib/probelet",
 		NodeName:          defaultNodeName(),
-		LeaseNamespace:    heartbeat.DefaultNamespace,
+		LeaseNamespace:    probespec.LeaseNamespace,
 		LogFormat:         "console",
 		LogLevel:          "info",
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/probelet/probelet/internal/kubeconfig"
 	"github.com/probelet/probelet/kube"
 	"github.com/probelet/probelet/kube/events"
 	"github.com/probelet/probelet/kube/heartbeat"
@@ -42,7 +43,7 @@ func (c nriConnection) Connected() bool { return c.p.plugin != nil && c.p.plugin
 // does not wait for the API server: probing never depends on it, and the
 // informer and writers catch up when it answers.
 func (a *Agent) buildKube(p *parts, cfg *rest.Config, err error) (*kubeParts, error) {
-	if errors.Is(err, kube.ErrNoConfig) {
+	if errors.Is(err, kubeconfig.ErrNoConfig) {
 		a.log.Info("No API server configured (no --kubeconfig, not in a cluster): running node-only; " +
 			"readiness gates and Events are not written")
 		return nil, nil
