@@ -67,7 +67,7 @@ func meta(m metav1.ObjectMeta, keepFields bool) metav1.ObjectMeta {
 		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp, Labels: m.Labels,
 	}
 	for k, v := range m.Annotations {
-		if strings.HasPrefix(k, "probelet.io/") {
+		if strings.HasPrefix(k, probespec.Prefix) {
 			if out.Annotations == nil {
 				out.Annotations = map[string]string{}
 			}

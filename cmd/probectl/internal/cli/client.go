@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	apiv1 "github.com/probelet/probelet/api/v1alpha1"
+	"github.com/probelet/probelet/internal/endpoint"
 )
 
 // DefaultSocket is where probelet listens unless told otherwise.
@@ -35,22 +36,20 @@ type client struct {
 	timeout time.Duration
 }
 
-// socketPath returns the path of a unix:// endpoint or bare path.
-func socketPath(endpoint string) (string, error) {
-	path, ok := strings.CutPrefix(endpoint, "unix://")
-	if !ok && strings.Contains(endpoint, "://") {
-		return "", usageErrorf("--socket %q: only unix:// sockets are supported", endpoint)
-	}
-	if path == "" {
-		return "", usageErrorf("--socket is empty")
+// socketPath returns the socket path of --socket, by the rule every
+// endpoint of probelet's follows (internal/endpoint).
+func socketPath(socket string) (string, error) {
+	path, err := endpoint.UnixPath(socket)
+	if err != nil {
+		return "", usageErrorf("--socket %v", err)
 	}
 	return path, nil
 }
 
 // dial checks the socket file for the common mistakes first (no daemon,
 // no permission), so those get a precise message, then connects.
-func dial(endpoint string, timeout time.Duration) (*client, error) {
-	path, err := socketPath(endpoint)
+func dial(socket string, timeout time.Duration) (*client, error) {
+	path, err := socketPath(socket)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func TestUsageAndNotFound(t *testing.T) {
 		{"unknown command", []string{"restart"}, cli.ExitUsage, `unknown command "restart"`},
 		{"negative history", []string{"describe", "b1", "--history", "-1"}, cli.ExitUsage, "must not be negative"},
 		{"zero timeout", []string{"ps", "--timeout", "0s"}, cli.ExitUsage, "--timeout must be positive"},
-		{"tcp socket", []string{"ps", "--socket", "tcp://127.0.0.1:1"}, cli.ExitUsage, "only unix:// sockets"},
+		{"tcp socket", []string{"ps", "--socket", "tcp://127.0.0.1:1"}, cli.ExitUsage, "only unix:// endpoints are supported"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
