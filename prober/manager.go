@@ -83,9 +83,13 @@ type Manager struct {
 	byID     map[string]*podEntry
 	inflight int
 	killing  int
-	running  bool
-	stopped  bool
-	idleCh   chan struct{}
+	// instants are the open round's TCP probes to answer without the lock
+	// (dispatchDue); spare and answered are buffers the rounds reuse.
+	instants, spare []*worker
+	answered        []answer
+	running         bool
+	stopped         bool
+	idleCh          chan struct{}
 }
 
 // NewManager returns a Manager; call Start to begin probing.

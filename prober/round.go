@@ -20,14 +20,45 @@ func (m *Manager) loop(ctx context.Context) {
 	m.wakeToStop()
 }
 
-// dispatchDue is one round of the scheduler under the lock; it returns the
-// probe the round kept to run inline, if any.
+// dispatchDue is one round of the scheduler; it returns the probe the
+// round kept to run inline, if any. The TCP probes that can be answered
+// at once (the eBPF table, a connect that completes within the call) are
+// answered between the round's two critical sections: they make system
+// calls, and the engine's lock is never held across one.
 func (m *Manager) dispatchDue() *worker {
 	m.mu.Lock()
+	m.sched.beginRound(m.tick)
+	instants := m.instants
+	m.instants = m.spare[:0]
+	m.mu.Unlock()
+
+	outs := m.answered[:0]
+	for _, w := range instants {
+		o, ok := m.instant(&w.job)
+		outs = append(outs, answer{o, ok})
+	}
+
+	m.mu.Lock()
 	defer m.mu.Unlock()
-	w := m.sched.due(m.tick)
+	for i, w := range instants {
+		if outs[i].ok {
+			m.finish(w, outs[i].o)
+		} else {
+			m.sched.submit(w) // a dial still under way (j.pending), or declined
+		}
+	}
+	// The buffers go round: a round's are the next one's spare.
+	clear(instants)
+	m.spare, m.answered = instants[:0], outs[:0]
+	w := m.sched.endRound()
 	m.notifyIdle()
 	return w
+}
+
+// answer is an instant probe's outcome, ok when it was answered.
+type answer struct {
+	o  outcome
+	ok bool
 }
 
 // runInline runs w's probe on the scheduling goroutine (see quickRun) and
@@ -92,14 +123,21 @@ func (m *Manager) dispatch(w *worker) {
 	w.job = job{ctx: w.ctx, containerID: w.containerID, target: w.target}
 	w.inFlight = true
 	m.inflight++
-	if o, ok := m.instant(&w.job); ok {
-		m.finish(w, o)
+	if m.canInstant(&w.job) {
+		m.instants = append(m.instants, w) // answered after the lock (dispatchDue)
 		return
 	}
 	m.sched.submit(w)
 }
 
-// instant answers j on the scheduling goroutine, under the lock, when the
+// canInstant reports whether j may be answered on the scheduling goroutine:
+// a TCP probe with a TCP prober that can answer without waiting.
+func (m *Manager) canInstant(j *job) bool {
+	t := j.target
+	return t.kind == kindTCP && t.err == nil && (m.instantTCP != nil || m.startTCP != nil)
+}
+
+// instant answers j on the scheduling goroutine, without the lock, when the
 // TCP prober can without waiting: from memory, or with a dial whose answer
 // came within the connect (one that did not is left in j for a runner). A
 // probe answered so costs less than handing it to a runner: a goroutine

@@ -88,6 +88,8 @@ type scheduler struct {
 	// hold it.
 	looping   atomic.Bool
 	nextRound atomic.Int64
+	// roundAt is when the open round began.
+	roundAt time.Time
 }
 
 func newScheduler(c clock.Clock, jitter func() float64, agentStart time.Time, p *pool) *scheduler {
@@ -212,15 +214,16 @@ func (s *scheduler) lag() (lag time.Duration, running bool) {
 	return max(s.clock.Now().Sub(time.Unix(0, next)), 0), true
 }
 
-// due is one round: tick every worker due by now (or within
-// coalesceWindow), then set the alarm for the next one and park — one
-// critical section, so a nudge either happened before (and its worker
-// ticked, or is the next) or fires the alarm after. It returns the probe
-// the round kept to run inline (submit), with the watch set for it.
-func (s *scheduler) due(tick func(w *worker, at time.Time)) *worker {
+// beginRound starts a round: it ticks every worker due by now (or within
+// coalesceWindow) and leaves the round open (dispatching) for the probes
+// the Manager answers without its lock; endRound closes it. Nudges while
+// it is open fire nothing: endRound sets the alarm for the earliest due
+// time whatever came meanwhile.
+func (s *scheduler) beginRound(tick func(w *worker, at time.Time)) {
 	s.parked = false
 	s.dispatching = true
 	now := s.clock.Now()
+	s.roundAt = now
 	horizon := now.Add(coalesceWindow)
 	for {
 		_, due, ok := s.queue.next()
@@ -231,13 +234,21 @@ func (s *scheduler) due(tick func(w *worker, at time.Time)) *worker {
 		// that count time (initial delay) see its place on the grid.
 		tick(s.queue.take(), later(now, due))
 	}
+}
+
+// endRound ends the round: it sets the alarm for the next due worker and
+// parks — in the critical section that closes the round, so a nudge either
+// came before (and its worker is the next) or fires the alarm after. It
+// returns the probe the round kept to run inline (submit), with the watch
+// set for it.
+func (s *scheduler) endRound() *worker {
 	s.dispatching = false
 	s.sleep()
 	w := s.candidate
 	if w != nil {
 		s.candidate, s.inline = nil, w
 		s.inlined.Add(1)
-		watchUntil := now.Add(inlineLimit)
+		watchUntil := s.roundAt.Add(inlineLimit)
 		if _, next, ok := s.queue.next(); ok && next.Before(watchUntil) {
 			watchUntil = next
 		}

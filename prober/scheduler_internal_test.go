@@ -208,12 +208,15 @@ func TestSchedulerRoundTicksWhatIsDue(t *testing.T) {
 		s.schedule(w, t0.Add(d))
 	}
 	var ticked []time.Duration
-	s.due(func(w *worker, at time.Time) {
+	s.beginRound(func(w *worker, at time.Time) {
 		if want := later(t0, t0.Add(byOffset[w])); !at.Equal(want) {
 			t.Errorf("worker due at %+v ticked as of %+v", byOffset[w], at.Sub(t0))
 		}
 		ticked = append(ticked, byOffset[w])
 	})
+	if w := s.endRound(); w != nil {
+		t.Fatalf("the round kept %v to run inline, with nothing submitted", w)
+	}
 	want := []time.Duration{-time.Second, 0, 5 * time.Millisecond, coalesceWindow}
 	if !slices.Equal(ticked, want) {
 		t.Fatalf("ticked %v, want %v", ticked, want)
