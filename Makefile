@@ -23,7 +23,7 @@ DEMO_CLUSTER_DIR ?= /tmp/pdc
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build image image-reproducible test testbed unit vm fuzz e2e soak lint helm bench generate demo demo-down demo-cluster demo-cluster-down clean
+.PHONY: all build image image-reproducible test testbed unit vm fuzz e2e e2e-std soak lint helm bench generate demo demo-down demo-cluster demo-cluster-down clean
 
 all: build
 
@@ -112,9 +112,16 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh FuzzDirectAnswersAsGRPCGo ./prober/probe/grpcprobe
 
 ## e2e: the suite on a real containerd built by hack/testbed (root only;
-## in CI it fails loudly when it cannot run)
+## in CI it fails loudly when it cannot run). E2E_IO=std runs its agents on
+## the libraries' I/O (--io=std) where a test does not choose; E2E_RUN picks
+## tests (e2e-std: the probe tests so, as CI runs them)
+E2E_IO ?=
 e2e:
-	hack/e2e.sh
+	PROBELET_E2E_IO=$(E2E_IO) hack/e2e.sh
+
+E2E_PROBE_TESTS := ^(TestReadinessFollowsTheApp|TestLivenessFailureStopsTheContainer|TestLivenessFailureCausedByTheExitDoesNotKill|TestStartupGatesLivenessAndReadiness|TestExecProbeExitCodesAndTimeout|TestTCPShortCircuit|TestContainerExitingByItself|TestTenantHungProbesDelayNobody|TestTenantHostileGRPCTargetsHurtNobody|TestTenantHeaderBombsCostBoundedMemory)$$
+e2e-std:
+	PROBELET_E2E_IO=std E2E_RUN='$(E2E_PROBE_TESTS)' hack/e2e.sh
 
 ## lint: gofmt check, go vet and staticcheck (installed by hack/tools.sh)
 ## once over every file: the build tags only add files (e2e, bench, soak,
@@ -132,11 +139,12 @@ SOAK_DURATION ?= 4m
 SOAK_PODS     ?= 110
 SOAK_CHAOS    ?= 20
 SOAK_EXEC_MODE ?= direct
+SOAK_IO       ?=
 soak:
 	@if [ "$$(id -u)" -ne 0 ]; then \
 		if . hack/lib/ci.sh && ci_set; then echo "soak: CI needs root for the containerd test bed" >&2; exit 1; fi; \
 		echo "soak: skipped: needs root (a private containerd test bed)"; exit 0; fi
-	PROBELET_E2E=1 SOAK_DURATION=$(SOAK_DURATION) SOAK_PODS=$(SOAK_PODS) SOAK_CHAOS=$(SOAK_CHAOS) SOAK_EXEC_MODE=$(SOAK_EXEC_MODE) \
+	PROBELET_E2E=1 PROBELET_E2E_IO=$(SOAK_IO) SOAK_DURATION=$(SOAK_DURATION) SOAK_PODS=$(SOAK_PODS) SOAK_CHAOS=$(SOAK_CHAOS) SOAK_EXEC_MODE=$(SOAK_EXEC_MODE) \
 		$(GO) test -tags 'e2e soak' -count=1 -timeout 60m -run '^TestSoak$$' -v ./e2e/
 
 ## bench: engine, eBPF and CRI benchmarks, side by side

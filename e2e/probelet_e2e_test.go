@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,6 +61,11 @@ func startProbelet(t *testing.T, bed *testbed.Bed, extra ...string) *daemon {
 func startProbeletUnder(t *testing.T, bed *testbed.Bed, wrap []string, extra ...string) *daemon {
 	t.Helper()
 	d := &daemon{t: t, bed: bed, name: "probelet", wrap: wrap, socket: "unix://" + filepath.Join(bed.Dir(), "pl.sock"), synced: true}
+	// PROBELET_E2E_IO runs the suite's agents on that --io (make e2e
+	// E2E_IO=std: the libraries' I/O), where a test does not choose.
+	if io := os.Getenv("PROBELET_E2E_IO"); io != "" && !slices.Contains(extra, "--io") {
+		extra = append([]string{"--io", io}, extra...)
+	}
 	d.args = append([]string{
 		"--nri-socket", bed.NRISocket(),
 		"--runtime-endpoint", bed.CRIEndpoint(),
