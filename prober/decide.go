@@ -23,7 +23,7 @@ func (m *Manager) decide(w *worker, now time.Time) verdict {
 		return verdictWait // not there yet; UpdatePod wakes the worker
 	}
 	m.follow(w, c)
-	d := w.decide(c, w.pod.pod.Deleting, m.started(w.pod, c), restartsAfterExit(&w.pod.pod, c), now)
+	d := w.decide(c, w.pod.pod.Deleting, m.reg.started(w.pod, c), restartsAfterExit(&w.pod.pod, c), now)
 	if d.note != "" {
 		m.log.Debug(d.note, m.fields(w)...)
 	}
@@ -44,7 +44,7 @@ func (m *Manager) follow(w *worker, c *node.Container) {
 		w.pending.cancel() // a kill for the instance that is gone
 	}
 	if left.ContainerID != "" {
-		m.cache.Remove(left)
+		m.reg.cache.Remove(left)
 	}
 	if m.startedBeforeAgent(c) {
 		// Like the kubelet after its own restart: do not flip a container
@@ -63,19 +63,19 @@ func (m *Manager) startedBeforeAgent(c *node.Container) bool {
 
 // started reports whether c has started: its startup probe succeeded, or
 // it has none. The caller checks that c runs.
-func (m *Manager) started(pe *podEntry, c *node.Container) bool {
+func (r *registry) started(pe *podEntry, c *node.Container) bool {
 	if pe.worker(c.Name, probespec.Startup) == nil {
 		return true
 	}
-	r, ok := m.cache.Get(results.Key{ContainerID: c.ID, Type: probespec.Startup})
-	return ok && r == results.Success
+	res, ok := r.cache.Get(results.Key{ContainerID: c.ID, Type: probespec.Startup})
+	return ok && res == results.Success
 }
 
 // publish sets w's published result and tells subscribers when it changed.
 // A startup success wakes the container's readiness worker, so readiness
 // follows at once (the kubelet triggers it manually).
 func (m *Manager) publish(w *worker, r results.Result, output string) {
-	if !m.cache.Set(w.key(), r) {
+	if !m.reg.cache.Set(w.key(), r) {
 		return
 	}
 	pod := &w.pod.pod

@@ -19,7 +19,6 @@ import (
 
 	"github.com/probelet/probelet/internal/fanout"
 	"github.com/probelet/probelet/prober/probe"
-	"github.com/probelet/probelet/prober/results"
 	"github.com/probelet/probelet/probespec"
 )
 
@@ -58,7 +57,6 @@ type Manager struct {
 	namespaceGrants bool
 
 	metrics *metrics
-	cache   *results.Cache
 	changes *fanout.Hub[ResultChange]
 	events  *fanout.Hub[Event]
 	sched   *scheduler
@@ -79,8 +77,7 @@ type Manager struct {
 	// mu guards the pods, the workers and the scheduler (but for its
 	// atomics and its pool's own lock).
 	mu       sync.Mutex
-	pods     map[string]*podEntry
-	byID     map[string]*podEntry
+	reg      registry
 	inflight int
 	killing  int
 	// instants are the open round's TCP probes to answer without the lock
@@ -102,12 +99,10 @@ func NewManager(opts ...Option) (*Manager, error) {
 		jitter:      rand.Float64,
 		concurrency: defaultConcurrency,
 		historyLen:  defaultHistory,
-		cache:       results.NewCache(),
 		specs:       probespec.NewMemo(specMemoBytes),
 		runStarted:  make(chan struct{}),
 		done:        make(chan struct{}),
-		pods:        make(map[string]*podEntry),
-		byID:        make(map[string]*podEntry),
+		reg:         newRegistry(),
 	}
 	for _, o := range opts {
 		if err := o(m); err != nil {
@@ -164,7 +159,7 @@ func (m *Manager) alarmFailed(err error) {
 func (m *Manager) shutdown() {
 	m.mu.Lock()
 	m.stopped = true
-	for _, pe := range m.pods {
+	for _, pe := range m.reg.pods {
 		m.removePodLocked(pe)
 	}
 	m.mu.Unlock()

@@ -77,7 +77,7 @@ func (m *Manager) UpdatePod(pod node.Pod) {
 func (m *Manager) RemovePod(uid string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if pe, ok := m.pods[uid]; ok {
+	if pe, ok := m.reg.pods[uid]; ok {
 		m.removePodLocked(pe)
 	}
 }
@@ -101,7 +101,7 @@ func (m *Manager) SyncPods(pods []node.Pod) {
 	for _, p := range pods {
 		keep[p.UID] = true
 	}
-	for uid, pe := range m.pods {
+	for uid, pe := range m.reg.pods {
 		if !keep[uid] {
 			m.removePodLocked(pe)
 		}
@@ -112,18 +112,18 @@ func (m *Manager) SyncPods(pods []node.Pod) {
 }
 
 func (m *Manager) updatePodLocked(pod node.Pod, parsed *probespec.Parsed) {
-	pe, known := m.pods[pod.UID]
+	pe, known := m.reg.pods[pod.UID]
 	if !known {
 		pe = &podEntry{}
 		if m.history != nil {
 			pe.restarts = m.history.Restarts(pod.UID)
 		}
-		m.pods[pod.UID] = pe
+		m.reg.pods[pod.UID] = pe
 	}
 	old := pe.pod
 	pe.pod = pod
 	m.takeSpec(pe, parsed)
-	m.reindex(pe, old)
+	m.reg.reindex(pe, old)
 	m.stopVanished(pe)
 	m.startConfigured(pe)
 	m.wakeChanged(pe, known && (netChanged(old, pod) || m.scopeChanged(pe, old)))
@@ -150,23 +150,23 @@ func (m *Manager) removePodLocked(pe *podEntry) {
 		m.stopWorker(w)
 	}
 	for _, c := range pe.pod.Containers {
-		if m.byID[c.ID] == pe {
-			delete(m.byID, c.ID)
+		if m.reg.byID[c.ID] == pe {
+			delete(m.reg.byID, c.ID)
 		}
 	}
-	delete(m.pods, pe.pod.UID)
+	delete(m.reg.pods, pe.pod.UID)
 }
 
 // reindex keeps the container-ID index in step with the pod's containers.
-func (m *Manager) reindex(pe *podEntry, old node.Pod) {
+func (r *registry) reindex(pe *podEntry, old node.Pod) {
 	for _, c := range old.Containers {
-		if m.byID[c.ID] == pe {
-			delete(m.byID, c.ID)
+		if r.byID[c.ID] == pe {
+			delete(r.byID, c.ID)
 		}
 	}
 	for _, c := range pe.pod.Containers {
 		if c.ID != "" {
-			m.byID[c.ID] = pe
+			r.byID[c.ID] = pe
 		}
 	}
 }
@@ -245,7 +245,7 @@ func (m *Manager) stopWorker(w *worker) {
 	m.sched.forget(w)
 	w.pod.dropWorker(w)
 	if w.containerID != "" {
-		m.cache.Remove(w.key())
+		m.reg.cache.Remove(w.key())
 	}
 	w.metrics.forget()
 }
@@ -255,7 +255,7 @@ func (m *Manager) stopWorker(w *worker) {
 func (m *Manager) specFixed(uid string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	pe, ok := m.pods[uid]
+	pe, ok := m.reg.pods[uid]
 	return ok && pe.specFixed
 }
 
@@ -335,7 +335,7 @@ func (m *Manager) reportSpecChange(pe *podEntry) {
 func (m *Manager) PodSpec(uid string) (*probespec.Parsed, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	pe, ok := m.pods[uid]
+	pe, ok := m.reg.pods[uid]
 	if !ok || pe.spec == nil {
 		return nil, false
 	}

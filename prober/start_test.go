@@ -8,6 +8,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/results"
@@ -130,13 +131,7 @@ func TestTCPProbeBegunIsReleasedWhenItsWorkerStops(t *testing.T) {
 	tcp.gate = make(chan struct{}) // Finish waits for the gate or ctx's end
 	h := newHarness(t, prober.WithTCPProber(tcp))
 	h.m.UpdatePod(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(1))}))
-	deadline := time.Now().Add(10 * time.Second)
-	for tcp.count(tcp.starts, readyPort) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the probe never began")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, "the probe to begin", func() bool { return tcp.count(tcp.starts, readyPort) > 0 })
 	h.m.RemovePod(testPod("c1", probespec.ContainerProbes{}).UID)
 	select {
 	case err := <-tcp.finished:

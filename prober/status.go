@@ -16,9 +16,9 @@ func (m *Manager) Containers() []ContainerStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []ContainerStatus
-	for _, pe := range m.pods {
+	for _, pe := range m.reg.pods {
 		for i := range pe.pod.Containers {
-			if st, ok := m.status(pe, &pe.pod.Containers[i]); ok {
+			if st, ok := m.reg.status(pe, &pe.pod.Containers[i]); ok {
 				out = append(out, st)
 			}
 		}
@@ -35,13 +35,13 @@ func (m *Manager) Containers() []ContainerStatus {
 func (m *Manager) Pod(uid string) []ContainerStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	pe, ok := m.pods[uid]
+	pe, ok := m.reg.pods[uid]
 	if !ok {
 		return nil
 	}
 	var out []ContainerStatus
 	for i := range pe.pod.Containers { // sorted by name (node.Pod)
-		if st, ok := m.status(pe, &pe.pod.Containers[i]); ok {
+		if st, ok := m.reg.status(pe, &pe.pod.Containers[i]); ok {
 			out = append(out, st)
 		}
 	}
@@ -52,20 +52,20 @@ func (m *Manager) Pod(uid string) []ContainerStatus {
 func (m *Manager) Container(id string) (ContainerStatus, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	pe, ok := m.byID[id]
+	pe, ok := m.reg.byID[id]
 	if !ok {
 		return ContainerStatus{}, false
 	}
 	for i := range pe.pod.Containers {
 		if pe.pod.Containers[i].ID == id {
-			return m.status(pe, &pe.pod.Containers[i])
+			return m.reg.status(pe, &pe.pod.Containers[i])
 		}
 	}
 	return ContainerStatus{}, false
 }
 
 // status builds c's status; ok is false when c has neither probes nor a spec error.
-func (m *Manager) status(pe *podEntry, c *node.Container) (ContainerStatus, bool) {
+func (r *registry) status(pe *podEntry, c *node.Container) (ContainerStatus, bool) {
 	st := ContainerStatus{
 		PodUID: pe.pod.UID, PodName: pe.pod.Name, PodNamespace: pe.pod.Namespace,
 		ContainerName: c.Name, ContainerID: c.ID, State: c.State, StartedAt: c.StartedAt,
@@ -74,7 +74,7 @@ func (m *Manager) status(pe *podEntry, c *node.Container) (ContainerStatus, bool
 	}
 	for _, t := range probespec.Types {
 		if w := pe.worker(c.Name, t); w != nil {
-			st.Probes[t] = m.probeStatus(w, c)
+			st.Probes[t] = r.probeStatus(w, c)
 		}
 	}
 	i, plain := plainInit(pe.pod.API, c.Name)
@@ -93,24 +93,24 @@ func (m *Manager) status(pe *podEntry, c *node.Container) (ContainerStatus, bool
 		return st, true
 	}
 	running := c.State == node.StateRunning
-	st.Started = running && m.started(pe, c)
-	st.Ready = st.Started && m.ready(pe, c)
+	st.Started = running && r.started(pe, c)
+	st.Ready = st.Started && r.ready(pe, c)
 	return st, true
 }
 
 // ready is the kubelet's readiness: the published readiness result, or
 // true when the container has no readiness probe.
-func (m *Manager) ready(pe *podEntry, c *node.Container) bool {
+func (r *registry) ready(pe *podEntry, c *node.Container) bool {
 	if pe.worker(c.Name, probespec.Readiness) == nil {
 		return true
 	}
-	r, ok := m.cache.Get(results.Key{ContainerID: c.ID, Type: probespec.Readiness})
-	return ok && r == results.Success
+	res, ok := r.cache.Get(results.Key{ContainerID: c.ID, Type: probespec.Readiness})
+	return ok && res == results.Success
 }
 
 // probeStatus is w's live state as seen for container c. Until the worker
 // has followed c, c has no published result (Unknown).
-func (m *Manager) probeStatus(w *worker, c *node.Container) ProbeStatus {
+func (r *registry) probeStatus(w *worker, c *node.Container) ProbeStatus {
 	ps := ProbeStatus{
 		Type:             w.typ,
 		Result:           results.Unknown,
@@ -126,7 +126,7 @@ func (m *Manager) probeStatus(w *worker, c *node.Container) ProbeStatus {
 	if w.pending != nil && w.pending.containerID == c.ID {
 		ps.KillDeferred, ps.KillDeferredSince = w.pending.deferred, w.pending.since
 	}
-	if r, ok := m.cache.Get(results.Key{ContainerID: c.ID, Type: w.typ}); ok {
+	if r, ok := r.cache.Get(results.Key{ContainerID: c.ID, Type: w.typ}); ok {
 		ps.Result = r
 	} else {
 		ps.Unpublished = true
@@ -147,8 +147,8 @@ func (m *Manager) probeStatus(w *worker, c *node.Container) ProbeStatus {
 func (m *Manager) LivenessCensus() (probed, failing int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, pe := range m.pods {
-		p, f := m.podCensus(pe)
+	for _, pe := range m.reg.pods {
+		p, f := m.reg.podCensus(pe)
 		if p {
 			probed++
 		}
@@ -162,14 +162,14 @@ func (m *Manager) LivenessCensus() (probed, failing int) {
 // podCensus is pe's part of the census: whether a liveness or startup
 // probe probes one of its running containers, and whether one of those
 // reached its failureThreshold.
-func (m *Manager) podCensus(pe *podEntry) (probed, failing bool) {
+func (r *registry) podCensus(pe *podEntry) (probed, failing bool) {
 	for i := range pe.pod.Containers {
 		c := &pe.pod.Containers[i]
 		if !c.Running() {
 			continue
 		}
 		t := probespec.Liveness
-		if !m.started(pe, c) {
+		if !r.started(pe, c) {
 			t = probespec.Startup
 		}
 		w := pe.worker(c.Name, t)

@@ -37,7 +37,7 @@ func TestStopIsIdempotentAndRemovesTheCachedResult(t *testing.T) {
 	}
 	m.UpdatePod(pod)
 	settle()
-	if n := m.cache.Len(); n != 2 {
+	if n := m.reg.cache.Len(); n != 2 {
 		t.Fatalf("cached results = %d, want 2", n)
 	}
 	// The pod spec rejects app's probes (no such container): its liveness
@@ -46,21 +46,21 @@ func TestStopIsIdempotentAndRemovesTheCachedResult(t *testing.T) {
 	readinessOnly.API = &node.APIPod{Spec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "side"}}}}
 	m.UpdatePod(readinessOnly)
 	settle()
-	if n := m.cache.Len(); n != 1 {
+	if n := m.reg.cache.Len(); n != 1 {
 		t.Fatalf("cached results after the liveness worker stopped = %d, want 1", n)
 	}
 	m.mu.Lock()
-	w := m.pods["u"].worker("side", probespec.Readiness)
+	w := m.reg.pods["u"].worker("side", probespec.Readiness)
 	m.stopWorker(w)
 	m.stopWorker(w) // idempotent
 	m.mu.Unlock()
-	if n := m.cache.Len(); n != 0 {
+	if n := m.reg.cache.Len(); n != 0 {
 		t.Fatalf("cached results after stopping = %d, want 0", n)
 	}
 	m.RemovePod("u")
 	m.RemovePod("u")
 	settle()
-	if len(m.pods) != 0 || len(m.byID) != 0 {
-		t.Fatalf("pod state left: %d pods, %d container IDs", len(m.pods), len(m.byID))
+	if len(m.reg.pods) != 0 || len(m.reg.byID) != 0 {
+		t.Fatalf("pod state left: %d pods, %d container IDs", len(m.reg.pods), len(m.reg.byID))
 	}
 }
