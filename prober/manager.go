@@ -80,10 +80,8 @@ type Manager struct {
 	reg      registry
 	inflight int
 	killing  int
-	// instants are the open round's TCP probes to answer without the lock
-	// (dispatchDue); spare and answered are buffers the rounds reuse.
-	instants, spare []*worker
-	answered        []answer
+	// round is the open round's TCP probes to answer without the lock.
+	round roundProbes
 	running         bool
 	stopped         bool
 	idleCh          chan struct{}

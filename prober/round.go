@@ -28,11 +28,11 @@ func (m *Manager) loop(ctx context.Context) {
 func (m *Manager) dispatchDue() *worker {
 	m.mu.Lock()
 	m.sched.beginRound(m.tick)
-	instants := m.instants
-	m.instants = m.spare[:0]
+	instants := m.round.instants
+	m.round.instants = m.round.spare[:0]
 	m.mu.Unlock()
 
-	outs := m.answered[:0]
+	outs := m.round.answered[:0]
 	for _, w := range instants {
 		o, ok := m.instant(&w.job)
 		outs = append(outs, answer{o, ok})
@@ -49,10 +49,18 @@ func (m *Manager) dispatchDue() *worker {
 	}
 	// The buffers go round: a round's are the next one's spare.
 	clear(instants)
-	m.spare, m.answered = instants[:0], outs[:0]
+	m.round.spare, m.round.answered = instants[:0], outs[:0]
 	w := m.sched.endRound()
 	m.notifyIdle()
 	return w
+}
+
+// roundProbes are the open round's TCP probes to answer without the
+// engine's lock (instants); spare and answered are buffers the rounds
+// reuse, so a round allocates nothing.
+type roundProbes struct {
+	instants, spare []*worker
+	answered        []answer
 }
 
 // answer is an instant probe's outcome, ok when it was answered.
@@ -124,7 +132,7 @@ func (m *Manager) dispatch(w *worker) {
 	w.inFlight = true
 	m.inflight++
 	if m.canInstant(&w.job) {
-		m.instants = append(m.instants, w) // answered after the lock (dispatchDue)
+		m.round.instants = append(m.round.instants, w) // answered after the lock (dispatchDue)
 		return
 	}
 	m.sched.submit(w)
