@@ -112,7 +112,7 @@ func TestInlineProbesAndTheWatchdog(t *testing.T) {
 	const victim, hog = "10.0.0.1", "10.0.0.2"
 	m.UpdatePod(inlinePod("victim", victim))
 	testutil.WaitFor(t, "the victim's first probe", func() bool { return it.count(victim) == 1 })
-	time.Sleep(period / 2)
+	time.Sleep(period / 2) // spaces the pods on the real clock's grid; it waits for no goroutine
 	m.UpdatePod(inlinePod("hog", hog))
 	// The first probe goes to the pool; once one was quick, the next run
 	// inline.

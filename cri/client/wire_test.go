@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -11,8 +12,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/net/http2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
@@ -159,16 +163,74 @@ func TestExecSyncAfterTheRuntimeLetGo(t *testing.T) {
 	})
 	t.Run("idle limit", func(t *testing.T) {
 		const idle = 50 * time.Millisecond
-		srv := newCRIServer(t, &fakeCRI{}, grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: idle}))
+		goAways := make(chan struct{}, 3)
+		srv := newCRIServer(t, &fakeCRI{},
+			grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: idle}),
+			grpc.Creds(goAwayWatch{insecure.NewCredentials(), goAways}))
 		c := newClient(t, srv.endpoint())
 		for i := range 3 {
 			if _, _, _, err := c.ExecSync(context.Background(), "c1", []string{"exit", "0"}, time.Second); err != nil {
 				t.Fatalf("call %d: %v", i, err)
 			}
-			time.Sleep(4 * idle) // the server sends GOAWAY and closes
+			// The server's GOAWAY is in the client's socket (grpc-go
+			// closes the connection 5 s later, its ping unanswered).
+			select {
+			case <-goAways:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("no GOAWAY %d after the idle limit", i)
+			}
 		}
 		if n := srv.accepted.Load(); n != 3 {
 			t.Errorf("3 calls past the idle limit made %d connections, want 3", n)
 		}
 	})
+}
+
+// goAwayWatch is the insecure transport, whose server connections signal
+// goAway once each GOAWAY frame the server writes is out (on a unix
+// socket: in the client's socket).
+type goAwayWatch struct {
+	credentials.TransportCredentials
+	goAway chan<- struct{}
+}
+
+func (w goAwayWatch) ServerHandshake(nc net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	nc, info, err := w.TransportCredentials.ServerHandshake(nc)
+	return &goAwayConn{Conn: nc, goAway: w.goAway}, info, err
+}
+
+// goAwayConn follows the frames the server writes (grpc-go's one writer
+// goroutine after the handshake).
+type goAwayConn struct {
+	net.Conn
+	goAway   chan<- struct{}
+	head     []byte // the next frame's header, so far
+	rest     int    // the current frame's payload bytes not yet written
+	isGoAway bool   // the current frame is a GOAWAY
+}
+
+func (c *goAwayConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	for b := p[:n]; len(b) > 0; {
+		if c.rest == 0 {
+			k := min(len(b), 9-len(c.head))
+			c.head, b = append(c.head, b[:k]...), b[k:]
+			if len(c.head) < 9 {
+				break
+			}
+			c.rest = int(c.head[0])<<16 | int(c.head[1])<<8 | int(c.head[2])
+			c.isGoAway = http2.FrameType(c.head[3]) == http2.FrameGoAway
+			c.head = c.head[:0]
+		}
+		k := min(len(b), c.rest)
+		c.rest, b = c.rest-k, b[k:]
+		if c.rest == 0 && c.isGoAway {
+			c.isGoAway = false
+			select {
+			case c.goAway <- struct{}{}:
+			default: // never hold up the server's writer
+			}
+		}
+	}
+	return n, err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/probelet/probelet/ebpf/ebpftest"
 	"github.com/probelet/probelet/ebpf/sockdiag"
+	"github.com/probelet/probelet/internal/testutil"
 )
 
 // find returns the dumped listener on port.
@@ -126,7 +127,8 @@ func TestTimeWaitPeer(t *testing.T) {
 	}
 	defer c.Close()
 	want := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(l.Port))
-	for range 100 { // the FIN handshake completes asynchronously
+	// The FIN handshake completes asynchronously.
+	testutil.WaitFor(t, "a TIME_WAIT socket of a connection to "+want.String(), func() bool {
 		socks, err := c.TCP(1 << sockdiag.StateTimeWait)
 		if err != nil {
 			t.Fatal(err)
@@ -135,10 +137,9 @@ func TestTimeWaitPeer(t *testing.T) {
 			client := s.Peer == want
 			server := int(s.Port) == l.Port && s.Peer.Addr() == want.Addr()
 			if s.State == sockdiag.StateTimeWait && (client || server) {
-				return
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no TIME_WAIT socket of a connection to %s", want)
+		return false
+	})
 }

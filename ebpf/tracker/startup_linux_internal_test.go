@@ -6,9 +6,9 @@ import (
 	"os"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/probelet/probelet/ebpf/ebpftest"
+	"github.com/probelet/probelet/internal/testutil"
 )
 
 // TestEveryStartupFailureIsCleanedUp fails each start-up step in turn, after
@@ -29,7 +29,7 @@ func TestEveryStartupFailureIsCleanedUp(t *testing.T) {
 			if !errors.Is(err, injected) || tr != nil {
 				t.Fatalf("New = (%v, %v), want (nil, %v)", tr, err, injected)
 			}
-			waitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= goroutines })
+			testutil.WaitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= goroutines })
 			if got := openFDs(t); got != fds {
 				t.Errorf("%d file descriptors open after the failed start, %d before", got, fds)
 			}
@@ -78,15 +78,4 @@ func openFDs(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(ents)
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }

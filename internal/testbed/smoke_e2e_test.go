@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/probelet/probelet/internal/testbed"
+	"github.com/probelet/probelet/internal/testutil"
 )
 
 const indexHTML = "probelet test bed\n"
@@ -89,22 +90,22 @@ func httpGet(t *testing.T, ip string) string {
 	t.Helper()
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil}}
 	url := fmt.Sprintf("http://%s:8080/", ip)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := client.Get(url)
-		if err == nil {
-			defer resp.Body.Close()
-			body, err := io.ReadAll(resp.Body)
-			if err != nil {
-				t.Fatalf("GET %s: %v", url, err)
-			}
-			return string(body)
+	var body []byte
+	var err error
+	// The app in the pod answers once it listens; the wait is for it.
+	testutil.WaitFor(t, "GET "+url, func() bool {
+		var resp *http.Response
+		if resp, err = client.Get(url); err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GET %s: %v", url, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		defer resp.Body.Close()
+		body, err = io.ReadAll(resp.Body)
+		return true
+	})
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
 	}
+	return string(body)
 }
 
 func checkExec(t *testing.T, bed *testbed.Bed, ctrID string) {

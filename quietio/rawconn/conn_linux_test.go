@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/quietio/rawconn"
 )
 
@@ -92,20 +93,40 @@ func TestDialUnixBehavesAsNets(t *testing.T) {
 		var ne net.Error
 		got = append(got, "deadline is a timeout: "+strconv.FormatBool(errors.As(err, &ne) && ne.Timeout()))
 		note("read past the deadline", err)
-		waiting := make(chan error)
+		waiting := make(chan error, 1)
 		_ = c.SetReadDeadline(time.Time{})
-		go func() {
-			_, err := c.Read(make([]byte, 1))
-			waiting <- err
-		}()
-		time.Sleep(20 * time.Millisecond) // the read parks
+		go waitingRead(c, waiting)
+		// A read not yet parked would find the connection closed without
+		// waiting, and prove nothing of Close.
+		testutil.WaitFor(t, name+"'s read to park", readParked)
 		note("close with a read waiting", c.Close())
-		note("the waiting read", <-waiting)
+		select {
+		case err := <-waiting:
+			note("the waiting read", err)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: Close left a parked read waiting", name)
+		}
 		results[name] = got
 	}
 	if n, r := strings.Join(results["net"], "\n  "), strings.Join(results["raw"], "\n  "); n != r {
 		t.Fatalf("net's connection:\n  %s\nDialUnix's:\n  %s", n, r)
 	}
+}
+
+// waitingRead reads c, and sends what the read returned.
+func waitingRead(c net.Conn, done chan<- error) {
+	_, err := c.Read(make([]byte, 1))
+	done <- err
+}
+
+// readParked reports whether waitingRead is parked in the netpoller.
+func readParked() bool {
+	for _, g := range testutil.Goroutines("github.com/probelet/probelet/quietio/rawconn_test.waitingRead(") {
+		if strings.Contains(g[:strings.IndexByte(g, '\n')], "[IO wait") {
+			return true
+		}
+	}
+	return false
 }
 
 func errText(err error) string {

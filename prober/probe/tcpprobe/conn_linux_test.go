@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/prober/probe/internal/probetest"
 	"github.com/probelet/probelet/prober/probe/tcpprobe"
 )
@@ -78,14 +79,18 @@ func TestDialRawBehavesAsNetsConnection(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: dial %s: %v", name, silent, err)
 		}
-		waiting := make(chan error)
-		go func() {
-			_, err := c.Read(make([]byte, 1))
-			waiting <- err
-		}()
-		time.Sleep(20 * time.Millisecond) // the read parks
+		waiting := make(chan error, 1)
+		go waitingRead(c, waiting)
+		// A read not yet parked would find the connection closed without
+		// waiting, and prove nothing of Close.
+		testutil.WaitFor(t, name+"'s read to park", readParked)
 		note("close with a read waiting", c.Close())
-		note("the waiting read", stripAddrs(<-waiting))
+		select {
+		case err := <-waiting:
+			note("the waiting read", stripAddrs(err))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: Close left a parked read waiting", name)
+		}
 
 		c, err = dial(context.Background(), "tcp", silent)
 		if err != nil {
@@ -128,6 +133,22 @@ func TestDialRawLeavesNoSocketOpen(t *testing.T) {
 		exchange()
 	}
 	waitSwept(t, "the connections' sockets closed", exchange, before)
+}
+
+// waitingRead reads c, and sends what the read returned.
+func waitingRead(c net.Conn, done chan<- error) {
+	_, err := c.Read(make([]byte, 1))
+	done <- err
+}
+
+// readParked reports whether waitingRead is parked in the netpoller.
+func readParked() bool {
+	for _, g := range testutil.Goroutines("github.com/probelet/probelet/prober/probe/tcpprobe_test.waitingRead(") {
+		if strings.Contains(g[:strings.IndexByte(g, '\n')], "[IO wait") {
+			return true
+		}
+	}
+	return false
 }
 
 func errText(err error) string {
