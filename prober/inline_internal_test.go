@@ -61,6 +61,22 @@ func (it *inlineTarget) intervals(host string) []time.Duration {
 	return out
 }
 
+// runUntilStopped runs m until stop (at the latest, the test's end), which
+// returns Run's error.
+func runUntilStopped(t *testing.T, m *Manager) (ctx context.Context, stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return ctx, stop
+}
+
 func inlinePod(uid, ip string) node.Pod { return inlinePodAt(uid, ip, time.Now()) }
 
 // inlinePodAt is inlinePod with its container started at started.
@@ -84,16 +100,7 @@ func TestInlineProbesAndTheWatchdog(t *testing.T) {
 	}
 	it := &inlineTarget{starts: map[string][]time.Time{}, hung: make(chan error, 2)}
 	m.handlers.http = it.probe
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	stopped := false
-	defer func() {
-		if !stopped {
-			cancel()
-			<-done
-		}
-	}()
+	ctx, stop := runUntilStopped(t, m)
 	if err := m.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -156,9 +163,7 @@ func TestInlineProbesAndTheWatchdog(t *testing.T) {
 		h, _ := it.hangHost.Load().(string)
 		return h == ""
 	})
-	cancel()
-	stopped = true
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	inlined, takenOver, wakes := m.sched.inlined.Load(), m.sched.takenOver.Load(), m.sched.standbyWakes.Load()
@@ -236,16 +241,7 @@ func TestInlineRunsAndTheStandbyOnTheFakeClock(t *testing.T) {
 	}
 	ft := &fakeClockTarget{clock: c, started: make(chan probeStart, 8), release: make(chan struct{}), hung: make(chan error, 1)}
 	m.handlers.http = ft.probe
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	stopped := false
-	defer func() {
-		if !stopped {
-			cancel()
-			<-done
-		}
-	}()
+	ctx, stop := runUntilStopped(t, m)
 	idle := func() {
 		t.Helper()
 		if err := m.WaitIdle(ctx); err != nil {
@@ -302,9 +298,7 @@ func TestInlineRunsAndTheStandbyOnTheFakeClock(t *testing.T) {
 	ft.hang.Store(victim)
 	step()
 	ft.next(t, victim) // t0+4, inline
-	cancel()
-	stopped = true
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-ft.hung; !errors.Is(err, context.Canceled) {

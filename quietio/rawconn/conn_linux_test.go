@@ -93,12 +93,8 @@ func TestDialUnixBehavesAsNets(t *testing.T) {
 		var ne net.Error
 		got = append(got, "deadline is a timeout: "+strconv.FormatBool(errors.As(err, &ne) && ne.Timeout()))
 		note("read past the deadline", err)
-		waiting := make(chan error, 1)
 		_ = c.SetReadDeadline(time.Time{})
-		go waitingRead(c, waiting)
-		// A read not yet parked would find the connection closed without
-		// waiting, and prove nothing of Close.
-		testutil.WaitFor(t, name+"'s read to park", readParked)
+		waiting := testutil.ParkedRead(t, c)
 		note("close with a read waiting", c.Close())
 		select {
 		case err := <-waiting:
@@ -111,22 +107,6 @@ func TestDialUnixBehavesAsNets(t *testing.T) {
 	if n, r := strings.Join(results["net"], "\n  "), strings.Join(results["raw"], "\n  "); n != r {
 		t.Fatalf("net's connection:\n  %s\nDialUnix's:\n  %s", n, r)
 	}
-}
-
-// waitingRead reads c, and sends what the read returned.
-func waitingRead(c net.Conn, done chan<- error) {
-	_, err := c.Read(make([]byte, 1))
-	done <- err
-}
-
-// readParked reports whether waitingRead is parked in the netpoller.
-func readParked() bool {
-	for _, g := range testutil.Goroutines("github.com/probelet/probelet/quietio/rawconn_test.waitingRead(") {
-		if strings.Contains(g[:strings.IndexByte(g, '\n')], "[IO wait") {
-			return true
-		}
-	}
-	return false
 }
 
 func errText(err error) string {

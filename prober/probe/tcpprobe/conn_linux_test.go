@@ -79,11 +79,7 @@ func TestDialRawBehavesAsNetsConnection(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: dial %s: %v", name, silent, err)
 		}
-		waiting := make(chan error, 1)
-		go waitingRead(c, waiting)
-		// A read not yet parked would find the connection closed without
-		// waiting, and prove nothing of Close.
-		testutil.WaitFor(t, name+"'s read to park", readParked)
+		waiting := testutil.ParkedRead(t, c)
 		note("close with a read waiting", c.Close())
 		select {
 		case err := <-waiting:
@@ -133,22 +129,6 @@ func TestDialRawLeavesNoSocketOpen(t *testing.T) {
 		exchange()
 	}
 	waitSwept(t, "the connections' sockets closed", exchange, before)
-}
-
-// waitingRead reads c, and sends what the read returned.
-func waitingRead(c net.Conn, done chan<- error) {
-	_, err := c.Read(make([]byte, 1))
-	done <- err
-}
-
-// readParked reports whether waitingRead is parked in the netpoller.
-func readParked() bool {
-	for _, g := range testutil.Goroutines("github.com/probelet/probelet/prober/probe/tcpprobe_test.waitingRead(") {
-		if strings.Contains(g[:strings.IndexByte(g, '\n')], "[IO wait") {
-			return true
-		}
-	}
-	return false
 }
 
 func errText(err error) string {
