@@ -90,7 +90,9 @@ var hostileGRPC = []struct {
 func TestTenantHostileGRPCTargetsHurtNobody(t *testing.T) {
 	const perMode = 4
 	bed := testbed.Start(t)
-	d := startProbelet(t, bed)
+	// The bounds under test are the quiet client's: grpc-go (--io=std)
+	// answers a PING flood until the timeout, as the kubelet's does (README).
+	d := startProbelet(t, bed, "--io", "quiet")
 	// The victim's readiness goes through the very client under attack.
 	victim := runApp(t, bed, appSpec{name: "victim", cmd: grpcApp, probes: probespec.ContainerProbes{
 		Readiness: grpcProbe(appPort, 1, 1), Liveness: tcpProbe(appPort, 1, 3)}})
@@ -138,7 +140,9 @@ const frameFloodOutput = "frames carrying under 1024 bytes each"
 // byte budget: tens of milliseconds of CPU a run.
 func TestTenantGRPCFrameFloodsCostNoMoreThanPings(t *testing.T) {
 	bed := testbed.Start(t)
-	d := startProbelet(t, bed)
+	// The bounds under test are the quiet client's: grpc-go (--io=std)
+	// answers a PING flood until the timeout, as the kubelet's does (README).
+	d := startProbelet(t, bed, "--io", "quiet")
 	victim := runApp(t, bed, appSpec{name: "victim", cmd: grpcApp, probes: probespec.ContainerProbes{
 		Readiness: grpcProbe(appPort, 1, 1), Liveness: tcpProbe(appPort, 1, 3)}})
 	waitReady(t, d, victim, true, "")
