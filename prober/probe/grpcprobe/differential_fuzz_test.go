@@ -13,15 +13,17 @@ import (
 
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/grpcprobe"
+	"github.com/probelet/probelet/prober/probe/internal/probetest"
 )
 
 // serveScript answers every connection as an HTTP/2 server would up to
 // the call (its SETTINGS, then the client's frames until awaitCall), then
 // writes script and ends its side of the connection, reading what else
 // comes (closed unread, it would reset under the client): a server whose
-// every frame after its SETTINGS the fuzzer chooses.
+// every frame after its SETTINGS the fuzzer chooses. One server for the
+// fuzzing process (probetest.Fixed).
 func serveScript(t *testing.T, script []byte) int {
-	return serveH2Conn(t, func(c net.Conn, fr *http2.Framer) {
+	return scriptServer.Serve(t, h2Conn(func(c net.Conn, fr *http2.Framer) {
 		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 		if fr.WriteSettings() != nil || !awaitCall(fr) {
 			return
@@ -31,8 +33,10 @@ func serveScript(t *testing.T, script []byte) int {
 		}
 		_ = c.(*net.TCPConn).CloseWrite()
 		_, _ = io.Copy(io.Discard, io.LimitReader(c, 1<<20))
-	})
+	}))
 }
+
+var scriptServer probetest.Fixed
 
 // fuzzFrames makes HTTP/2 frames of the fuzzer's bytes, each record a
 // type, flags, a stream (0, 1 — the call's — or 3), a length n and n bytes

@@ -320,7 +320,12 @@ func serveH2Raw(t *testing.T, script func(fr *http2.Framer)) int {
 
 // serveH2Conn is serveH2Raw handing the script the connection too.
 func serveH2Conn(t *testing.T, script func(c net.Conn, fr *http2.Framer)) int {
-	return probetest.ServePort(t, func(c net.Conn) {
+	return probetest.ServePort(t, h2Conn(script))
+}
+
+// h2Conn is serveH2Conn's handler of a connection.
+func h2Conn(script func(c net.Conn, fr *http2.Framer)) func(net.Conn) {
+	return func(c net.Conn) {
 		br := bufio.NewReader(c)
 		if _, err := io.ReadFull(br, make([]byte, len(http2.ClientPreface))); err != nil {
 			return
@@ -328,7 +333,7 @@ func serveH2Conn(t *testing.T, script func(c net.Conn, fr *http2.Framer)) int {
 		fr := http2.NewFramer(c, br)
 		fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 		script(c, fr)
-	})
+	}
 }
 
 // awaitCall reads the client's frames until its call's request ended and

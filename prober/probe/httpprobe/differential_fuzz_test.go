@@ -15,27 +15,34 @@ import (
 	"github.com/probelet/probelet/prober/probe/internal/probetest"
 )
 
-// serveReply answers every connection with reply, byte for byte, once
-// the request's header has come, and ends its side of the connection,
-// reading what else comes (closed unread, it would reset under the
-// client): a server whose every byte the fuzzer chooses.
+// replyServer is the fuzzing process's one scripted server (see
+// probetest.Fixed).
+var replyServer probetest.Fixed
+
+// serveReply makes reply the server's answer and returns its port: every
+// connection gets the reply, byte for byte, once the request's header has
+// come, and the server ends its side of the connection, reading what else
+// comes (closed unread, it would reset under the client): a server whose
+// every byte the fuzzer chooses.
 func serveReply(t *testing.T, reply []byte) int {
-	return probetest.ServePort(t, func(c net.Conn) {
-		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-		// net/http's client sends a GET's header in one write.
-		br := bufio.NewReader(io.LimitReader(c, 64<<10))
-		for {
-			line, err := br.ReadSlice('\n')
-			if err != nil || len(bytes.TrimRight(line, "\r\n")) == 0 {
-				break
-			}
+	return replyServer.Serve(t, func(c net.Conn) { answer(c, reply) })
+}
+
+func answer(c net.Conn, reply []byte) {
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	// net/http's client sends a GET's header in one write.
+	br := bufio.NewReader(io.LimitReader(c, 64<<10))
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil || len(bytes.TrimRight(line, "\r\n")) == 0 {
+			break
 		}
-		if _, err := c.Write(reply); err != nil {
-			return
-		}
-		_ = c.(*net.TCPConn).CloseWrite()
-		_, _ = io.Copy(io.Discard, io.LimitReader(c, 1<<20))
-	})
+	}
+	if _, err := c.Write(reply); err != nil {
+		return
+	}
+	_ = c.(*net.TCPConn).CloseWrite()
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, 1<<20))
 }
 
 // FuzzDirectAnswersAsNetHTTP (issue 42) holds the plain-HTTP exchange on

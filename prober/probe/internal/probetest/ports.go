@@ -4,6 +4,8 @@ package probetest
 
 import (
 	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -77,4 +79,46 @@ func ServePort(t testing.TB, handle func(net.Conn)) int {
 		}
 	}()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Fixed is a server on one port for a whole process, whose connections go
+// to the handler set last: for fuzzers, whose inputs run one at a time in a
+// process. A listener per input leaves its port in TIME_WAIT (a scripted
+// server closes first), and a long run ran out of ports to listen on.
+type Fixed struct {
+	once   sync.Once
+	port   int
+	err    error
+	handle atomic.Pointer[func(net.Conn)]
+}
+
+// Serve makes handle the server's and returns its port.
+func (s *Fixed) Serve(t testing.TB, handle func(net.Conn)) int {
+	t.Helper()
+	s.handle.Store(&handle)
+	s.once.Do(func() {
+		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			s.err = err
+			return
+		}
+		s.port = ln.Addr().(*net.TCPAddr).Port
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				h := *s.handle.Load()
+				go func() {
+					defer c.Close()
+					h(c)
+				}()
+			}
+		}()
+	})
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	return s.port
 }
