@@ -81,10 +81,10 @@ type Manager struct {
 	inflight int
 	killing  int
 	// round is the open round's TCP probes to answer without the lock.
-	round roundProbes
-	running         bool
-	stopped         bool
-	idleCh          chan struct{}
+	round   roundProbes
+	running bool
+	stopped bool
+	idleCh  chan struct{}
 }
 
 // NewManager returns a Manager; call Start to begin probing.

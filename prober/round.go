@@ -13,11 +13,76 @@ import (
 func (m *Manager) loop(ctx context.Context) {
 	stop := context.AfterFunc(ctx, m.wakeToStop)
 	defer stop()
-	m.sched.run(ctx, roles{round: m.dispatchDue, runInline: m.runInline, takeOver: m.takeOver})
+	m.schedule(ctx)
 	// The lead may end on ctx's end before the AfterFunc's goroutine fired
 	// the alarms; once shutdown marks the engine stopped it never will,
 	// and a standby would wait for good: fire them now.
 	m.wakeToStop()
+}
+
+// schedule runs the scheduling goroutines until ctx ends: the rounds are
+// the Manager's, and the scheduler is their state (its queue, alarms and
+// who leads), lent nothing. One goroutine leads: it goes round, sleeps
+// on the alarm and goes round again. With a watch a second one stands by
+// (see quickRun) and the two swap when it takes over. run returns once
+// the goroutine leading at the end stopped; one still in an inline probe
+// is waited for by close. Whoever ends ctx fires both timers
+// (wakeToStop).
+func (m *Manager) schedule(ctx context.Context) {
+	s := m.sched
+	s.looping.Store(true)
+	defer s.looping.Store(false)
+	if s.watch == nil {
+		m.serve(ctx, true)
+		return
+	}
+	s.goroutines.Add(2)
+	for _, lead := range []bool{true, false} {
+		go func() {
+			defer s.goroutines.Done()
+			m.serve(ctx, lead)
+		}()
+	}
+	<-s.leadGone
+}
+
+// serve is one scheduling goroutine, leading or standing by, until ctx
+// ends. At the end the standby takes over from a lead still in an inline
+// probe, which ends only once the engine cancels it, after run.
+func (m *Manager) serve(ctx context.Context, lead bool) {
+	s := m.sched
+	for {
+		if !lead {
+			// One that just ended an inline run the other took over
+			// checks first: the stop's fire may have come before the
+			// takeover disarmed the watch.
+			if ctx.Err() != nil {
+				return
+			}
+			s.watch.Wait()
+			s.standbyWakes.Add(1)
+			stopping := ctx.Err() != nil
+			lead = m.takeOver(stopping)
+			if stopping {
+				if lead {
+					close(s.leadGone)
+				}
+				return
+			}
+			continue
+		}
+		if w := m.dispatchDue(); w != nil && !m.runInline(w) {
+			lead = false
+			continue
+		}
+		// A fire from ctx's end that the round's alarm setting cleared
+		// came after ctx was done, so checking here cannot miss it.
+		if ctx.Err() != nil {
+			close(s.leadGone)
+			return
+		}
+		s.alarm.Wait()
+	}
 }
 
 // dispatchDue is one round of the scheduler; it returns the probe the

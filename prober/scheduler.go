@@ -1,7 +1,6 @@
 package prober
 
 import (
-	"context"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -110,78 +109,6 @@ func (s *scheduler) start(onAlarmError func(error)) {
 	}
 	s.leadGone = make(chan struct{})
 	s.nextRound.Store(s.clock.Now().UnixNano())
-}
-
-// roles are what the Manager does for the scheduling goroutines, each
-// under its lock but the probe itself: go round (returning a probe to run
-// inline, if any), run a probe inline and say whether its goroutine still
-// leads, take the rounds over from one that runs a probe inline (and,
-// stopping, stand by no more).
-type roles struct {
-	round     func() *worker
-	runInline func(*worker) (lead bool)
-	takeOver  func(stopping bool) bool
-}
-
-// run schedules until ctx ends. One goroutine leads: it goes round, sleeps
-// on the alarm and goes round again. With a watch a second one stands by
-// (see quickRun) and the two swap when it takes over. run returns once
-// the goroutine leading at the end stopped; one still in an inline probe
-// is waited for by close. Whoever ends ctx fires both timers
-// (Manager.wakeToStop).
-func (s *scheduler) run(ctx context.Context, r roles) {
-	s.looping.Store(true)
-	defer s.looping.Store(false)
-	if s.watch == nil {
-		s.serve(ctx, r, true)
-		return
-	}
-	s.goroutines.Add(2)
-	for _, lead := range []bool{true, false} {
-		go func() {
-			defer s.goroutines.Done()
-			s.serve(ctx, r, lead)
-		}()
-	}
-	<-s.leadGone
-}
-
-// serve is one scheduling goroutine, leading or standing by, until ctx
-// ends. At the end the standby takes over from a lead still in an inline
-// probe, which ends only once the engine cancels it, after run.
-func (s *scheduler) serve(ctx context.Context, r roles, lead bool) {
-	for {
-		if !lead {
-			// One that just ended an inline run the other took over
-			// checks first: the stop's fire may have come before the
-			// takeover disarmed the watch.
-			if ctx.Err() != nil {
-				return
-			}
-			s.watch.Wait()
-			s.standbyWakes.Add(1)
-			stopping := ctx.Err() != nil
-			lead = r.takeOver(stopping)
-			if stopping {
-				if lead {
-					close(s.leadGone)
-				}
-				return
-			}
-			continue
-		}
-		if w := r.round(); w != nil && !r.runInline(w) {
-			lead = false
-			continue
-		}
-		// A fire from ctx's end that the round's alarm setting cleared
-		// came after ctx was done, so checking here cannot miss it.
-		if ctx.Err() != nil {
-			close(s.leadGone)
-			return
-		}
-		s.alarm.Wait()
-	}
 }
 
 // close stops the pool's runners and the scheduling goroutines and
