@@ -93,39 +93,50 @@ func (m *Manager) serve(ctx context.Context, lead bool) {
 func (m *Manager) dispatchDue() *worker {
 	m.mu.Lock()
 	m.sched.beginRound(m.tick)
-	instants := m.round.instants
-	m.round.instants = m.round.spare[:0]
+	if len(m.round.instants) == 0 {
+		// The common round: nothing to answer off the lock, one
+		// critical section.
+		defer m.mu.Unlock()
+		return m.endRound()
+	}
 	m.mu.Unlock()
 
-	outs := m.round.answered[:0]
-	for _, w := range instants {
+	// Only this goroutine touches the round's lists: rounds never overlap
+	// (a standby takes over only after endRound).
+	r := &m.round
+	for _, w := range r.instants {
 		o, ok := m.instant(&w.job)
-		outs = append(outs, answer{o, ok})
+		r.answered = append(r.answered, answer{o, ok})
 	}
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for i, w := range instants {
-		if outs[i].ok {
-			m.finish(w, outs[i].o)
+	for i, w := range r.instants {
+		if r.answered[i].ok {
+			m.finish(w, r.answered[i].o)
 		} else {
 			m.sched.submit(w) // a dial still under way (j.pending), or declined
 		}
 	}
-	// The buffers go round: a round's are the next one's spare.
-	clear(instants)
-	m.round.spare, m.round.answered = instants[:0], outs[:0]
+	clear(r.instants)
+	r.instants, r.answered = r.instants[:0], r.answered[:0]
+	return m.endRound()
+}
+
+// endRound closes the round under the lock; it returns the probe kept to
+// run inline, if any.
+func (m *Manager) endRound() *worker {
 	w := m.sched.endRound()
 	m.notifyIdle()
 	return w
 }
 
 // roundProbes are the open round's TCP probes to answer without the
-// engine's lock (instants); spare and answered are buffers the rounds
-// reuse, so a round allocates nothing.
+// engine's lock, and their answers; the slices are reused, so a round
+// allocates nothing.
 type roundProbes struct {
-	instants, spare []*worker
-	answered        []answer
+	instants []*worker
+	answered []answer
 }
 
 // answer is an instant probe's outcome, ok when it was answered.
