@@ -67,10 +67,8 @@ func TestNoSystemCallUnderTheEngineLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.m = m
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	// The pods are known before the engine runs: an UpdatePod racing the
+	// first round would hold the lock the round's calls check.
 	for port := 1; port <= 3; port++ {
 		uid := fmt.Sprintf("p%d", port)
 		m.UpdatePod(node.Pod{
@@ -79,6 +77,10 @@ func TestNoSystemCallUnderTheEngineLock(t *testing.T) {
 			Containers:  []node.Container{{ID: "c-" + uid, Name: "app", State: node.StateRunning, StartedAt: c.Now()}},
 		})
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
 	// Ports 2 and 3 ask both ways, port 1 once: five calls a period. The
 	// test waits for idle only once a period's calls came, so the lock is
 	// the engine's alone while they are made.
