@@ -1,23 +1,29 @@
-// Package killer is the runtime end of a probe-failure kill, in two
-// stages: is the instance the engine decided on still running (the
-// runtime, then the kernel), and then the stop. The engine (prober) and
-// the kill guard hand it plain Kill values; it reports back
-// prober.KillOutcome values. cri/client is its transport.
+// Package killer is the runtime end of a probe-failure kill, in the
+// kubelet's stages: is the instance the engine decided on still running
+// (the runtime, then the kernel), its preStop hook within the grace
+// period, and then the stop with what is left of it. The engine (prober)
+// and the kill guard hand it plain Kill values; it reports back
+// prober.KillOutcome values. cri/client is its transport; exec hooks go
+// through the exec probes' runner.
 package killer
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/prober/probe/execprobe"
+	"github.com/probelet/probelet/prober/probe/httpprobe"
 )
 
 // MinGracePeriod is the shortest grace period the kubelet gives a
@@ -37,6 +43,12 @@ type Killer struct {
 	rt    Runtime
 	procs procs
 	log   *zap.Logger
+	clock clock.Clock
+	// exec and http run preStop hooks: the agent's exec runner (the
+	// runtime, or the direct executor with the container's confinement)
+	// and the kubelet's lifecycle client.
+	exec execprobe.Runner
+	http *http.Client
 }
 
 var _ prober.ContainerKiller = (*Killer)(nil)
@@ -67,12 +79,36 @@ func WithLogger(l *zap.Logger) Option {
 	}
 }
 
+// WithExecRunner sets what preStop exec hooks run through (the exec
+// probes' runner); without one they fail.
+func WithExecRunner(r execprobe.Runner) Option {
+	return func(k *Killer) error {
+		if r == nil {
+			return errors.New("killer: nil exec runner")
+		}
+		k.exec = r
+		return nil
+	}
+}
+
+// WithClock sets the clock preStop hooks are timed on (tests: a fake one).
+func WithClock(c clock.Clock) Option {
+	return func(k *Killer) error {
+		if c == nil {
+			return errors.New("killer: nil clock")
+		}
+		k.clock = c
+		return nil
+	}
+}
+
 // New returns a Killer over rt.
 func New(rt Runtime, opts ...Option) (*Killer, error) {
 	if rt == nil {
 		return nil, errors.New("killer: nil runtime")
 	}
-	k := &Killer{rt: rt, procs: procs{root: "/proc"}, log: zap.NewNop()}
+	k := &Killer{rt: rt, procs: procs{root: "/proc"}, log: zap.NewNop(), clock: clock.RealClock{},
+		http: httpprobe.LifecycleClient()}
 	for _, o := range opts {
 		if err := o(k); err != nil {
 			return nil, err
@@ -82,8 +118,9 @@ func New(rt Runtime, opts ...Option) (*Killer, error) {
 }
 
 // KillContainer implements prober.ContainerKiller: KillNotRunning when the
-// instance no longer runs, else KillIssued, the stop, and KillDone or
-// KillFailed.
+// instance no longer runs, else KillIssued, the preStop hook (KillHookRan)
+// within the grace period, the stop with what is left of it, and KillDone
+// or KillFailed — the kubelet's killContainer.
 func (k *Killer) KillContainer(ctx context.Context, kill prober.Kill, report chan<- prober.KillOutcome) {
 	if err := k.Running(ctx, kill); err != nil {
 		report <- prober.KillOutcome{Kind: prober.KillNotRunning, Err: err}
@@ -91,9 +128,23 @@ func (k *Killer) KillContainer(ctx context.Context, kill prober.Kill, report cha
 	}
 	report <- prober.KillOutcome{Kind: prober.KillIssued}
 	grace := max(kill.GracePeriod, MinGracePeriod)
+	var outlived *runningHook
+	if h := kill.PreStop; h != nil {
+		k.log.Info("Running preStop hook", zap.String("containerID", kill.ContainerID), zap.Duration("gracePeriod", h.Grace))
+		r := k.startHook(ctx, kill, h)
+		var ended bool
+		if grace, ended = k.waitHook(ctx, r, h, report); ended {
+			r.cancel()
+		} else {
+			outlived = r
+		}
+	}
 	k.log.Info("Killing container with a grace period", zap.String("containerID", kill.ContainerID),
 		zap.Duration("gracePeriod", grace), zap.String("reason", kill.Reason))
 	err := k.rt.StopContainer(ctx, kill.ContainerID, grace)
+	if outlived != nil {
+		k.finishHook(outlived, report)
+	}
 	switch {
 	case err == nil:
 		report <- prober.KillOutcome{Kind: prober.KillDone}

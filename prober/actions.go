@@ -35,10 +35,11 @@ func (m *Manager) act(w *worker, output string) {
 	if w.pending != nil {
 		return // the killer has this container's kill already (it waits)
 	}
-	grace, err := gracePeriod(w.spec, &w.pod.pod)
+	secs, err := graceSeconds(w.spec, &w.pod.pod)
 	if err != nil {
 		m.log.Warn("Unreadable pod grace period, using the default", m.fields(w, zap.Error(err))...)
 	}
+	grace := graceOf(secs)
 	kind := "liveness"
 	if w.typ == probespec.Startup {
 		kind = "startup"
@@ -57,7 +58,8 @@ func (m *Manager) act(w *worker, output string) {
 	m.kill(w, Kill{
 		PodUID: pod.UID, PodName: pod.Name, PodNamespace: pod.Namespace,
 		ContainerName: w.name, ContainerID: c.ID, Pid: c.Pid, SandboxPid: pod.Pid, ProbeType: w.typ,
-		Decided: m.clock.Now(), GracePeriod: grace, Reason: msg,
+		Decided: m.clock.Now(), GracePeriod: max(grace, minGracePeriod), Reason: msg,
+		PreStop: m.preStopHook(pod, c, grace),
 	})
 }
 
@@ -120,6 +122,8 @@ func (m *Manager) killOutcome(w *worker, pk *pendingKill, k Kill, o KillOutcome,
 		m.saveRestarts(k.PodUID, pe)
 		m.emit(killEvent(k, r.Time), zap.Duration("gracePeriod", k.GracePeriod))
 		return true
+	case KillHookRan:
+		m.hookRan(k, o.Hook)
 	case KillCancelled:
 		if m.ctx.Err() == nil {
 			m.log.Info("Kill cancelled: the probe recovered while the kill waited", fields()...)
@@ -138,6 +142,35 @@ func (m *Manager) killOutcome(w *worker, pk *pendingKill, k Kill, o KillOutcome,
 	return issued
 }
 
+// hookRan reports a kill's preStop hook as the kubelet's
+// executePreStopHook and handler runner do: a failure is the Warning
+// FailedPreStopHook on the container, without the error (it may carry
+// what the hook sent; the log has it); an HTTPS hook that fell back to
+// HTTP is the Warning LifecycleHTTPFallback on the pod.
+func (m *Manager) hookRan(k Kill, r *HookResult) {
+	if r == nil {
+		return
+	}
+	fields := []zap.Field{zap.String("pod", k.PodNamespace+"/"+k.PodName), zap.String("containerName", k.ContainerName),
+		zap.String("containerID", k.ContainerID), zap.Duration("took", r.Took)}
+	now := m.clock.Now()
+	if r.FellBackToHTTP != "" {
+		ev := killEvent(k, now)
+		ev.ContainerName, ev.ContainerID = "", ""
+		ev.Type, ev.Reason = probespec.EventWarning, probespec.EventLifecycleHTTPFallback
+		ev.Message = fmt.Sprintf("request to HTTPS lifecycle hook %s got HTTP response, retry with HTTP succeeded", r.FellBackToHTTP)
+		m.emit(ev)
+	}
+	if r.Err == nil {
+		m.log.Info("PreStop hook completed", fields...)
+		return
+	}
+	m.log.Warn("PreStop hook failed", append(fields, zap.Error(r.Err))...)
+	ev := killEvent(k, now)
+	ev.Type, ev.Reason, ev.Message = probespec.EventWarning, probespec.EventFailedPreStopHook, "PreStopHook failed"
+	m.emit(ev)
+}
+
 // killEvent is the kubelet's Killing event for k.
 func killEvent(k Kill, at time.Time) Event {
 	return Event{
@@ -147,21 +180,20 @@ func killEvent(k Kill, at time.Time) Event {
 	}
 }
 
-// gracePeriod is the kubelet's choice for a probe-failure kill: a
-// requested deletion's grace, else the probe's
-// terminationGracePeriodSeconds, else the pod's (spec.PodGrace), else
-// 30 s; never below 2 s. An unreadable annotation falls back to 30 s
-// and is returned as err.
-func gracePeriod(p *corev1.Probe, pod *node.Pod) (time.Duration, error) {
-	secs, err := graceSeconds(p, pod)
-	d := time.Duration(secs) * time.Second
+// graceOf is the kubelet's grace for a probe-failure kill, from
+// graceSeconds: 30 s when nothing says. The preStop hook gets it whole; the
+// stop never gets less than 2 s (minGracePeriod).
+func graceOf(secs int64) time.Duration {
 	if secs < 0 {
-		d = defaultGracePeriod
+		return defaultGracePeriod
 	}
-	return max(d, minGracePeriod), err
+	return time.Duration(secs) * time.Second
 }
 
-// graceSeconds returns the configured grace in seconds, -1 when none is.
+// graceSeconds is the kubelet's choice for a probe-failure kill, in
+// seconds: a requested deletion's grace, else the probe's
+// terminationGracePeriodSeconds, else the pod's (spec.PodGrace); -1 when
+// none is. An unreadable annotation gives -1 and err.
 func graceSeconds(p *corev1.Probe, pod *node.Pod) (int64, error) {
 	switch {
 	case pod.API != nil && pod.API.DeletionGracePeriodSeconds != nil:

@@ -162,6 +162,10 @@ type fakeKiller struct {
 	// held is the kill being held; failedAgain the failures told of it.
 	held        prober.Kill
 	failedAgain []time.Time
+	// preStops are the kills' hooks; hook is reported as KillHookRan
+	// after KillIssued when set.
+	preStops []*prober.Hook
+	hook     *prober.HookResult
 }
 
 var _ prober.FailureObserver = (*fakeKiller)(nil)
@@ -200,9 +204,13 @@ func (k *fakeKiller) KillContainer(ctx context.Context, req prober.Kill, report 
 		return
 	}
 	k.kills = append(k.kills, kill{req.ContainerID, req.GracePeriod, req.Reason})
-	gate, err := k.gate, k.err
+	k.preStops = append(k.preStops, req.PreStop)
+	gate, err, hook := k.gate, k.err, k.hook
 	k.mu.Unlock()
 	report <- prober.KillOutcome{Kind: prober.KillIssued}
+	if hook != nil {
+		report <- prober.KillOutcome{Kind: prober.KillHookRan, Hook: hook}
+	}
 	if gate != nil {
 		select {
 		case <-gate:

@@ -8,6 +8,7 @@ import (
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/execprobe"
+	"github.com/probelet/probelet/prober/probe/httpprobe"
 	"github.com/probelet/probelet/prober/results"
 	"github.com/probelet/probelet/probespec"
 )
@@ -34,6 +35,51 @@ type Kill struct {
 	// Reason is the kubelet's message: "Container web failed liveness
 	// probe, will be restarted".
 	Reason string
+	// PreStop is the container's preStop hook, resolved for the kill; nil
+	// when it has none or its grace is 0 (the kubelet then runs none).
+	PreStop *Hook
+}
+
+// HookKind is the action of a preStop hook.
+type HookKind int8
+
+const (
+	// HookExec runs Hook.Command in the container.
+	HookExec HookKind = iota + 1
+	// HookHTTP sends a GET to Hook.HTTP.
+	HookHTTP
+	// HookSleep waits Hook.Sleep.
+	HookSleep
+)
+
+// Hook is a container's preStop hook resolved against its pod, as the
+// kubelet's handler runner would run it: a command (not expanded: the
+// kubelet expands probes' commands, not hooks'), a GET whose host passed
+// the probes' host rule, or a sleep. Err is why it cannot run (a port name
+// the container does not declare, a host probelet does not dial, a
+// tcpSocket action): it then fails as the kubelet's would, and the kill
+// goes on.
+type Hook struct {
+	Kind    HookKind
+	Command []string
+	HTTP    httpprobe.Target
+	Sleep   time.Duration
+	Err     error
+	// Grace is how long the kill waits for the hook: the kubelet's grace
+	// before its 2 s floor. The stop gets what is left of it.
+	Grace time.Duration
+}
+
+// HookResult is what became of a kill's preStop hook.
+type HookResult struct {
+	// Took is how long the kill waited for it.
+	Took time.Duration
+	// Err is why it failed; nil when it succeeded or still ran when its
+	// container stopped without having failed.
+	Err error
+	// FellBackToHTTP is set when an HTTPS hook got an HTTP answer and
+	// was sent again over HTTP, successfully: the host it went to.
+	FellBackToHTTP string
 }
 
 // KillOutcomeKind is what became of a kill at one stage.
@@ -49,6 +95,9 @@ const (
 	// KillIssued: the instance was found running and the stop is being
 	// sent; the engine records the restart and emits Killing then.
 	KillIssued
+	// KillHookRan: the container's preStop hook ran (KillOutcome.Hook),
+	// after KillIssued; the stop follows or has happened.
+	KillHookRan
 	// KillDone (final): the stop was answered, or the container was
 	// removed between the check and the stop.
 	KillDone
@@ -61,7 +110,7 @@ const (
 	KillFailed
 )
 
-var killOutcomeNames = [...]string{KillDeferred: "Deferred", KillIssued: "Issued", KillDone: "Done",
+var killOutcomeNames = [...]string{KillDeferred: "Deferred", KillIssued: "Issued", KillHookRan: "HookRan", KillDone: "Done",
 	KillNotRunning: "NotRunning", KillCancelled: "Cancelled", KillFailed: "Failed"}
 
 func (k KillOutcomeKind) String() string {
@@ -79,13 +128,15 @@ type KillOutcome struct {
 	Kind   KillOutcomeKind
 	Reason string // KillDeferred: why the kill waits
 	Err    error  // KillNotRunning, KillFailed
+	Hook   *HookResult
 }
 
 // ContainerKiller stops containers whose liveness or startup probe failed.
 // KillContainer sends what becomes of k to report, in order — any number
-// of KillDeferred, at most one KillIssued, then exactly one final outcome —
-// and returns after the final one. The engine reads report on its own
-// goroutine; a killer never calls into the engine.
+// of KillDeferred, at most one KillIssued, at most one KillHookRan after
+// it, then exactly one final outcome — and returns after the final one.
+// The engine reads report on its own goroutine; a killer never calls into
+// the engine.
 type ContainerKiller interface {
 	KillContainer(ctx context.Context, k Kill, report chan<- KillOutcome)
 }

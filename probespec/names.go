@@ -69,6 +69,12 @@ const (
 	EventUnhealthy    = "Unhealthy"
 	EventProbeWarning = "ProbeWarning"
 	EventKilling      = "Killing"
+	// EventFailedPreStopHook: a killed container's preStop hook failed
+	// (the kubelet's events.FailedPreStopHook).
+	EventFailedPreStopHook = "FailedPreStopHook"
+	// EventLifecycleHTTPFallback: an HTTPS preStop hook got an HTTP answer
+	// and was sent again over HTTP (the kubelet's, on the pod).
+	EventLifecycleHTTPFallback = "LifecycleHTTPFallback"
 	// EventWouldRestart is ActionReport's stand-in for Killing.
 	EventWouldRestart = "WouldRestart"
 	// EventKillDeferred: the kill guard holds a kill back.

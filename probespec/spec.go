@@ -14,6 +14,9 @@ const (
 	// AnnotationPodTerminationGracePeriod is the container annotation the
 	// kubelet writes with the pod's terminationGracePeriodSeconds.
 	AnnotationPodTerminationGracePeriod = "io.kubernetes.pod.terminationGracePeriod"
+	// AnnotationPreStopHandler is the container annotation the kubelet
+	// writes with the container's preStop hook (a JSON LifecycleHandler).
+	AnnotationPreStopHandler = "io.kubernetes.container.preStopHandler"
 )
 
 // ContainerProbes are one container's defaulted, validated probes; a nil

@@ -50,8 +50,12 @@ func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 	if err = promutil.Register(a.reg, p.cri.Collectors()...); err != nil {
 		return nil, fmt.Errorf("CRI client: %w", err)
 	}
-	// The runtime end of a kill: is the instance still running, then the stop.
-	if p.stopper, err = killer.New(p.cri, killer.WithLogger(a.log.Named("killer"))); err != nil {
+	if p.exec, err = a.execRunner(ctx, p); err != nil {
+		return nil, err
+	}
+	// The runtime end of a kill: is the instance still running, its preStop
+	// hook (exec hooks through the exec probes' runner), then the stop.
+	if p.stopper, err = killer.New(p.cri, killer.WithLogger(a.log.Named("killer")), killer.WithExecRunner(p.exec)); err != nil {
 		return nil, err
 	}
 	p.history = a.openHistory()
@@ -61,9 +65,6 @@ func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 		return a.tcp(ctx, a.cfg.TCPMode, a.cfg.TCPVerify, a.log.Named("tcp"), a.reg)
 	})
 	if p.guard, err = a.buildGuard(p); err != nil {
-		return nil, err
-	}
-	if p.exec, err = a.execRunner(ctx, p); err != nil {
 		return nil, err
 	}
 	kcfg, kerr := kubeconfig.Load(a.cfg.Kubeconfig)
