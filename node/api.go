@@ -51,3 +51,17 @@ func (a *APIPod) SpecContainer(name string) *corev1.Container {
 	}
 	return nil
 }
+
+// IsInitContainer reports whether the pod's spec names name among its
+// init containers (a sidecar, when it has probes).
+func (a *APIPod) IsInitContainer(name string) bool {
+	if a == nil || a.Spec == nil {
+		return false
+	}
+	for i := range a.Spec.InitContainers {
+		if a.Spec.InitContainers[i].Name == name {
+			return true
+		}
+	}
+	return false
+}

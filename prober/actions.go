@@ -35,15 +35,21 @@ func (m *Manager) act(w *worker, output string) {
 	if w.pending != nil {
 		return // the killer has this container's kill already (it waits)
 	}
-	secs, err := graceSeconds(w.spec, &w.pod.pod)
-	if err != nil {
-		m.log.Warn("Unreadable pod grace period, using the default", m.fields(w, zap.Error(err))...)
-	}
-	grace := graceOf(secs)
 	kind := "liveness"
 	if w.typ == probespec.Startup {
 		kind = "startup"
 	}
+	pod := &w.pod.pod
+	msg, wholePod := killMessage(pod, w.name, kind)
+	probe := w.spec
+	if wholePod {
+		probe = &corev1.Probe{} // the kubelet kills the pod for no probe: its grace is the pod's
+	}
+	secs, err := graceSeconds(probe, pod)
+	if err != nil {
+		m.log.Warn("Unreadable pod grace period, using the default", m.fields(w, zap.Error(err))...)
+	}
+	grace := graceOf(secs)
 	if m.action == ActionReport || m.killer == nil {
 		why := "liveness action is report"
 		if m.action != ActionReport {
@@ -53,14 +59,47 @@ func (m *Manager) act(w *worker, output string) {
 		m.emit(m.eventOf(w, probespec.EventNormal, probespec.EventWouldRestart, msg), zap.String("output", output))
 		return
 	}
-	msg := fmt.Sprintf("Container %s failed %s probe, will be restarted", w.name, kind)
-	pod := &w.pod.pod
 	m.kill(w, Kill{
 		PodUID: pod.UID, PodName: pod.Name, PodNamespace: pod.Namespace,
 		ContainerName: w.name, ContainerID: c.ID, Pid: c.Pid, SandboxPid: pod.Pid, ProbeType: w.typ,
-		Decided: m.clock.Now(), GracePeriod: max(grace, minGracePeriod), Reason: msg,
+		InitContainer: pod.API.IsInitContainer(w.name),
+		Decided:       m.clock.Now(), GracePeriod: max(grace, minGracePeriod), Reason: msg,
 		PreStop: m.preStopHook(pod, c, grace),
 	})
+}
+
+// killMessage is the kubelet's computePodActions for container name of
+// pod failing its kind ("liveness", "startup") probe: the Killing message,
+// and whether the kubelet kills the whole pod instead. A sidecar is an
+// "Init container"; a container that will not be restarted (the pod's
+// restartPolicy Never, or its own) loses ", will be restarted", and when no
+// other container of the pod runs the kubelet kills the pod: the message is
+// then its killContainer's default and the grace the pod's. Without the
+// pod spec (node-only) the container is taken to restart.
+func killMessage(pod *node.Pod, name, kind string) (msg string, wholePod bool) {
+	api := pod.API
+	sc := api.SpecContainer(name)
+	switch {
+	case sc == nil:
+		return fmt.Sprintf("Container %s failed %s probe, will be restarted", name, kind), false
+	case api.IsInitContainer(name):
+		return fmt.Sprintf("Init container %s failed %s probe", name, kind), false
+	}
+	restart := api.Spec.RestartPolicy != corev1.RestartPolicyNever
+	if sc.RestartPolicy != nil {
+		restart = *sc.RestartPolicy != corev1.ContainerRestartPolicyNever
+	}
+	if restart {
+		return fmt.Sprintf("Container %s failed %s probe, will be restarted", name, kind), false
+	}
+	for i := range api.Spec.Containers {
+		if other := api.Spec.Containers[i].Name; other != name {
+			if c, ok := pod.Container(other); ok && c.Running() {
+				return fmt.Sprintf("Container %s failed %s probe", name, kind), false
+			}
+		}
+	}
+	return "Stopping container " + name, true
 }
 
 // kill hands k to the killer on its own goroutine and reads what the
@@ -177,6 +216,7 @@ func killEvent(k Kill, at time.Time) Event {
 		Time: at, Type: probespec.EventNormal, Reason: probespec.EventKilling, Message: k.Reason,
 		PodUID: k.PodUID, PodName: k.PodName, PodNamespace: k.PodNamespace,
 		ContainerName: k.ContainerName, ContainerID: k.ContainerID, ProbeType: k.ProbeType,
+		InitContainer: k.InitContainer,
 	}
 }
 

@@ -310,3 +310,57 @@ func TestPlainInitContainerIsReadyOnlyOnceItExitsZero(t *testing.T) {
 		})
 	}
 }
+
+// The kubelet's computePodActions words a probe kill by the restart it
+// expects: a container that restarts "will be restarted"; one that will
+// not keeps the bare message while another container runs, and otherwise
+// the kubelet kills the whole pod — killContainer's "Stopping container",
+// with the pod's grace, not the probe's; a sidecar is an "Init container".
+func TestTheKillingMessageFollowsTheRestartPolicy(t *testing.T) {
+	never := ptr.To(corev1.ContainerRestartPolicyNever)
+	tests := []struct {
+		name      string
+		policy    corev1.RestartPolicy
+		own       *corev1.ContainerRestartPolicy
+		otherRuns bool
+		sidecar   bool
+		want      string
+		wantGrace time.Duration
+	}{
+		{"Always restarts", corev1.RestartPolicyAlways, nil, false, false, "Container app failed liveness probe, will be restarted", 5 * time.Second},
+		{"OnFailure restarts", corev1.RestartPolicyOnFailure, nil, false, false, "Container app failed liveness probe, will be restarted", 5 * time.Second},
+		{"Never, another container runs", corev1.RestartPolicyNever, nil, true, false, "Container app failed liveness probe", 5 * time.Second},
+		{"Never, alone: the pod is killed", corev1.RestartPolicyNever, nil, false, false, "Stopping container app", 60 * time.Second},
+		{"the container's own Never wins", corev1.RestartPolicyAlways, never, false, false, "Stopping container app", 60 * time.Second},
+		{"a sidecar", corev1.RestartPolicyAlways, nil, false, true, "Init container app failed liveness probe", 5 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			p := failingLiveness(h, func(p *corev1.Probe) { p.TerminationGracePeriodSeconds = ptr.To[int64](5) })
+			pod := testPod("c1", probespec.ContainerProbes{Liveness: p})
+			spec := &corev1.PodSpec{RestartPolicy: tc.policy, TerminationGracePeriodSeconds: ptr.To[int64](60),
+				Containers: []corev1.Container{{Name: "app", RestartPolicy: tc.own}, {Name: "other"}}}
+			if tc.sidecar {
+				spec.InitContainers, spec.Containers = spec.Containers[:1], spec.Containers[1:]
+				spec.InitContainers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+			}
+			other := node.Container{ID: "c2", Name: "other", State: node.StateExited}
+			if tc.otherRuns {
+				other.State = node.StateRunning
+			}
+			pod.Containers = append(pod.Containers, other)
+			pod.TerminationGracePeriodSeconds = spec.TerminationGracePeriodSeconds
+			h.update(withAPI(pod, spec, false, nil))
+			kills := h.killer.calls()
+			if len(kills) != 1 || kills[0].reason != tc.want || kills[0].grace != tc.wantGrace {
+				t.Fatalf("kills %+v, want one %q with grace %v", kills, tc.want, tc.wantGrace)
+			}
+			for _, e := range h.drainEvents() {
+				if e.InitContainer != tc.sidecar {
+					t.Errorf("event %s: InitContainer=%v, want %v", e.Reason, e.InitContainer, tc.sidecar)
+				}
+			}
+		})
+	}
+}

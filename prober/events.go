@@ -9,6 +9,7 @@ func (m *Manager) eventOf(w *worker, typ, reason, message string) Event {
 		Time: m.clock.Now(), Type: typ, Reason: reason, Message: message,
 		PodUID: pod.UID, PodName: pod.Name, PodNamespace: pod.Namespace,
 		ContainerName: w.name, ContainerID: w.containerID, ProbeType: w.typ,
+		InitContainer: pod.API.IsInitContainer(w.name),
 	}
 }
 

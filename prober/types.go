@@ -35,6 +35,9 @@ type Kill struct {
 	// Reason is the kubelet's message: "Container web failed liveness
 	// probe, will be restarted".
 	Reason string
+	// InitContainer is set for a sidecar (an init container of the pod's
+	// spec): its Events name spec.initContainers.
+	InitContainer bool
 	// PreStop is the container's preStop hook, resolved for the kill; nil
 	// when it has none or its grace is 0 (the kubelet then runs none).
 	PreStop *Hook
@@ -163,6 +166,8 @@ type Event struct {
 	ContainerName string
 	ContainerID   string
 	ProbeType     probespec.Type
+	// InitContainer: the container is a sidecar, spec.initContainers'.
+	InitContainer bool
 }
 
 // ProbeRecord is one probe run, kept in a short history per probe.

@@ -239,13 +239,18 @@ func (r *Recorder) makeEvent(ev prober.Event) *corev1.Event {
 }
 
 // InvolvedObject is the kubelet's reference for a container event: the pod,
-// with the container's field path; an event about the whole pod
+// with the container's field path (a sidecar's in spec.initContainers); an
+// event about the whole pod
 // (ProbeSpecChanged) has none.
 func InvolvedObject(ev prober.Event) *corev1.ObjectReference {
 	ref := &corev1.ObjectReference{
 		Kind: "Pod", APIVersion: "v1", Namespace: ev.PodNamespace, Name: ev.PodName, UID: types.UID(ev.PodUID),
 	}
-	if ev.ContainerName != "" {
+	switch {
+	case ev.ContainerName == "":
+	case ev.InitContainer:
+		ref.FieldPath = fmt.Sprintf("spec.initContainers{%s}", ev.ContainerName)
+	default:
 		ref.FieldPath = fmt.Sprintf("spec.containers{%s}", ev.ContainerName)
 	}
 	return ref

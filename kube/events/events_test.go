@@ -120,11 +120,17 @@ func TestAFailedWriteIsRetriedAndRunLeavesNothingRunning(t *testing.T) {
 }
 
 func TestInvolvedObjectOfAPodEventHasNoFieldPath(t *testing.T) {
-	for _, tc := range []struct{ container, want string }{
-		{"app", "spec.containers{app}"},
-		{"", ""}, // ProbeSpecChanged is about the pod
+	for _, tc := range []struct {
+		container string
+		sidecar   bool
+		want      string
+	}{
+		{"app", false, "spec.containers{app}"},
+		{"side", true, "spec.initContainers{side}"}, // the kubelet's path for a sidecar
+		{"", false, ""}, // ProbeSpecChanged is about the pod
 	} {
-		ref := events.InvolvedObject(prober.Event{PodUID: "u1", PodName: "web", PodNamespace: "default", ContainerName: tc.container})
+		ref := events.InvolvedObject(prober.Event{PodUID: "u1", PodName: "web", PodNamespace: "default", ContainerName: tc.container,
+			InitContainer: tc.sidecar})
 		if ref.FieldPath != tc.want || ref.Name != "web" || ref.UID != "u1" {
 			t.Errorf("container %q: reference %+v, want field path %q", tc.container, ref, tc.want)
 		}
