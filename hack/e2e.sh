@@ -5,7 +5,7 @@
 # `make e2e` runs it. The bed needs root: without it the suite is skipped
 # with a message, unless CI is set, where that is a failure.
 #
-# Env: GO (default go), E2E_RUN (a -run pattern), E2E_PARALLEL (tests at once, default 3), E2E_TIMEOUT (default 50m: the suite takes 20-32 min on a loaded 2-core machine),
+# Env: GO (default go), E2E_RUN (a -run pattern), E2E_SKIP (a -skip pattern), E2E_PARALLEL (tests at once, default 3), E2E_TIMEOUT (default 50m: the suite takes 20-32 min on a loaded 2-core machine),
 # PROBELET_TESTBED_KEEP=1 keeps a failed test's bed for inspection.
 set -euo pipefail
 
@@ -32,6 +32,9 @@ export PROBELET_E2E=1
 args=(-tags e2e -count=1 -timeout "${E2E_TIMEOUT:-50m}" -parallel "${E2E_PARALLEL:-3}")
 if [ -n "${E2E_RUN:-}" ]; then
 	args+=(-run "$E2E_RUN")
+fi
+if [ -n "${E2E_SKIP:-}" ]; then
+	args+=(-skip "$E2E_SKIP")
 fi
 
 start=$(date +%s%N)
