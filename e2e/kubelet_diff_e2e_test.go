@@ -34,7 +34,7 @@ const diffWindow = 60 * time.Second
 // probes and hooks ask (a 500, a slow answer, a redirect away, a drain
 // that writes markers), a server that accepts and never answers (8081),
 // and PID 1 logging its start and the SIGTERM it ignores to the pod's
-// emptyDir (/data/log), which outlives the container's restarts.
+// data directory (/data/log), which outlives the container and the pod.
 const diffApp = `mkdir -p /www/cgi-bin
 cat > /www/cgi-bin/fail <<'EOF'
 #!/bin/sh
@@ -207,15 +207,19 @@ func diffRows() []diffRow {
 	}
 }
 
-// diffPod is the row's pod: the app with its emptyDir, a 2 s grace.
-func (n *clusterNode) diffPod(r diffRow, name string) *corev1.Pod {
+// diffPod is the row's pod: the app with its data directory, a 2 s
+// grace. The directory is on the node (a hostPath under dataDir), not an
+// emptyDir: the kubelet removes a terminated pod's emptyDir, and a row
+// that kills once ends its pod.
+func (n *clusterNode) diffPod(r diffRow, name, dataDir string) *corev1.Pod {
 	p := &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"row": r.name}},
 		Spec: corev1.PodSpec{
 			NodeName:                      n.k.NodeName(),
 			TerminationGracePeriodSeconds: ptr[int64](2),
-			Volumes:                       []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+				Path: filepath.Join(dataDir, name), Type: ptr(corev1.HostPathDirectoryOrCreate)}}}},
 			Containers: []corev1.Container{{Name: "app", Image: testbed.BusyboxImage, ImagePullPolicy: corev1.PullNever,
 				Command: shell(diffApp), Ports: httpPort}},
 		},
@@ -267,12 +271,12 @@ var ipPattern = regexp.MustCompile(`\d+\.\d+\.\d+\.\d+`)
 var probeEventReasons = map[string]bool{"Unhealthy": true, "ProbeWarning": true, "Killing": true,
 	"FailedPreStopHook": true, "LifecycleHTTPFallback": true}
 
-func (n *clusterNode) observe(t *testing.T, name string) diffObserved {
+func (n *clusterNode) observe(t *testing.T, dataDir, name string) diffObserved {
 	t.Helper()
 	ctx := context.Background()
 	pod := n.pod(name)
 	o := diffObserved{counts: map[string]int32{}, readyAt: -1, killAt: -1, stopTook: -1}
-	log := n.dataLog(pod)
+	log := dataLog(dataDir, name)
 	start, term := logTime(log, "start"), logTime(log, "TERM")
 	var marks []string
 	for _, l := range log {
@@ -331,10 +335,10 @@ func (n *clusterNode) observe(t *testing.T, name string) diffObserved {
 
 func termTime(t *corev1.ContainerStateTerminated) time.Time { return t.FinishedAt.Time }
 
-// dataLog is the lines of the pod's /data/log, read from the kubelet's
-// emptyDir on the node (the container may not run to be asked).
-func (n *clusterNode) dataLog(pod *corev1.Pod) []string {
-	b, err := os.ReadFile(filepath.Join(n.k.Dir(), "root", "pods", string(pod.UID), "volumes", "kubernetes.io~empty-dir", "data", "log"))
+// dataLog is the lines of the pod's /data/log, read on the node (the
+// container may not run to be asked).
+func dataLog(dataDir, name string) []string {
+	b, err := os.ReadFile(filepath.Join(dataDir, name, "log"))
 	if err != nil {
 		return nil
 	}
@@ -430,7 +434,7 @@ func abs(x int) int {
 // IP blanked, count), restart counts, each container's last termination
 // (reason, exit code), when the pod became Ready and when the first kill
 // came (from the container's first start), what a preStop hook did (its
-// markers in the pod's emptyDir, before the SIGTERM) and how long the stop
+// markers in the pod's data directory, before the SIGTERM) and how long the stop
 // then took. A row differs only where it is listed (known, with its
 // reason, in the README and KUBELET_RULES.md).
 func TestKubeletDifferential(t *testing.T) {
@@ -439,9 +443,10 @@ func TestKubeletDifferential(t *testing.T) {
 	// go as the kubelet's do, which is what is compared.
 	n := startClusterNode(t, "--kill-guard", "off")
 	rows := diffRows()
+	dataDir := t.TempDir()
 	for _, r := range rows {
-		n.create(n.diffPod(r, r.name+"-k"))
-		n.create(convertPod(t, n.diffPod(r, r.name+"-p")))
+		n.create(n.diffPod(r, r.name+"-k", dataDir))
+		n.create(convertPod(t, n.diffPod(r, r.name+"-p", dataDir)))
 	}
 	created := time.Now()
 	for _, r := range rows {
@@ -455,7 +460,7 @@ func TestKubeletDifferential(t *testing.T) {
 	fmt.Fprintln(tw, "row\tkubelet\tprobelet\tsame")
 	failed := 0
 	for _, r := range rows {
-		k, p := n.observe(t, r.name+"-k"), n.observe(t, r.name+"-p")
+		k, p := n.observe(t, dataDir, r.name+"-k"), n.observe(t, dataDir, r.name+"-p")
 		d := diffs(k, p, 3)
 		verdict := "same"
 		switch {
