@@ -47,6 +47,9 @@ type appSpec struct {
 	probes  probespec.ContainerProbes
 	rawAnno *string // the annotation verbatim instead of probes
 	grace   *int64  // pod terminationGracePeriodSeconds
+	// ctrAnnotations are added to the container's (the kubelet's
+	// preStopHandler, say).
+	ctrAnnotations map[string]string
 }
 
 // httpPort is the container's one port as the kubelet annotates it.
@@ -62,9 +65,10 @@ func runApp(t *testing.T, bed *testbed.Bed, s appSpec) app {
 		Annotations:                   map[string]string{probespec.AnnotationProbes: anno},
 		TerminationGracePeriodSeconds: s.grace,
 		Container: testbed.ContainerSpec{
-			Name:    s.name,
-			Command: s.cmd,
-			Ports:   httpPort,
+			Name:        s.name,
+			Command:     s.cmd,
+			Ports:       httpPort,
+			Annotations: s.ctrAnnotations,
 		},
 	})
 	if err != nil {
