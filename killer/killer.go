@@ -131,13 +131,7 @@ func (k *Killer) KillContainer(ctx context.Context, kill prober.Kill, report cha
 	var outlived *runningHook
 	if h := kill.PreStop; h != nil {
 		k.log.Info("Running preStop hook", zap.String("containerID", kill.ContainerID), zap.Duration("gracePeriod", h.Grace))
-		r := k.startHook(ctx, kill, h)
-		var ended bool
-		if grace, ended = k.waitHook(ctx, r, h, report); ended {
-			r.cancel()
-		} else {
-			outlived = r
-		}
+		grace, outlived = k.waitHook(ctx, k.startHook(ctx, kill, h), h, report)
 	}
 	k.log.Info("Killing container with a grace period", zap.String("containerID", kill.ContainerID),
 		zap.Duration("gracePeriod", grace), zap.String("reason", kill.Reason))

@@ -85,23 +85,26 @@ func (k *Killer) runHook(ctx context.Context, kill prober.Kill, h *prober.Hook, 
 // waitHook waits for the hook as the kubelet's executePreStopHook does, at
 // most its grace, and returns the grace left for the stop: the whole
 // seconds waited come off (the kubelet counts in truncated seconds), never
-// below the 2 s minimum. A hook that ended is reported.
-func (k *Killer) waitHook(ctx context.Context, r *runningHook, h *prober.Hook, report chan<- prober.KillOutcome) (time.Duration, bool) {
-	ended := false
+// below the 2 s minimum. A hook that ended is reported; one that did not
+// is returned, for finishHook after the stop.
+func (k *Killer) waitHook(ctx context.Context, r *runningHook, h *prober.Hook, report chan<- prober.KillOutcome) (time.Duration, *runningHook) {
+	outlived := r
 	select {
 	case res := <-r.done:
+		r.cancel()
 		report <- prober.KillOutcome{Kind: prober.KillHookRan, Hook: &res}
-		ended = true
+		outlived = nil
 	case <-k.clock.After(h.Grace):
 	case <-ctx.Done():
 	}
 	waited := k.clock.Since(r.start).Truncate(time.Second)
-	return max(h.Grace-waited, MinGracePeriod), ended
+	return max(h.Grace-waited, MinGracePeriod), outlived
 }
 
 // finishHook is the end of a hook that outlived its wait, after the stop:
 // it is given hookAfterStop to end by itself, then cancelled, and reported.
 func (k *Killer) finishHook(r *runningHook, report chan<- prober.KillOutcome) {
+	defer r.cancel()
 	var res prober.HookResult
 	select {
 	case res = <-r.done:
@@ -109,7 +112,6 @@ func (k *Killer) finishHook(r *runningHook, report chan<- prober.KillOutcome) {
 		r.cancel()
 		res = <-r.done
 	}
-	r.cancel()
 	report <- prober.KillOutcome{Kind: prober.KillHookRan, Hook: &res}
 }
 

@@ -42,17 +42,10 @@ func RunLifecycleGet(ctx context.Context, c *http.Client, t Target) (fellBackTo 
 	if t.Port < 1 || t.Port > 65535 {
 		return "", fmt.Errorf("lifecycle hook: port %d out of range 1-65535", t.Port)
 	}
-	scheme, err := t.scheme()
+	req, err := request(ctx, t, LifecycleUserAgent, "lifecycle hook")
 	if err != nil {
 		return "", err
 	}
-	u := formatURL(scheme, t.Host, t.Port, t.Path)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return "", fmt.Errorf("lifecycle hook: building request for path %q: %w", t.Path, err)
-	}
-	req.Header = header(t.Headers, LifecycleUserAgent)
-	req.Host = req.Header.Get("Host")
 	resp, err := c.Do(req)
 	discard(resp)
 	if !gotHTTPResponse(err) {

@@ -128,6 +128,12 @@ func (p *Prober) newRequest(ctx context.Context, t Target) (*http.Request, error
 	if err := probe.CheckEndpoint("http", t.Host, t.Port, t.Timeout); err != nil {
 		return nil, err
 	}
+	return request(ctx, t, UserAgent, "http probe")
+}
+
+// request is the kubelet's GET of t (NewRequestForHTTPGetAction) with
+// userAgent unless t's headers set one; kind names what asks in errors.
+func request(ctx context.Context, t Target, userAgent, kind string) (*http.Request, error) {
 	scheme, err := t.scheme()
 	if err != nil {
 		return nil, err
@@ -135,9 +141,9 @@ func (p *Prober) newRequest(ctx context.Context, t Target) (*http.Request, error
 	u := formatURL(scheme, t.Host, t.Port, t.Path)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, fmt.Errorf("http probe: building request for path %q: %w", t.Path, err)
+		return nil, fmt.Errorf("%s: building request for path %q: %w", kind, t.Path, err)
 	}
-	req.Header = header(t.Headers, UserAgent)
+	req.Header = header(t.Headers, userAgent)
 	// A Host header becomes the request's Host; net/http keeps it across
 	// relative redirects.
 	req.Host = req.Header.Get("Host")
