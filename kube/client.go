@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -53,6 +55,11 @@ type Client interface {
 	// UpdateLease replaces a Lease; its resourceVersion makes it fail with
 	// a conflict when the Lease changed since it was read.
 	UpdateLease(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error)
+	// ReviewToken asks the API server who a bearer token is (TokenReview).
+	ReviewToken(ctx context.Context, review *authenticationv1.TokenReview) (*authenticationv1.TokenReview, error)
+	// ReviewAccess asks the API server whether a user may do something
+	// (SubjectAccessReview).
+	ReviewAccess(ctx context.Context, review *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error)
 }
 
 // FieldManager names probelet's writes in managedFields.
@@ -69,6 +76,8 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(corev1.AddToScheme(s))
 	utilruntime.Must(policyv1.AddToScheme(s))
 	utilruntime.Must(coordinationv1.AddToScheme(s))
+	utilruntime.Must(authenticationv1.AddToScheme(s))
+	utilruntime.Must(authorizationv1.AddToScheme(s))
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	return s
 }
@@ -85,6 +94,8 @@ type restClient struct {
 	core    rest.Interface // /api/v1
 	policy  rest.Interface // /apis/policy/v1
 	coord   rest.Interface // /apis/coordination.k8s.io/v1
+	authn   rest.Interface // /apis/authentication.k8s.io/v1
+	authz   rest.Interface // /apis/authorization.k8s.io/v1
 	timeout time.Duration
 	m       *Metrics
 }
@@ -133,6 +144,12 @@ func NewClient(cfg *rest.Config, m *Metrics) (Client, error) {
 		return nil, err
 	}
 	if c.coord, err = group("/apis", coordinationv1.SchemeGroupVersion); err != nil {
+		return nil, err
+	}
+	if c.authn, err = group("/apis", authenticationv1.SchemeGroupVersion); err != nil {
+		return nil, err
+	}
+	if c.authz, err = group("/apis", authorizationv1.SchemeGroupVersion); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -217,6 +234,18 @@ func (c *restClient) UpdateLease(ctx context.Context, lease *coordinationv1.Leas
 		VersionedParams(&metav1.UpdateOptions{FieldManager: FieldManager}, metav1.ParameterCodec).
 		Body(lease).Timeout(c.timeout).Do(ctx).Into(out)
 	return out, c.count(ctx, "update leases", err)
+}
+
+func (c *restClient) ReviewToken(ctx context.Context, review *authenticationv1.TokenReview) (*authenticationv1.TokenReview, error) {
+	out := &authenticationv1.TokenReview{}
+	err := c.authn.Post().Resource("tokenreviews").Body(review).Timeout(c.timeout).Do(ctx).Into(out)
+	return out, c.count(ctx, "create tokenreviews", err)
+}
+
+func (c *restClient) ReviewAccess(ctx context.Context, review *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error) {
+	out := &authorizationv1.SubjectAccessReview{}
+	err := c.authz.Post().Resource("subjectaccessreviews").Body(review).Timeout(c.timeout).Do(ctx).Into(out)
+	return out, c.count(ctx, "create subjectaccessreviews", err)
 }
 
 // count counts a failed call, unless the caller gave up on it.

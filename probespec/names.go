@@ -36,6 +36,34 @@ const (
 	AnnotationTCPModeReason = "probelet.io/tcp-mode-reason"
 )
 
+// The node Lease also says where the node serves its probe state to the
+// probe-state API (probes.probelet.io) and which certificate it serves:
+// probelet makes a new one at each start, the controller pins it from here,
+// and only probelet's ServiceAccount writes these Leases.
+const (
+	// AnnotationStateEndpoint is HOST:PORT of the node's state listener; an
+	// empty HOST means the node's InternalIP.
+	AnnotationStateEndpoint = "probelet.io/state-endpoint"
+	// AnnotationStateCertSHA256 is the hex SHA-256 of the DER certificate
+	// the state listener serves.
+	AnnotationStateCertSHA256 = "probelet.io/state-cert-sha256"
+)
+
+// The probe-state API and how the node authorises its reads.
+const (
+	// StateGroup is the aggregated API's group (PodProbes, v1alpha1).
+	StateGroup = "probes.probelet.io"
+	// StateResource is the API's resource: one PodProbes per pod.
+	StateResource = "podprobes"
+	// StateAudience is the audience of the tokens the controller presents
+	// to nodes: a token for it is worth nothing to the API server.
+	StateAudience = "probelet.io/state"
+	// StateNodeSubresource names what a node asks SubjectAccessReview
+	// before it answers: get on nodes/podprobes in StateGroup, the node's
+	// name, as the kubelet asks about nodes/proxy.
+	StateNodeSubresource = "podprobes"
+)
+
 // LeaseNamespace holds the node agents' Leases (and probelet-controller's
 // leader election Lease) unless an operator names another.
 const LeaseNamespace = "probelet-system"

@@ -776,6 +776,125 @@ func (x *Explanation) GetRestarts() []*Restart {
 	return nil
 }
 
+type ListExplainedRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// namespace narrows the list to one namespace; empty lists every one.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// pod_names narrows it to these pods of the namespace; empty lists all.
+	PodNames []string `protobuf:"bytes,2,rep,name=pod_names,json=podNames,proto3" json:"pod_names,omitempty"`
+	// history_limit caps the runs returned per probe and per explanation;
+	// 0 means all retained.
+	HistoryLimit int32 `protobuf:"varint,3,opt,name=history_limit,json=historyLimit,proto3" json:"history_limit,omitempty"`
+	// output_limit cuts every run's output (and last_output) to this many
+	// bytes, marking the cut; 0 leaves outputs as the node keeps them.
+	OutputLimit   int32 `protobuf:"varint,4,opt,name=output_limit,json=outputLimit,proto3" json:"output_limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListExplainedRequest) Reset() {
+	*x = ListExplainedRequest{}
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListExplainedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListExplainedRequest) ProtoMessage() {}
+
+func (x *ListExplainedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListExplainedRequest.ProtoReflect.Descriptor instead.
+func (*ListExplainedRequest) Descriptor() ([]byte, []int) {
+	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ListExplainedRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *ListExplainedRequest) GetPodNames() []string {
+	if x != nil {
+		return x.PodNames
+	}
+	return nil
+}
+
+func (x *ListExplainedRequest) GetHistoryLimit() int32 {
+	if x != nil {
+		return x.HistoryLimit
+	}
+	return 0
+}
+
+func (x *ListExplainedRequest) GetOutputLimit() int32 {
+	if x != nil {
+		return x.OutputLimit
+	}
+	return 0
+}
+
+type ListExplainedResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// containers are Why's answer for each container, by pod then container.
+	Containers    []*WhyResponse `protobuf:"bytes,1,rep,name=containers,proto3" json:"containers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListExplainedResponse) Reset() {
+	*x = ListExplainedResponse{}
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListExplainedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListExplainedResponse) ProtoMessage() {}
+
+func (x *ListExplainedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListExplainedResponse.ProtoReflect.Descriptor instead.
+func (*ListExplainedResponse) Descriptor() ([]byte, []int) {
+	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ListExplainedResponse) GetContainers() []*WhyResponse {
+	if x != nil {
+		return x.Containers
+	}
+	return nil
+}
+
 type WatchResultsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// container filters changes like ListContainersRequest.container.
@@ -786,7 +905,7 @@ type WatchResultsRequest struct {
 
 func (x *WatchResultsRequest) Reset() {
 	*x = WatchResultsRequest{}
-	mi := &file_api_v1alpha1_probelet_proto_msgTypes[9]
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -798,7 +917,7 @@ func (x *WatchResultsRequest) String() string {
 func (*WatchResultsRequest) ProtoMessage() {}
 
 func (x *WatchResultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1alpha1_probelet_proto_msgTypes[9]
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -811,7 +930,7 @@ func (x *WatchResultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResultsRequest.ProtoReflect.Descriptor instead.
 func (*WatchResultsRequest) Descriptor() ([]byte, []int) {
-	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{9}
+	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WatchResultsRequest) GetContainer() string {
@@ -833,7 +952,7 @@ type EventsRequest struct {
 
 func (x *EventsRequest) Reset() {
 	*x = EventsRequest{}
-	mi := &file_api_v1alpha1_probelet_proto_msgTypes[10]
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -845,7 +964,7 @@ func (x *EventsRequest) String() string {
 func (*EventsRequest) ProtoMessage() {}
 
 func (x *EventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1alpha1_probelet_proto_msgTypes[10]
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -858,7 +977,7 @@ func (x *EventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsRequest.ProtoReflect.Descriptor instead.
 func (*EventsRequest) Descriptor() ([]byte, []int) {
-	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{10}
+	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *EventsRequest) GetContainer() string {
@@ -906,7 +1025,7 @@ type Container struct {
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_api_v1alpha1_probelet_proto_msgTypes[11]
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -918,7 +1037,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1alpha1_probelet_proto_msgTypes[11]
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -931,7 +1050,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{11}
+	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Container) GetContainerId() string {
@@ -1080,7 +1199,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_api_v1alpha1_probelet_proto_msgTypes[12]
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1211,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1alpha1_probelet_proto_msgTypes[12]
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1224,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{12}
+	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Probe) GetType() ProbeType {
@@ -1205,7 +1324,7 @@ type ProbeSpec struct {
 
 func (x *ProbeSpec) Reset() {
 	*x = ProbeSpec{}
-	mi := &file_api_v1alpha1_probelet_proto_msgTypes[13]
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1217,7 +1336,7 @@ func (x *ProbeSpec) String() string {
 func (*ProbeSpec) ProtoMessage() {}
 
 func (x *ProbeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1alpha1_probelet_proto_msgTypes[13]
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1230,7 +1349,7 @@ func (x *ProbeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeSpec.ProtoReflect.Descriptor instead.
 func (*ProbeSpec) Descriptor() ([]byte, []int) {
-	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{13}
+	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ProbeSpec) GetHandler() string {
@@ -1305,7 +1424,7 @@ type ProbeRun struct {
 
 func (x *ProbeRun) Reset() {
 	*x = ProbeRun{}
-	mi := &file_api_v1alpha1_probelet_proto_msgTypes[14]
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1317,7 +1436,7 @@ func (x *ProbeRun) String() string {
 func (*ProbeRun) ProtoMessage() {}
 
 func (x *ProbeRun) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1alpha1_probelet_proto_msgTypes[14]
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1330,7 +1449,7 @@ func (x *ProbeRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeRun.ProtoReflect.Descriptor instead.
 func (*ProbeRun) Descriptor() ([]byte, []int) {
-	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{14}
+	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ProbeRun) GetTime() *timestamppb.Timestamp {
@@ -1391,7 +1510,7 @@ type Restart struct {
 
 func (x *Restart) Reset() {
 	*x = Restart{}
-	mi := &file_api_v1alpha1_probelet_proto_msgTypes[15]
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1403,7 +1522,7 @@ func (x *Restart) String() string {
 func (*Restart) ProtoMessage() {}
 
 func (x *Restart) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1alpha1_probelet_proto_msgTypes[15]
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1416,7 +1535,7 @@ func (x *Restart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Restart.ProtoReflect.Descriptor instead.
 func (*Restart) Descriptor() ([]byte, []int) {
-	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{15}
+	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Restart) GetTime() *timestamppb.Timestamp {
@@ -1480,7 +1599,7 @@ type ResultChange struct {
 
 func (x *ResultChange) Reset() {
 	*x = ResultChange{}
-	mi := &file_api_v1alpha1_probelet_proto_msgTypes[16]
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1492,7 +1611,7 @@ func (x *ResultChange) String() string {
 func (*ResultChange) ProtoMessage() {}
 
 func (x *ResultChange) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1alpha1_probelet_proto_msgTypes[16]
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1505,7 +1624,7 @@ func (x *ResultChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultChange.ProtoReflect.Descriptor instead.
 func (*ResultChange) Descriptor() ([]byte, []int) {
-	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{16}
+	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ResultChange) GetTime() *timestamppb.Timestamp {
@@ -1591,7 +1710,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_v1alpha1_probelet_proto_msgTypes[17]
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1603,7 +1722,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_v1alpha1_probelet_proto_msgTypes[17]
+	mi := &file_api_v1alpha1_probelet_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1616,7 +1735,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{17}
+	return file_api_v1alpha1_probelet_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Event) GetTime() *timestamppb.Timestamp {
@@ -1729,7 +1848,16 @@ const file_api_v1alpha1_probelet_proto_rawDesc = "" +
 	"\vconsecutive\x18\x04 \x01(\x05R\vconsecutive\x12\x1c\n" +
 	"\tthreshold\x18\x05 \x01(\x05R\tthreshold\x128\n" +
 	"\tlast_runs\x18\x06 \x03(\v2\x1b.probelet.v1alpha1.ProbeRunR\blastRuns\x126\n" +
-	"\brestarts\x18\a \x03(\v2\x1a.probelet.v1alpha1.RestartR\brestarts\"3\n" +
+	"\brestarts\x18\a \x03(\v2\x1a.probelet.v1alpha1.RestartR\brestarts\"\x99\x01\n" +
+	"\x14ListExplainedRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1b\n" +
+	"\tpod_names\x18\x02 \x03(\tR\bpodNames\x12#\n" +
+	"\rhistory_limit\x18\x03 \x01(\x05R\fhistoryLimit\x12!\n" +
+	"\foutput_limit\x18\x04 \x01(\x05R\voutputLimit\"W\n" +
+	"\x15ListExplainedResponse\x12>\n" +
+	"\n" +
+	"containers\x18\x01 \x03(\v2\x1e.probelet.v1alpha1.WhyResponseR\n" +
+	"containers\"3\n" +
 	"\x13WatchResultsRequest\x12\x1c\n" +
 	"\tcontainer\x18\x01 \x01(\tR\tcontainer\"E\n" +
 	"\rEventsRequest\x12\x1c\n" +
@@ -1843,14 +1971,15 @@ const file_api_v1alpha1_probelet_proto_rawDesc = "" +
 	"\x17CONTAINER_STATE_CREATED\x10\x01\x12\x1b\n" +
 	"\x17CONTAINER_STATE_RUNNING\x10\x02\x12\x1a\n" +
 	"\x16CONTAINER_STATE_EXITED\x10\x03\x12\x1b\n" +
-	"\x17CONTAINER_STATE_UNKNOWN\x10\x042\x8d\x04\n" +
+	"\x17CONTAINER_STATE_UNKNOWN\x10\x042\xf1\x04\n" +
 	"\bProbelet\x12P\n" +
 	"\aVersion\x12!.probelet.v1alpha1.VersionRequest\x1a\".probelet.v1alpha1.VersionResponse\x12e\n" +
 	"\x0eListContainers\x12(.probelet.v1alpha1.ListContainersRequest\x1a).probelet.v1alpha1.ListContainersResponse\x12_\n" +
 	"\fGetContainer\x12&.probelet.v1alpha1.GetContainerRequest\x1a'.probelet.v1alpha1.GetContainerResponse\x12D\n" +
 	"\x03Why\x12\x1d.probelet.v1alpha1.WhyRequest\x1a\x1e.probelet.v1alpha1.WhyResponse\x12Y\n" +
 	"\fWatchResults\x12&.probelet.v1alpha1.WatchResultsRequest\x1a\x1f.probelet.v1alpha1.ResultChange0\x01\x12F\n" +
-	"\x06Events\x12 .probelet.v1alpha1.EventsRequest\x1a\x18.probelet.v1alpha1.Event0\x01B<Z:github.com/probelet/probelet/api/v1alpha1;probeletv1alpha1b\x06proto3"
+	"\x06Events\x12 .probelet.v1alpha1.EventsRequest\x1a\x18.probelet.v1alpha1.Event0\x01\x12b\n" +
+	"\rListExplained\x12'.probelet.v1alpha1.ListExplainedRequest\x1a(.probelet.v1alpha1.ListExplainedResponseB<Z:github.com/probelet/probelet/api/v1alpha1;probeletv1alpha1b\x06proto3"
 
 var (
 	file_api_v1alpha1_probelet_proto_rawDescOnce sync.Once
@@ -1865,7 +1994,7 @@ func file_api_v1alpha1_probelet_proto_rawDescGZIP() []byte {
 }
 
 var file_api_v1alpha1_probelet_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_api_v1alpha1_probelet_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_api_v1alpha1_probelet_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_api_v1alpha1_probelet_proto_goTypes = []any{
 	(ProbeType)(0),                 // 0: probelet.v1alpha1.ProbeType
 	(Result)(0),                    // 1: probelet.v1alpha1.Result
@@ -1880,69 +2009,74 @@ var file_api_v1alpha1_probelet_proto_goTypes = []any{
 	(*WhyRequest)(nil),             // 10: probelet.v1alpha1.WhyRequest
 	(*WhyResponse)(nil),            // 11: probelet.v1alpha1.WhyResponse
 	(*Explanation)(nil),            // 12: probelet.v1alpha1.Explanation
-	(*WatchResultsRequest)(nil),    // 13: probelet.v1alpha1.WatchResultsRequest
-	(*EventsRequest)(nil),          // 14: probelet.v1alpha1.EventsRequest
-	(*Container)(nil),              // 15: probelet.v1alpha1.Container
-	(*Probe)(nil),                  // 16: probelet.v1alpha1.Probe
-	(*ProbeSpec)(nil),              // 17: probelet.v1alpha1.ProbeSpec
-	(*ProbeRun)(nil),               // 18: probelet.v1alpha1.ProbeRun
-	(*Restart)(nil),                // 19: probelet.v1alpha1.Restart
-	(*ResultChange)(nil),           // 20: probelet.v1alpha1.ResultChange
-	(*Event)(nil),                  // 21: probelet.v1alpha1.Event
-	(*timestamppb.Timestamp)(nil),  // 22: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),    // 23: google.protobuf.Duration
+	(*ListExplainedRequest)(nil),   // 13: probelet.v1alpha1.ListExplainedRequest
+	(*ListExplainedResponse)(nil),  // 14: probelet.v1alpha1.ListExplainedResponse
+	(*WatchResultsRequest)(nil),    // 15: probelet.v1alpha1.WatchResultsRequest
+	(*EventsRequest)(nil),          // 16: probelet.v1alpha1.EventsRequest
+	(*Container)(nil),              // 17: probelet.v1alpha1.Container
+	(*Probe)(nil),                  // 18: probelet.v1alpha1.Probe
+	(*ProbeSpec)(nil),              // 19: probelet.v1alpha1.ProbeSpec
+	(*ProbeRun)(nil),               // 20: probelet.v1alpha1.ProbeRun
+	(*Restart)(nil),                // 21: probelet.v1alpha1.Restart
+	(*ResultChange)(nil),           // 22: probelet.v1alpha1.ResultChange
+	(*Event)(nil),                  // 23: probelet.v1alpha1.Event
+	(*timestamppb.Timestamp)(nil),  // 24: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),    // 25: google.protobuf.Duration
 }
 var file_api_v1alpha1_probelet_proto_depIdxs = []int32{
-	15, // 0: probelet.v1alpha1.ListContainersResponse.containers:type_name -> probelet.v1alpha1.Container
-	15, // 1: probelet.v1alpha1.GetContainerResponse.container:type_name -> probelet.v1alpha1.Container
-	21, // 2: probelet.v1alpha1.GetContainerResponse.events:type_name -> probelet.v1alpha1.Event
-	15, // 3: probelet.v1alpha1.WhyResponse.container:type_name -> probelet.v1alpha1.Container
+	17, // 0: probelet.v1alpha1.ListContainersResponse.containers:type_name -> probelet.v1alpha1.Container
+	17, // 1: probelet.v1alpha1.GetContainerResponse.container:type_name -> probelet.v1alpha1.Container
+	23, // 2: probelet.v1alpha1.GetContainerResponse.events:type_name -> probelet.v1alpha1.Event
+	17, // 3: probelet.v1alpha1.WhyResponse.container:type_name -> probelet.v1alpha1.Container
 	12, // 4: probelet.v1alpha1.WhyResponse.explanations:type_name -> probelet.v1alpha1.Explanation
 	0,  // 5: probelet.v1alpha1.Explanation.probe_type:type_name -> probelet.v1alpha1.ProbeType
-	18, // 6: probelet.v1alpha1.Explanation.last_runs:type_name -> probelet.v1alpha1.ProbeRun
-	19, // 7: probelet.v1alpha1.Explanation.restarts:type_name -> probelet.v1alpha1.Restart
-	3,  // 8: probelet.v1alpha1.Container.state:type_name -> probelet.v1alpha1.ContainerState
-	22, // 9: probelet.v1alpha1.Container.created_at:type_name -> google.protobuf.Timestamp
-	22, // 10: probelet.v1alpha1.Container.started_at:type_name -> google.protobuf.Timestamp
-	22, // 11: probelet.v1alpha1.Container.finished_at:type_name -> google.protobuf.Timestamp
-	16, // 12: probelet.v1alpha1.Container.probes:type_name -> probelet.v1alpha1.Probe
-	19, // 13: probelet.v1alpha1.Container.restarts:type_name -> probelet.v1alpha1.Restart
-	0,  // 14: probelet.v1alpha1.Probe.type:type_name -> probelet.v1alpha1.ProbeType
-	17, // 15: probelet.v1alpha1.Probe.spec:type_name -> probelet.v1alpha1.ProbeSpec
-	1,  // 16: probelet.v1alpha1.Probe.result:type_name -> probelet.v1alpha1.Result
-	22, // 17: probelet.v1alpha1.Probe.last_probe_time:type_name -> google.protobuf.Timestamp
-	2,  // 18: probelet.v1alpha1.Probe.method:type_name -> probelet.v1alpha1.Method
-	18, // 19: probelet.v1alpha1.Probe.history:type_name -> probelet.v1alpha1.ProbeRun
-	22, // 20: probelet.v1alpha1.Probe.kill_deferred_since:type_name -> google.protobuf.Timestamp
-	22, // 21: probelet.v1alpha1.ProbeRun.time:type_name -> google.protobuf.Timestamp
-	1,  // 22: probelet.v1alpha1.ProbeRun.result:type_name -> probelet.v1alpha1.Result
-	23, // 23: probelet.v1alpha1.ProbeRun.duration:type_name -> google.protobuf.Duration
-	2,  // 24: probelet.v1alpha1.ProbeRun.method:type_name -> probelet.v1alpha1.Method
-	22, // 25: probelet.v1alpha1.Restart.time:type_name -> google.protobuf.Timestamp
-	0,  // 26: probelet.v1alpha1.Restart.probe_type:type_name -> probelet.v1alpha1.ProbeType
-	23, // 27: probelet.v1alpha1.Restart.grace_period:type_name -> google.protobuf.Duration
-	22, // 28: probelet.v1alpha1.ResultChange.time:type_name -> google.protobuf.Timestamp
-	0,  // 29: probelet.v1alpha1.ResultChange.probe_type:type_name -> probelet.v1alpha1.ProbeType
-	1,  // 30: probelet.v1alpha1.ResultChange.result:type_name -> probelet.v1alpha1.Result
-	22, // 31: probelet.v1alpha1.Event.time:type_name -> google.protobuf.Timestamp
-	0,  // 32: probelet.v1alpha1.Event.probe_type:type_name -> probelet.v1alpha1.ProbeType
-	4,  // 33: probelet.v1alpha1.Probelet.Version:input_type -> probelet.v1alpha1.VersionRequest
-	6,  // 34: probelet.v1alpha1.Probelet.ListContainers:input_type -> probelet.v1alpha1.ListContainersRequest
-	8,  // 35: probelet.v1alpha1.Probelet.GetContainer:input_type -> probelet.v1alpha1.GetContainerRequest
-	10, // 36: probelet.v1alpha1.Probelet.Why:input_type -> probelet.v1alpha1.WhyRequest
-	13, // 37: probelet.v1alpha1.Probelet.WatchResults:input_type -> probelet.v1alpha1.WatchResultsRequest
-	14, // 38: probelet.v1alpha1.Probelet.Events:input_type -> probelet.v1alpha1.EventsRequest
-	5,  // 39: probelet.v1alpha1.Probelet.Version:output_type -> probelet.v1alpha1.VersionResponse
-	7,  // 40: probelet.v1alpha1.Probelet.ListContainers:output_type -> probelet.v1alpha1.ListContainersResponse
-	9,  // 41: probelet.v1alpha1.Probelet.GetContainer:output_type -> probelet.v1alpha1.GetContainerResponse
-	11, // 42: probelet.v1alpha1.Probelet.Why:output_type -> probelet.v1alpha1.WhyResponse
-	20, // 43: probelet.v1alpha1.Probelet.WatchResults:output_type -> probelet.v1alpha1.ResultChange
-	21, // 44: probelet.v1alpha1.Probelet.Events:output_type -> probelet.v1alpha1.Event
-	39, // [39:45] is the sub-list for method output_type
-	33, // [33:39] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	20, // 6: probelet.v1alpha1.Explanation.last_runs:type_name -> probelet.v1alpha1.ProbeRun
+	21, // 7: probelet.v1alpha1.Explanation.restarts:type_name -> probelet.v1alpha1.Restart
+	11, // 8: probelet.v1alpha1.ListExplainedResponse.containers:type_name -> probelet.v1alpha1.WhyResponse
+	3,  // 9: probelet.v1alpha1.Container.state:type_name -> probelet.v1alpha1.ContainerState
+	24, // 10: probelet.v1alpha1.Container.created_at:type_name -> google.protobuf.Timestamp
+	24, // 11: probelet.v1alpha1.Container.started_at:type_name -> google.protobuf.Timestamp
+	24, // 12: probelet.v1alpha1.Container.finished_at:type_name -> google.protobuf.Timestamp
+	18, // 13: probelet.v1alpha1.Container.probes:type_name -> probelet.v1alpha1.Probe
+	21, // 14: probelet.v1alpha1.Container.restarts:type_name -> probelet.v1alpha1.Restart
+	0,  // 15: probelet.v1alpha1.Probe.type:type_name -> probelet.v1alpha1.ProbeType
+	19, // 16: probelet.v1alpha1.Probe.spec:type_name -> probelet.v1alpha1.ProbeSpec
+	1,  // 17: probelet.v1alpha1.Probe.result:type_name -> probelet.v1alpha1.Result
+	24, // 18: probelet.v1alpha1.Probe.last_probe_time:type_name -> google.protobuf.Timestamp
+	2,  // 19: probelet.v1alpha1.Probe.method:type_name -> probelet.v1alpha1.Method
+	20, // 20: probelet.v1alpha1.Probe.history:type_name -> probelet.v1alpha1.ProbeRun
+	24, // 21: probelet.v1alpha1.Probe.kill_deferred_since:type_name -> google.protobuf.Timestamp
+	24, // 22: probelet.v1alpha1.ProbeRun.time:type_name -> google.protobuf.Timestamp
+	1,  // 23: probelet.v1alpha1.ProbeRun.result:type_name -> probelet.v1alpha1.Result
+	25, // 24: probelet.v1alpha1.ProbeRun.duration:type_name -> google.protobuf.Duration
+	2,  // 25: probelet.v1alpha1.ProbeRun.method:type_name -> probelet.v1alpha1.Method
+	24, // 26: probelet.v1alpha1.Restart.time:type_name -> google.protobuf.Timestamp
+	0,  // 27: probelet.v1alpha1.Restart.probe_type:type_name -> probelet.v1alpha1.ProbeType
+	25, // 28: probelet.v1alpha1.Restart.grace_period:type_name -> google.protobuf.Duration
+	24, // 29: probelet.v1alpha1.ResultChange.time:type_name -> google.protobuf.Timestamp
+	0,  // 30: probelet.v1alpha1.ResultChange.probe_type:type_name -> probelet.v1alpha1.ProbeType
+	1,  // 31: probelet.v1alpha1.ResultChange.result:type_name -> probelet.v1alpha1.Result
+	24, // 32: probelet.v1alpha1.Event.time:type_name -> google.protobuf.Timestamp
+	0,  // 33: probelet.v1alpha1.Event.probe_type:type_name -> probelet.v1alpha1.ProbeType
+	4,  // 34: probelet.v1alpha1.Probelet.Version:input_type -> probelet.v1alpha1.VersionRequest
+	6,  // 35: probelet.v1alpha1.Probelet.ListContainers:input_type -> probelet.v1alpha1.ListContainersRequest
+	8,  // 36: probelet.v1alpha1.Probelet.GetContainer:input_type -> probelet.v1alpha1.GetContainerRequest
+	10, // 37: probelet.v1alpha1.Probelet.Why:input_type -> probelet.v1alpha1.WhyRequest
+	15, // 38: probelet.v1alpha1.Probelet.WatchResults:input_type -> probelet.v1alpha1.WatchResultsRequest
+	16, // 39: probelet.v1alpha1.Probelet.Events:input_type -> probelet.v1alpha1.EventsRequest
+	13, // 40: probelet.v1alpha1.Probelet.ListExplained:input_type -> probelet.v1alpha1.ListExplainedRequest
+	5,  // 41: probelet.v1alpha1.Probelet.Version:output_type -> probelet.v1alpha1.VersionResponse
+	7,  // 42: probelet.v1alpha1.Probelet.ListContainers:output_type -> probelet.v1alpha1.ListContainersResponse
+	9,  // 43: probelet.v1alpha1.Probelet.GetContainer:output_type -> probelet.v1alpha1.GetContainerResponse
+	11, // 44: probelet.v1alpha1.Probelet.Why:output_type -> probelet.v1alpha1.WhyResponse
+	22, // 45: probelet.v1alpha1.Probelet.WatchResults:output_type -> probelet.v1alpha1.ResultChange
+	23, // 46: probelet.v1alpha1.Probelet.Events:output_type -> probelet.v1alpha1.Event
+	14, // 47: probelet.v1alpha1.Probelet.ListExplained:output_type -> probelet.v1alpha1.ListExplainedResponse
+	41, // [41:48] is the sub-list for method output_type
+	34, // [34:41] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_api_v1alpha1_probelet_proto_init() }
@@ -1950,14 +2084,14 @@ func file_api_v1alpha1_probelet_proto_init() {
 	if File_api_v1alpha1_probelet_proto != nil {
 		return
 	}
-	file_api_v1alpha1_probelet_proto_msgTypes[13].OneofWrappers = []any{}
+	file_api_v1alpha1_probelet_proto_msgTypes[15].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_v1alpha1_probelet_proto_rawDesc), len(file_api_v1alpha1_probelet_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

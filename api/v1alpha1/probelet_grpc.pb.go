@@ -30,6 +30,7 @@ const (
 	Probelet_Why_FullMethodName            = "/probelet.v1alpha1.Probelet/Why"
 	Probelet_WatchResults_FullMethodName   = "/probelet.v1alpha1.Probelet/WatchResults"
 	Probelet_Events_FullMethodName         = "/probelet.v1alpha1.Probelet/Events"
+	Probelet_ListExplained_FullMethodName  = "/probelet.v1alpha1.Probelet/ListExplained"
 )
 
 // ProbeletClient is the client API for Probelet service.
@@ -53,6 +54,10 @@ type ProbeletClient interface {
 	WatchResults(ctx context.Context, in *WatchResultsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ResultChange], error)
 	// Events streams the retained probe events, then (with follow) new ones.
 	Events(ctx context.Context, in *EventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Event], error)
+	// ListExplained lists the containers of a namespace's pods (or of every
+	// namespace) with their recent runs, restarts and explanations, as Why
+	// gives them for one: the probe-state API's read of a node.
+	ListExplained(ctx context.Context, in *ListExplainedRequest, opts ...grpc.CallOption) (*ListExplainedResponse, error)
 }
 
 type probeletClient struct {
@@ -141,6 +146,16 @@ func (c *probeletClient) Events(ctx context.Context, in *EventsRequest, opts ...
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Probelet_EventsClient = grpc.ServerStreamingClient[Event]
 
+func (c *probeletClient) ListExplained(ctx context.Context, in *ListExplainedRequest, opts ...grpc.CallOption) (*ListExplainedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListExplainedResponse)
+	err := c.cc.Invoke(ctx, Probelet_ListExplained_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProbeletServer is the server API for Probelet service.
 // All implementations must embed UnimplementedProbeletServer
 // for forward compatibility.
@@ -162,6 +177,10 @@ type ProbeletServer interface {
 	WatchResults(*WatchResultsRequest, grpc.ServerStreamingServer[ResultChange]) error
 	// Events streams the retained probe events, then (with follow) new ones.
 	Events(*EventsRequest, grpc.ServerStreamingServer[Event]) error
+	// ListExplained lists the containers of a namespace's pods (or of every
+	// namespace) with their recent runs, restarts and explanations, as Why
+	// gives them for one: the probe-state API's read of a node.
+	ListExplained(context.Context, *ListExplainedRequest) (*ListExplainedResponse, error)
 	mustEmbedUnimplementedProbeletServer()
 }
 
@@ -189,6 +208,9 @@ func (UnimplementedProbeletServer) WatchResults(*WatchResultsRequest, grpc.Serve
 }
 func (UnimplementedProbeletServer) Events(*EventsRequest, grpc.ServerStreamingServer[Event]) error {
 	return status.Error(codes.Unimplemented, "method Events not implemented")
+}
+func (UnimplementedProbeletServer) ListExplained(context.Context, *ListExplainedRequest) (*ListExplainedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListExplained not implemented")
 }
 func (UnimplementedProbeletServer) mustEmbedUnimplementedProbeletServer() {}
 func (UnimplementedProbeletServer) testEmbeddedByValue()                  {}
@@ -305,6 +327,24 @@ func _Probelet_Events_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Probelet_EventsServer = grpc.ServerStreamingServer[Event]
 
+func _Probelet_ListExplained_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListExplainedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProbeletServer).ListExplained(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Probelet_ListExplained_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProbeletServer).ListExplained(ctx, req.(*ListExplainedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Probelet_ServiceDesc is the grpc.ServiceDesc for Probelet service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -327,6 +367,10 @@ var Probelet_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Why",
 			Handler:    _Probelet_Why_Handler,
+		},
+		{
+			MethodName: "ListExplained",
+			Handler:    _Probelet_ListExplained_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -105,3 +105,34 @@ func sameContainer(ev prober.Event, e entry) bool {
 	}
 	return ev.PodNamespace == e.namespace() && ev.PodName == e.podName()
 }
+
+// ListExplained answers Why for every container of a namespace's pods (or
+// of every namespace), in one read of the catalog.
+func (a *apiService) ListExplained(_ context.Context, req *apiv1.ListExplainedRequest) (*apiv1.ListExplainedResponse, error) {
+	history := int(req.GetHistoryLimit())
+	if history <= 0 {
+		history = -1
+	}
+	names := map[string]bool{}
+	for _, n := range req.GetPodNames() {
+		names[n] = true
+	}
+	resp := &apiv1.ListExplainedResponse{}
+	for _, e := range a.s.snapshot().entries {
+		if ns := req.GetNamespace(); ns != "" && e.namespace() != ns {
+			continue
+		}
+		if len(names) > 0 && !names[e.podName()] {
+			continue
+		}
+		why := &apiv1.WhyResponse{Container: pbContainer(e, history), Explanations: explanations(e)}
+		for _, x := range why.Explanations {
+			if history >= 0 && len(x.LastRuns) > history {
+				x.LastRuns = x.LastRuns[len(x.LastRuns)-history:]
+			}
+		}
+		cutOutputs(why, int(req.GetOutputLimit()))
+		resp.Containers = append(resp.Containers, why)
+	}
+	return resp, nil
+}

@@ -98,6 +98,11 @@ type Options struct {
 	// TCPMode, when set, is written into the Lease at each renewal
 	// (LabelTCPMode, AnnotationTCPModeReason).
 	TCPMode TCPMode
+	// StateEndpoint and StateCertSHA256 say where this node serves its
+	// probe state and which certificate it serves there
+	// (AnnotationStateEndpoint, AnnotationStateCertSHA256); empty: it
+	// does not, and the annotations are removed.
+	StateEndpoint, StateCertSHA256 string
 }
 
 // Heartbeat renews the node's Lease. Run it once.
@@ -111,6 +116,8 @@ type Heartbeat struct {
 	log        *zap.Logger
 	onResumed  func()
 	tcpMode    TCPMode
+	stateAt    string
+	statePin   string
 
 	// latest is the Lease as last written: the next renewal updates it
 	// without reading it first. Only Run's goroutine touches it.
@@ -129,7 +136,7 @@ func New(o Options) (*Heartbeat, error) {
 	}
 	h := &Heartbeat{client: o.Client, node: o.NodeName, ns: o.Namespace, runtime: o.Runtime,
 		scheduler: o.Scheduler, stallAfter: o.StallAfter, clock: o.Clock, log: o.Log, onResumed: o.OnResumed,
-		tcpMode: o.TCPMode}
+		tcpMode: o.TCPMode, stateAt: o.StateEndpoint, statePin: o.StateCertSHA256}
 	if h.ns == "" {
 		h.ns = probespec.LeaseNamespace
 	}
@@ -298,6 +305,8 @@ func (h *Heartbeat) fill(lease *coordinationv1.Lease) {
 	lease.Spec.HolderIdentity = ptr.To(h.node)
 	lease.Spec.LeaseDurationSeconds = ptr.To[int32](LeaseDurationSeconds)
 	lease.Spec.RenewTime = &metav1.MicroTime{Time: h.clock.Now()}
+	setOrDelete(&lease.Annotations, probespec.AnnotationStateEndpoint, h.stateAt)
+	setOrDelete(&lease.Annotations, probespec.AnnotationStateCertSHA256, h.statePin)
 	if h.tcpMode != nil {
 		mode, reason := h.tcpMode()
 		setOrDelete(&lease.Labels, probespec.LabelTCPMode, mode)

@@ -53,6 +53,7 @@ type env struct {
 	h       *heartbeat.Heartbeat
 	resumed atomic.Int32 // OnResumed calls
 	tcpMode heartbeat.TCPMode
+	state   [2]string // StateEndpoint, StateCertSHA256
 	stop    func()
 }
 
@@ -66,7 +67,7 @@ func newEnv(t *testing.T, objs ...runtime.Object) *env {
 func (e *env) run() {
 	h, err := heartbeat.New(heartbeat.Options{Client: kubetest.Client(e.cs), NodeName: nodeName,
 		Runtime: e.engine, Scheduler: e.engine, Clock: e.clk, OnResumed: func() { e.resumed.Add(1) },
-		TCPMode: e.tcpMode})
+		TCPMode: e.tcpMode, StateEndpoint: e.state[0], StateCertSHA256: e.state[1]})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -348,5 +349,34 @@ func TestTheLeaseSaysHowTCPProbesAreAnswered(t *testing.T) {
 	}
 	if n := e.writes(); n != 5 {
 		t.Errorf("%d Lease writes, want 5: one per renewal, none of the TCP mode's own", n)
+	}
+}
+
+// TestTheLeaseSaysWhereTheNodeServesItsProbeState: with a state listener
+// the Lease names its endpoint and certificate at each renewal (a Lease a
+// previous run left with other ones is corrected by the first); without
+// one it names none.
+func TestTheLeaseSaysWhereTheNodeServesItsProbeState(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		state [2]string
+	}{
+		{"serving", [2]string{":10263", strings.Repeat("ab", 32)}},
+		{"not serving", [2]string{"", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: nodeName, Namespace: ns,
+				Annotations: map[string]string{probespec.AnnotationStateEndpoint: ":1", probespec.AnnotationStateCertSHA256: "old"}}}
+			e := newEnv(t, old)
+			e.state = tc.state
+			e.run()
+			e.step(heartbeat.RenewInterval)
+			l := e.lease()
+			for i, key := range []string{probespec.AnnotationStateEndpoint, probespec.AnnotationStateCertSHA256} {
+				if got, ok := l.Annotations[key]; got != tc.state[i] || ok != (tc.state[i] != "") {
+					t.Errorf("annotation %s = %q (set %v), want %q", key, got, ok, tc.state[i])
+				}
+			}
+		})
 	}
 }

@@ -6,6 +6,8 @@ package kubetest
 import (
 	"context"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,4 +93,12 @@ func (c clientset) CreateLease(ctx context.Context, lease *coordinationv1.Lease)
 
 func (c clientset) UpdateLease(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	return c.cs.CoordinationV1().Leases(lease.Namespace).Update(ctx, lease, metav1.UpdateOptions{FieldManager: kube.FieldManager})
+}
+
+func (c clientset) ReviewToken(ctx context.Context, review *authenticationv1.TokenReview) (*authenticationv1.TokenReview, error) {
+	return c.cs.AuthenticationV1().TokenReviews().Create(ctx, review, metav1.CreateOptions{})
+}
+
+func (c clientset) ReviewAccess(ctx context.Context, review *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error) {
+	return c.cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 }

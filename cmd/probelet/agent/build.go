@@ -149,6 +149,9 @@ func (p *parts) release() {
 	if p.metrics != nil {
 		p.metrics.Close()
 	}
+	if p.kube != nil && p.kube.state != nil {
+		p.kube.state.lis.Close() // its server closed it already, unless it never served
+	}
 	if p.tcp != nil {
 		p.tcp.Close()
 	}

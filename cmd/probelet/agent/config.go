@@ -102,6 +102,11 @@ type Config struct {
 	// besides its own pod's IPs (--allow-probe-host, repeatable); hostnames
 	// are never allowed by them. Default none.
 	AllowProbeHost []string `json:"allowProbeHost,omitempty"`
+	// StateListen is HOST:PORT where the probe-state API (probelet-controller)
+	// reads this node's probe state over TLS, each call authenticated and
+	// authorised by the API server (--state-listen); empty turns it off.
+	// It needs the API server.
+	StateListen string `json:"stateListen,omitempty"`
 }
 
 // Default returns the defaults of DESIGN.md and the deploy manifests.
@@ -195,6 +200,7 @@ func (c Config) Validate() error {
 	if bad := validation.IsDNS1123Label(c.LeaseNamespace); len(bad) > 0 {
 		check("lease-namespace", fmt.Errorf("%q is not a namespace name: %s", c.LeaseNamespace, strings.Join(bad, "; ")))
 	}
+	check("state-listen", hostPort(c.StateListen))
 	check("cri-proxy-listen", c.validateProxyListen())
 	check("cri-proxy-verify", c.validateProxyVerify())
 	_, err := c.ProbeHostCIDRs()
@@ -281,3 +287,4 @@ func defaultNodeName() string {
 	}
 	return strings.ToLower(strings.TrimSpace(h))
 }
+

@@ -54,6 +54,7 @@ var flagFields = map[string]func(dst *Config, src Config){
 	"runtime-state-dir":      func(d *Config, s Config) { d.RuntimeStateDir = s.RuntimeStateDir },
 	"exec-helper":            func(d *Config, s Config) { d.ExecHelper = s.ExecHelper },
 	"allow-probe-host":       func(d *Config, s Config) { d.AllowProbeHost = s.AllowProbeHost },
+	"state-listen":           func(d *Config, s Config) { d.StateListen = s.StateListen },
 }
 
 // Bind defines the flags on fs.
@@ -92,6 +93,7 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&v.ExecMode, "exec-mode", v.ExecMode, "who runs exec probes: runtime (CRI ExecSync) or direct (probelet's helper, with the container's exact confinement; any container it cannot serve so goes to the runtime)")
 	fs.StringVar(&v.RuntimeStateDir, "runtime-state-dir", v.RuntimeStateDir, "containerd's state directory (its OCI bundles, for --exec-mode direct); empty: learned from containerd's CRI status, else /run/containerd")
 	fs.StringVar(&v.ExecHelper, "exec-helper", v.ExecHelper, "the direct exec helper binary (default: probelet-exec next to probelet)")
+	fs.StringVar(&v.StateListen, "state-listen", v.StateListen, "HOST:PORT serving this node's probe state to the probe-state API (probes.probelet.io) over TLS, pinned through the node Lease, each read reviewed by the API server; empty turns it off (README \"Probe state for cluster users\")")
 	fs.StringArrayVar(&v.AllowProbeHost, "allow-probe-host", v.AllowProbeHost, "CIDR (or IP) a probe's httpGet/tcpSocket host may name besides its pod's own IPs; repeatable; IP literals only, never hostnames (README \"Probe hosts\")")
 }
 

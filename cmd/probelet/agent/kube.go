@@ -30,6 +30,7 @@ type kubeParts struct {
 	events    *events.Recorder
 	heartbeat *heartbeat.Heartbeat
 	budgets   *pdb.Checker // nil: --kill-guard off
+	state     *stateListener // nil: --state-listen off
 }
 
 // nriConnection reads the NRI plugin's connection when asked: the parts
@@ -44,6 +45,9 @@ func (c nriConnection) Connected() bool { return c.p.plugin != nil && c.p.plugin
 // informer and writers catch up when it answers.
 func (a *Agent) buildKube(p *parts, cfg *rest.Config, err error) (*kubeParts, error) {
 	if errors.Is(err, kubeconfig.ErrNoConfig) {
+		if a.cfg.StateListen != "" {
+			return nil, errors.New("--state-listen needs the API server (its reads are reviewed there), and none is configured")
+		}
 		a.log.Info("No API server configured (no --kubeconfig, not in a cluster): running node-only; " +
 			"readiness gates and Events are not written")
 		return nil, nil
@@ -61,6 +65,13 @@ func (a *Agent) buildKube(p *parts, cfg *rest.Config, err error) (*kubeParts, er
 	}
 	log := a.log.Named("kube")
 	k := &kubeParts{log: log, host: cfg.Host, node: a.cfg.NodeName}
+	var endpoint, pin string
+	if a.cfg.StateListen != "" {
+		if k.state, err = newStateListener(a.cfg.StateListen, a.cfg.NodeName, client); err != nil {
+			return nil, err
+		}
+		endpoint, pin = k.state.endpoint, k.state.pin
+	}
 	if k.pods, err = podwatch.New(client, a.cfg.NodeName, p.cache, log.Named("pods")); err != nil {
 		return nil, err
 	}
@@ -71,7 +82,8 @@ func (a *Agent) buildKube(p *parts, cfg *rest.Config, err error) (*kubeParts, er
 	if k.heartbeat, err = heartbeat.New(heartbeat.Options{Client: client, NodeName: a.cfg.NodeName,
 		Namespace: a.cfg.LeaseNamespace, Runtime: nriConnection{p}, Scheduler: p.engine, Log: log.Named("heartbeat"),
 		// Read when called: the writer is made next.
-		OnResumed: func() { k.readiness.Recheck() }, TCPMode: p.tcp.leaseMode}); err != nil {
+		OnResumed: func() { k.readiness.Recheck() }, TCPMode: p.tcp.leaseMode,
+		StateEndpoint: endpoint, StateCertSHA256: pin}); err != nil {
 		return nil, err
 	}
 	if k.readiness, err = readiness.New(readiness.Options{Client: client, Informer: k.pods.Informer(),

@@ -37,9 +37,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	// the engine and the cache, which answer before the engine runs.
 	sock := a.goRun(base, a.serveSocket(p), failed)
 	web := a.goRun(base, a.serveMetrics(p), failed)
+	state := a.goRun(base, a.serveState(p), failed)
 	if err = p.tcp.wait(ctx, failed); err != nil {
 		nri.stop()
 		sock.stop()
+		state.stop()
 		web.stop()
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil
@@ -77,6 +79,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	nri.stop()
 	recon.stop()
 	sock.stop()
+	state.stop()
 	engine.stop() // cancels the kills the guard holds
 	guard.stop()
 	api.stop()  // after the engine: the last results and events are written
