@@ -169,6 +169,7 @@ bench:
 generate:
 	hack/gen-ebpf.sh
 	hack/gen-proto.sh
+	hack/gen-deepcopy.sh
 
 ## demo: build everything, start a containerd test bed and probelet, run the demo pod
 demo: build

@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -34,6 +35,7 @@ import (
 
 	"github.com/probelet/probelet/controller/monitor"
 	"github.com/probelet/probelet/controller/slim"
+	"github.com/probelet/probelet/controller/webhook/certs"
 	"github.com/probelet/probelet/controller/zones"
 	"github.com/probelet/probelet/internal/httpserve"
 	"github.com/probelet/probelet/internal/kubeconfig"
@@ -57,6 +59,7 @@ type options struct {
 	leaderElect                             bool
 	zones                                   zones.Config
 	webhook                                 webhookOptions
+	probeAPI                                probeAPIOptions
 }
 
 func parse(args []string) (options, error) {
@@ -71,7 +74,7 @@ func parse(args []string) (options, error) {
 	if o.grace <= 0 {
 		return o, fmt.Errorf("--grace-period: %s must be positive", o.grace)
 	}
-	return o, errors.Join(o.zones.Validate(), o.webhook.validate())
+	return o, errors.Join(o.zones.Validate(), o.webhook.validate(), o.probeAPI.validate(o.webhook))
 }
 
 // flagSet defines the controller's flags on o.
@@ -87,6 +90,7 @@ func flagSet(o *options) *pflag.FlagSet {
 	fs.Float32Var(&o.zones.SecondaryMarkingRate, "secondary-marking-rate", o.zones.SecondaryMarkingRate, "pods marked per second in a large partially disrupted zone")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":9810", "HOST:PORT serving /metrics, /healthz and /readyz; empty turns it off")
 	o.webhook.flags(fs)
+	o.probeAPI.flags(fs)
 	return fs
 }
 
@@ -154,17 +158,47 @@ func run(args []string) error {
 		return err
 	}
 	leading := m.Run
+	// The webhook and the probe-state API serve the Secret's certificate;
+	// the leader keeps it (and the caBundles that trust it).
+	var loader *certs.Loader
+	if o.webhook.listen != "" || o.probeAPI.listen != "" {
+		loader = &certs.Loader{Client: client, Namespace: o.leaseNamespace, Secret: o.webhook.secret,
+			Period: certs.SyncPeriod(o.webhook.validity), Log: log.Named("certs")}
+		go loader.Run(ctx)
+		if o.webhook.manageCert {
+			authority := &certs.Authority{Client: client, Namespace: o.leaseNamespace, Secret: o.webhook.secret,
+				Hosts: o.webhook.hosts, Validity: o.webhook.validity}
+			if o.webhook.listen != "" {
+				authority.Webhook = o.webhook.config
+			}
+			if o.probeAPI.listen != "" && o.probeAPI.apiService != "" {
+				dyn, err := dynamic.NewForConfig(cfg)
+				if err != nil {
+					return err
+				}
+				authority.APIService, authority.APIServices = o.probeAPI.apiService, certs.DynamicAPIServices{Client: dyn}
+			}
+			leading = both(leading, func(ctx context.Context) error {
+				keepCerts(ctx, authority, certs.SyncPeriod(o.webhook.validity), log.Named("certs"))
+				return nil
+			})
+		}
+	}
 	if o.webhook.listen != "" {
-		loaded, err := serveWebhook(ctx, o.webhook, o.leaseNamespace, client, reg, log.Named("webhook"))
+		if err := serveWebhook(ctx, o.webhook, o.leaseNamespace, loader, reg, log.Named("webhook")); err != nil {
+			return err
+		}
+		ready.certificate = loader.Loaded
+		hooks, err := webhookLeader(o.leaseNamespace, client, shared, reg, recorder, log.Named("webhook"))
 		if err != nil {
 			return err
 		}
-		ready.certificate = loaded
-		hooks, err := webhookLeader(o.webhook, o.leaseNamespace, client, shared, reg, recorder, log.Named("webhook"))
-		if err != nil {
+		leading = both(leading, hooks)
+	}
+	if o.probeAPI.listen != "" {
+		if err := serveProbeAPI(ctx, o.probeAPI, o.kubeconfig, o.leaseNamespace, client, shared, loader, log.Named("probe-api")); err != nil {
 			return err
 		}
-		leading = both(m.Run, hooks)
 	}
 	if o.metricsAddr != "" {
 		if err := serveMetrics(ctx, o.metricsAddr, reg, ready, log); err != nil {

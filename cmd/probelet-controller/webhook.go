@@ -62,19 +62,16 @@ func excluded(namespace string) []string { return []string{"kube-system", namesp
 const webhookShutdown = 10 * time.Second
 
 // serveWebhook serves the webhook on this replica until ctx ends, with the
-// certificate the Secret holds (reread every certs.SyncPeriod), then
-// answers the reviews in progress before it returns from Shutdown. It
-// returns whether a certificate is loaded (the replica's readiness).
-func serveWebhook(ctx context.Context, w webhookOptions, namespace string, client kubernetes.Interface, reg *prometheus.Registry, log *zap.Logger) (loaded func() bool, err error) {
+// certificate loader holds (the Secret's, reread every certs.SyncPeriod),
+// then answers the reviews in progress before it returns from Shutdown.
+func serveWebhook(ctx context.Context, w webhookOptions, namespace string, loader *certs.Loader, reg *prometheus.Registry, log *zap.Logger) error {
 	admissions := webhook.NewAdmissions()
 	if err := reg.Register(admissions); err != nil {
-		return nil, err
+		return err
 	}
-	loader := &certs.Loader{Client: client, Namespace: namespace, Secret: w.secret, Period: certs.SyncPeriod(w.validity), Log: log}
-	go loader.Run(ctx)
 	lis, err := net.Listen("tcp", w.listen)
 	if err != nil {
-		return nil, fmt.Errorf("--webhook-listen: %w", err)
+		return fmt.Errorf("--webhook-listen: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(webhook.Path, &webhook.Handler{Exclude: excluded(namespace), Log: log, Admissions: admissions})
@@ -96,13 +93,13 @@ func serveWebhook(ctx context.Context, w webhookOptions, namespace string, clien
 		}
 	})
 	log.Info("Serving the pod admission webhook", zap.String("address", lis.Addr().String()), zap.String("path", webhook.Path))
-	return loader.Loaded, nil
+	return nil
 }
 
-// webhookLeader is the webhook's work while leading: keeping the
-// certificates (with --webhook-manage-cert) and reporting the pods
-// created while the webhook was away.
-func webhookLeader(w webhookOptions, namespace string, client kubernetes.Interface, shared informers.SharedInformerFactory,
+// webhookLeader is the webhook's work while leading: reporting the pods
+// created while the webhook was away. (The leader also keeps the
+// certificates: run.)
+func webhookLeader(namespace string, client kubernetes.Interface, shared informers.SharedInformerFactory,
 	reg *prometheus.Registry, recorder record.EventRecorder, log *zap.Logger) (func(context.Context) error, error) {
 	missed := prometheus.NewCounter(prometheus.CounterOpts{Name: "probelet_webhook_missed_pods_total",
 		Help: "Pods of managed namespaces admitted with kubelet probes the webhook would have moved: created while it was unavailable."})
@@ -115,14 +112,7 @@ func webhookLeader(w webhookOptions, namespace string, client kubernetes.Interfa
 	}
 	reporter := &webhook.Reporter{Client: client, Recorder: recorder, Exclude: excluded(namespace), OnMissed: missed.Inc,
 		OnNotAsked: notAsked.Inc, Log: log, Informers: shared}
-	authority := &certs.Authority{Client: client, Namespace: namespace, Secret: w.secret, Webhook: w.config,
-		Hosts: w.hosts, Validity: w.validity}
-	return func(ctx context.Context) error {
-		if w.manageCert {
-			go keepCerts(ctx, authority, certs.SyncPeriod(w.validity), log)
-		}
-		return reporter.Run(ctx)
-	}, nil
+	return reporter.Run, nil
 }
 
 // keepCerts syncs the certificates every period until ctx ends.
@@ -134,10 +124,10 @@ func keepCerts(ctx context.Context, a *certs.Authority, period time.Duration, lo
 		did, err := a.Sync(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil && err.Error() != failed:
-			log.Warn("Cannot keep the webhook's certificates; retrying", zap.Error(err))
+			log.Warn("Cannot keep the serving certificates; retrying", zap.Error(err))
 			failed = err.Error()
 		case err == nil && did != "":
-			log.Info("Webhook certificates", zap.String("did", did))
+			log.Info("Serving certificates", zap.String("did", did))
 			failed = ""
 		case err == nil:
 			failed = ""

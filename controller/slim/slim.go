@@ -8,6 +8,9 @@
 //   - the monitor (controller/monitor, controller/marking): a pod's name,
 //     namespace, UID, node, readiness gates, deletion, phase and
 //     conditions; a node's name, labels and conditions;
+//   - the probe-state API (controller/probestate): a pod's name,
+//     namespace, UID, labels, creation time, node and phase; a node's
+//     addresses (its InternalIP reaches its probelet);
 //   - the webhook's report (controller/webhook): a pod's creation time,
 //     labels, probelet's annotations, and each container's name, restart
 //     policy, ports and probes (what the conversion reads), and the
@@ -52,11 +55,11 @@ func Pod(p *corev1.Pod) {
 	p.Status = corev1.PodStatus{Phase: p.Status.Phase, Conditions: p.Status.Conditions}
 }
 
-// Node keeps what the monitor reads of n.
+// Node keeps what the monitor and the probe-state API read of n.
 func Node(n *corev1.Node) {
 	n.ObjectMeta = meta(n.ObjectMeta, false)
 	n.Spec = corev1.NodeSpec{}
-	n.Status = corev1.NodeStatus{Conditions: n.Status.Conditions}
+	n.Status = corev1.NodeStatus{Conditions: n.Status.Conditions, Addresses: n.Status.Addresses}
 }
 
 // meta keeps an object's identity, version, times and labels, and of its

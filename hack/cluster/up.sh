@@ -19,7 +19,7 @@ SERVICE_IP=10.254.0.1
 START_TIMEOUT=60
 
 make_pki() {
-	[ -f "$CL_PKI/.complete" ] && return 0
+	[ -f "$CL_PKI/.complete" ] && [ -f "$CL_PKI/front-proxy/client.crt" ] && return 0
 	rm -rf "$CL_PKI"
 	mkdir -m 700 "$CL_PKI"
 	cert "$CL_PKI" ca "/CN=probelet-cluster-ca" "basicConstraints=critical,CA:TRUE" \
@@ -35,6 +35,13 @@ make_pki() {
 	out=$(openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$CL_PKI/sa.key" 2>&1 &&
 		openssl pkey -in "$CL_PKI/sa.key" -pubout -out "$CL_PKI/sa.pub" 2>&1) || die "making the service account key: $out"
 	chmod 600 "$CL_PKI/sa.key"
+	# The aggregator's own CA and client certificate: the API server calls
+	# aggregated APIs (probelet's probes.probelet.io) with it, naming the
+	# user in X-Remote-* headers those servers trust for this CA only.
+	mkdir -m 700 "$CL_PKI/front-proxy"
+	cert "$CL_PKI/front-proxy" ca "/CN=probelet-front-proxy-ca" "basicConstraints=critical,CA:TRUE" \
+		"keyUsage=critical,digitalSignature,keyCertSign,cRLSign"
+	CA_DIR="$CL_PKI/front-proxy" leaf_cert "$CL_PKI/front-proxy" client "/CN=front-proxy-client" clientAuth
 	touch "$CL_PKI/.complete"
 }
 
@@ -94,6 +101,10 @@ start_apiserver() {
 		--endpoint-reconciler-type none \
 		--kubelet-preferred-address-types InternalIP,ExternalIP,Hostname \
 		--enable-aggregator-routing=true \
+		--requestheader-client-ca-file "$CL_PKI/front-proxy/ca.crt" --requestheader-allowed-names front-proxy-client \
+		--requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+		--requestheader-extra-headers-prefix X-Remote-Extra- \
+		--proxy-client-cert-file "$CL_PKI/front-proxy/client.crt" --proxy-client-key-file "$CL_PKI/front-proxy/client.key" \
 		--kubelet-client-certificate "$CL_PKI/apiserver-kubelet-client.crt" \
 		--kubelet-client-key "$CL_PKI/apiserver-kubelet-client.key" \
 		--allow-privileged=true --profiling=false "${gates[@]}"

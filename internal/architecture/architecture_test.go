@@ -26,7 +26,7 @@ var rooms = []struct {
 	mayUse []string
 }{
 	{"node", nil},
-	{"api", nil},
+	{"api", []string{"probespec", "node"}},
 	{"probespec", []string{"node"}},
 	{"quietio", nil},
 	{"internal", []string{"quietio"}},
@@ -44,11 +44,11 @@ var rooms = []struct {
 	{"killguard", []string{"prober", "internal"}},
 	{"history", []string{"prober", "internal"}},
 	{"kube", []string{"node", "prober", "probespec", "internal"}},
-	{"controller", []string{"probespec", "internal"}},
+	{"controller", []string{"api", "probespec", "internal"}},
 	{"deploy", []string{"internal"}},
 	{"cmd/probectl", []string{"api", "internal"}},
 	{"cmd/probelet-nri-install", []string{"deploy"}},
-	{"cmd/probelet-controller", []string{"controller", "probespec", "internal"}},
+	{"cmd/probelet-controller", []string{"controller", "api", "probespec", "internal"}},
 	{"cmd/probelet/criproxy", []string{"cri/proxy", "directexec", "quietio", "internal"}},
 	{"cmd/probelet", []string{"node", "probespec", "quietio", "internal", "prober", "lifecycle", "plugin",
 		"cri/client", "cri/server", "directexec", "ebpf", "killer", "killguard", "history", "kube", "cmd/probelet/criproxy"}},

@@ -54,6 +54,11 @@ type Authority struct {
 	// Webhook is the MutatingWebhookConfiguration whose webhooks'
 	// caBundle is kept.
 	Webhook string
+	// APIService, when set, is the APIService (the probe-state API's,
+	// served with the same certificate) whose caBundle is kept too,
+	// through APIServices.
+	APIService  string
+	APIServices CABundles
 	// Hosts are the serving certificate's DNS names and IPs.
 	Hosts []string
 	// Validity is the serving certificate's; a CA lives caLifetimes times
@@ -121,14 +126,31 @@ func (a *Authority) Sync(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
-	if a.Webhook == "" {
-		return did, nil
+	if a.Webhook != "" {
+		updated, err := a.syncBundle(ctx, encodeCerts(st.bundle))
+		if err != nil {
+			return did, err
+		}
+		if updated && did == "" {
+			did = "updated the webhook configuration's caBundle"
+		}
 	}
-	updated, err := a.syncBundle(ctx, encodeCerts(st.bundle))
-	if updated && did == "" {
-		did = "updated the webhook configuration's caBundle"
+	if a.APIService != "" {
+		bundle := encodeCerts(st.bundle)
+		cur, err := a.APIServices.CABundle(ctx, a.APIService)
+		if err != nil {
+			return did, err
+		}
+		if !bytes.Equal(cur, bundle) {
+			if err := a.APIServices.SetCABundle(ctx, a.APIService, bundle); err != nil {
+				return did, err
+			}
+			if did == "" {
+				did = "updated the APIService's caBundle"
+			}
+		}
 	}
-	return did, err
+	return did, nil
 }
 
 // SyncPeriod is how often Sync should run for a serving certificate valid
@@ -150,8 +172,15 @@ func (a *Authority) stale(c *x509.Certificate, now time.Time, validity time.Dura
 	return c.NotAfter.Sub(now) <= validity/3
 }
 
-// trusts reports whether every webhook of the configuration trusts ca.
+// trusts reports whether every webhook of the configuration, and the
+// APIService, trust ca.
 func (a *Authority) trusts(ctx context.Context, ca *x509.Certificate) (bool, error) {
+	if a.APIService != "" {
+		cur, err := a.APIServices.CABundle(ctx, a.APIService)
+		if err != nil || !bytes.Contains(cur, encodeCerts([]*x509.Certificate{ca})) {
+			return false, err
+		}
+	}
 	if a.Webhook == "" {
 		return true, nil
 	}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/probelet/probelet/internal/termsafe"
 )
 
 // Probe outputs, event messages and spec errors are written by whoever
@@ -15,56 +17,7 @@ import (
 // cursor and clear the screen (the class of kubectl's CVE-2021-25743).
 // Every byte probectl writes therefore goes through a termWriter, and
 // structured output is made safe before it gets there while staying
-// what it was (JSON stays valid JSON with the same values).
-
-// escapeControls returns p with everything a terminal would act on made
-// visible, in Go's escape notation so an operator still sees it was
-// there: C0 controls other than newline and tab (both only move the
-// cursor forward, and tables and descriptions use them) and DEL as \xNN,
-// the C1 controls U+0080–U+009F as \u00NN, and a byte that is not UTF-8
-// (an 8-bit terminal reads 0x80–0x9f as C1) as \xNN.
-func escapeControls(p []byte) []byte {
-	if !needsEscape(p) {
-		return p
-	}
-	out := make([]byte, 0, len(p)+16)
-	for i := 0; i < len(p); {
-		r, size := utf8.DecodeRune(p[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			out = fmt.Appendf(out, `\x%02x`, p[i])
-		case r == '\n' || r == '\t':
-			out = append(out, p[i])
-		case r < 0x20 || r == 0x7f:
-			out = fmt.Appendf(out, `\x%02x`, r)
-		case r >= 0x80 && r <= 0x9f:
-			out = fmt.Appendf(out, `\u%04x`, r)
-		default:
-			out = append(out, p[i:i+size]...)
-		}
-		i += size
-	}
-	return out
-}
-
-// needsEscape reports whether escapeControls would change p.
-func needsEscape(p []byte) bool {
-	for i := 0; i < len(p); {
-		if c := p[i]; c < utf8.RuneSelf {
-			if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
-				return true
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRune(p[i:])
-		if (r == utf8.RuneError && size == 1) || r <= 0x9f {
-			return true
-		}
-		i += size
-	}
-	return false
-}
+// what it was (JSON stays valid JSON with the same values): termsafe.
 
 // termWriter escapes control characters in everything written to w. It
 // writes whole lines, so a UTF-8 sequence is never split between two
@@ -86,7 +39,7 @@ func (t *termWriter) Write(p []byte) (int, error) {
 	if i < 0 {
 		return len(p), nil
 	}
-	_, err := t.w.Write(escapeControls(t.line[:i+1]))
+	_, err := t.w.Write(termsafe.Escape(t.line[:i+1]))
 	t.line = append(t.line[:0], t.line[i+1:]...)
 	if err != nil {
 		return 0, err
@@ -101,7 +54,7 @@ func (t *termWriter) Flush() error {
 	if len(t.line) == 0 {
 		return nil
 	}
-	_, err := t.w.Write(escapeControls(t.line))
+	_, err := t.w.Write(termsafe.Escape(t.line))
 	t.line = t.line[:0]
 	return err
 }
@@ -110,7 +63,7 @@ func (t *termWriter) Flush() error {
 // in strings (DEL and U+0080–U+009F) as \u escapes: the same JSON value,
 // and nothing for a terminal to act on. Outside strings JSON has none.
 func jsonControls(b []byte) []byte {
-	if !needsEscape(b) {
+	if !termsafe.NeedsEscape(b) {
 		return b
 	}
 	out := make([]byte, 0, len(b)+16)
@@ -144,11 +97,11 @@ func visibleTree(v any) (any, error) {
 func visibleStrings(v any) any {
 	switch x := v.(type) {
 	case string:
-		return string(escapeControls([]byte(x)))
+		return string(termsafe.Escape([]byte(x)))
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[string(escapeControls([]byte(k)))] = visibleStrings(e)
+			out[string(termsafe.Escape([]byte(k)))] = visibleStrings(e)
 		}
 		return out
 	case []any:
