@@ -27,7 +27,8 @@ export GOTOOLCHAIN := local
 
 all: build
 
-## build: compile bin/probelet, bin/probectl, bin/probelet-nri-install,
+## build: compile bin/probelet, bin/probectl, bin/kubectl-probelet (the kubectl
+## plugin), bin/probelet-nri-install,
 ## bin/probelet-controller and bin/probelet-exec (the static C helper of
 ## --exec-mode direct)
 build:
@@ -35,6 +36,7 @@ build:
 	$(GO) build -trimpath -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/probelet ./cmd/probelet
 	hack/build-exec-helper.sh $(BIN)/probelet-exec
 	$(GO) build -trimpath -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/probectl ./cmd/probectl
+	$(GO) build -trimpath -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/kubectl-probelet ./cmd/probectl/kubectl-probelet
 	$(GO) build -trimpath -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/probelet-nri-install ./cmd/probelet-nri-install
 	$(GO) build -trimpath -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/probelet-controller ./cmd/probelet-controller
 
@@ -169,7 +171,7 @@ bench:
 generate:
 	hack/gen-ebpf.sh
 	hack/gen-proto.sh
-	hack/gen-deepcopy.sh
+	hack/gen-api.sh
 
 ## demo: build everything, start a containerd test bed and probelet, run the demo pod
 demo: build

@@ -4,18 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/component-base/compatibility"
 
+	"github.com/probelet/probelet/api/probes/openapi"
 	probes "github.com/probelet/probelet/api/probes/v1alpha1"
 )
 
@@ -55,7 +56,7 @@ func NewServer(o ServerOptions) (*genericapiserver.GenericAPIServer, error) {
 	if o.Cert == nil || o.Storage == nil {
 		return nil, errors.New("probestate: a serving certificate and the storage are required")
 	}
-	host, port, err := net.SplitHostPort(o.Listen)
+	host, _, err := net.SplitHostPort(o.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("the listen address %q: %w", o.Listen, err)
 	}
@@ -64,17 +65,24 @@ func NewServer(o ServerOptions) (*genericapiserver.GenericAPIServer, error) {
 	cfg := genericapiserver.NewConfig(codecs)
 	cfg.EffectiveVersion = compatibility.NewEffectiveVersionFromString("", "", "") // the build's: one version, gated by nothing
 	cfg.EnableProfiling = false
+	namer := openapinamer.NewDefinitionNamer(scheme)
+	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIConfig.Info.Title, cfg.OpenAPIConfig.Info.Version = "probelet probe state", probes.SchemeGroupVersion.Version
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIV3Config.Info.Title, cfg.OpenAPIV3Config.Info.Version = "probelet probe state", probes.SchemeGroupVersion.Version
 
-	secure := genericoptions.NewSecureServingOptions()
-	secure.BindAddress = net.ParseIP(host)
-	if host == "" {
-		secure.BindAddress = net.IPv6unspecified
+	// WithLoopback: the server's own clients (its post-start hooks) reach
+	// it with a certificate of its own.
+	secure := genericoptions.NewSecureServingOptions().WithLoopback()
+	// The listener is made here, so that a port of 0 (tests) is one.
+	lis, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return nil, err
 	}
-	if secure.BindPort, err = strconv.Atoi(port); err != nil {
-		return nil, fmt.Errorf("the listen address %q: %w", o.Listen, err)
-	}
+	secure.Listener, secure.BindAddress = lis, net.ParseIP(host)
+	secure.BindPort = lis.Addr().(*net.TCPAddr).Port
 	secure.ServerCert.CertDirectory, secure.ServerCert.PairName = "", ""
-	if err := secure.ApplyTo(&cfg.SecureServing); err != nil {
+	if err := secure.ApplyTo(&cfg.SecureServing, &cfg.LoopbackClientConfig); err != nil {
 		return nil, fmt.Errorf("serving: %w", err)
 	}
 	cfg.SecureServing.Cert = o.Cert

@@ -66,11 +66,7 @@ func cells(p *probes.PodProbes) []any {
 			if pr.Result != "Failure" {
 				continue
 			}
-			threshold := int32(0)
-			if pr.Spec.Probe != nil {
-				threshold = pr.Spec.Probe.FailureThreshold
-			}
-			failing = append(failing, fmt.Sprintf("%s/%s %d/%d", c.Name, strings.ToLower(pr.Type), pr.Consecutive, threshold))
+			failing = append(failing, fmt.Sprintf("%s/%s %d/%d", c.Name, strings.ToLower(pr.Type), pr.Consecutive, pr.Spec.FailureThreshold))
 			if lastOutput == "" {
 				lastOutput = oneLine(pr.LastOutput)
 			}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # build.sh: builds probelet's OCI image without a container engine: the
-# static binaries (probelet, probectl, probelet-nri-install, probelet-controller) for every
+# static binaries (probelet, probectl, kubectl-probelet, probelet-nri-install, probelet-controller) for every
 # platform, plus hack/image/rootfs (/etc/passwd, /etc/group), packed by
 # hack/testbed/mkimage into one multi-platform image (an image index) as an
 # OCI layout tarball that `ctr images import`, skopeo and crane accept.
@@ -23,8 +23,10 @@ log() { printf 'image: %s\n' "$*" >&2; }
 IMAGE_HACK=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$IMAGE_HACK/../.." && pwd)
 
-# BINARIES are the image's programs: package and installed name.
-BINARIES=(probelet probectl probelet-nri-install probelet-controller)
+# BINARIES are the image's programs: installed name, and its package under
+# cmd/ (PACKAGES, where it is not the name).
+BINARIES=(probelet probectl kubectl-probelet probelet-nri-install probelet-controller)
+declare -A PACKAGES=([kubectl-probelet]=probectl/kubectl-probelet)
 # ENTRYPOINT and ENV_PATH match deploy/Dockerfile (deploy/image_test.go).
 ENTRYPOINT=/usr/local/bin/probelet
 ENV_PATH=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -35,7 +37,7 @@ usage() { die "usage: build.sh [--out FILE] [--name REF] [--version V] [--platfo
 # compile ARCH DIR: the binaries for linux/ARCH into DIR.
 compile() {
 	local arch=$1 dir=$2 pkgs=() b
-	for b in "${BINARIES[@]}"; do pkgs+=("./cmd/$b"); done
+	for b in "${BINARIES[@]}"; do pkgs+=("./cmd/${PACKAGES[$b]:-$b}"); done
 	(cd "$REPO" && CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -buildvcs=false -tags grpcnotrace \
 		-ldflags "-s -w -buildid= -X $STAMP=$VERSION" -o "$dir/" "${pkgs[@]}")
 }

@@ -2,16 +2,16 @@
 // of api/v1alpha1) into the probe-state API's types (api/probes/v1alpha1)
 // and back. The controller converts what nodes answer; kubectl-probelet
 // converts what the API answers back, so that it prints it with probectl's
-// own words. Both ways are lossless for everything the API carries.
+// own words. Both ways are lossless for everything the API carries (all
+// but the sandbox ID and the probe spec's full JSON, which the API gives
+// as its numbers and a one-line handler).
 package convert
 
 import (
-	"encoding/json"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	probes "github.com/probelet/probelet/api/probes/v1alpha1"
@@ -44,16 +44,9 @@ func probe(p *apiv1.Probe) probes.Probe {
 		Method: Method(p.GetMethod()), History: runs(p.GetHistory()), KillDeferred: p.GetKillDeferred(),
 		KillDeferredSince: metaTime(p.GetKillDeferredSince())}
 	if s := p.GetSpec(); s != nil {
-		out.Spec.Handler = s.GetHandler()
-		out.Spec.Probe = &corev1.Probe{InitialDelaySeconds: s.GetInitialDelaySeconds(), TimeoutSeconds: s.GetTimeoutSeconds(),
-			PeriodSeconds: s.GetPeriodSeconds(), SuccessThreshold: s.GetSuccessThreshold(), FailureThreshold: s.GetFailureThreshold(),
-			TerminationGracePeriodSeconds: s.TerminationGracePeriodSeconds}
-		if js := s.GetJson(); js != "" {
-			full := &corev1.Probe{}
-			if json.Unmarshal([]byte(js), full) == nil {
-				out.Spec.Probe = full
-			}
-		}
+		out.Spec = probes.ProbeSpec{Handler: s.GetHandler(), InitialDelaySeconds: s.GetInitialDelaySeconds(),
+			TimeoutSeconds: s.GetTimeoutSeconds(), PeriodSeconds: s.GetPeriodSeconds(), SuccessThreshold: s.GetSuccessThreshold(),
+			FailureThreshold: s.GetFailureThreshold(), TerminationGracePeriodSeconds: s.TerminationGracePeriodSeconds}
 	}
 	return out
 }
@@ -101,13 +94,10 @@ func pbProbe(p probes.Probe) *apiv1.Probe {
 	out := &apiv1.Probe{Type: probeTypeOf(p.Type), Result: resultOf(p.Result), Consecutive: p.Consecutive, OnHold: p.OnHold,
 		LastProbeTime: pbTime(p.LastProbeTime), LastOutput: p.LastOutput, Method: methodOf(p.Method),
 		History: pbRuns(p.History), KillDeferred: p.KillDeferred, KillDeferredSince: pbTime(p.KillDeferredSince)}
-	if s := p.Spec.Probe; s != nil {
-		js, _ := json.Marshal(s) // a corev1.Probe always marshals
-		out.Spec = &apiv1.ProbeSpec{Handler: p.Spec.Handler, InitialDelaySeconds: s.InitialDelaySeconds,
+	if s := p.Spec; s != (probes.ProbeSpec{}) {
+		out.Spec = &apiv1.ProbeSpec{Handler: s.Handler, InitialDelaySeconds: s.InitialDelaySeconds,
 			TimeoutSeconds: s.TimeoutSeconds, PeriodSeconds: s.PeriodSeconds, SuccessThreshold: s.SuccessThreshold,
-			FailureThreshold: s.FailureThreshold, TerminationGracePeriodSeconds: s.TerminationGracePeriodSeconds, Json: string(js)}
-	} else if p.Spec.Handler != "" {
-		out.Spec = &apiv1.ProbeSpec{Handler: p.Spec.Handler}
+			FailureThreshold: s.FailureThreshold, TerminationGracePeriodSeconds: s.TerminationGracePeriodSeconds}
 	}
 	return out
 }

@@ -51,10 +51,11 @@ func answer() *apiv1.WhyResponse {
 }
 
 // TestARoundTripKeepsEverythingTheAPICarries: a node's answer converted
-// to the API's form and back is the answer, but for the sandbox ID, which
-// the API does not carry.
+// to the API's form and back is the answer, but for the spec's JSON, which
+// the API does not carry (its numbers and handler it does).
 func TestARoundTripKeepsEverythingTheAPICarries(t *testing.T) {
 	in := answer()
+	in.Container.Probes[0].Spec.Json = ""
 	pod := &probes.PodProbes{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"}}
 	c := convert.Container(in)
 	out := convert.Why(pod, &c)
@@ -78,7 +79,8 @@ func TestTheAPISpellsEnumsAsKubernetesDoes(t *testing.T) {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
 		}
 	}
-	if p.Spec.Probe == nil || p.Spec.Probe.HTTPGet == nil || p.Spec.Probe.HTTPGet.Path != "/ready" {
-		t.Errorf("the spec as run: %+v, want the whole defaulted probe", p.Spec.Probe)
+	if p.Spec.Handler != "http-get http://:8080/ready" || p.Spec.FailureThreshold != 3 || p.Spec.PeriodSeconds != 10 ||
+		p.Spec.TerminationGracePeriodSeconds == nil || *p.Spec.TerminationGracePeriodSeconds != 7 {
+		t.Errorf("the spec as run: %+v", p.Spec)
 	}
 }

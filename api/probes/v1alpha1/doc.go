@@ -8,5 +8,6 @@
 // stored in etcd.
 //
 // +k8s:deepcopy-gen=package
+// +k8s:openapi-gen=true
 // +groupName=probes.probelet.io
 package v1alpha1

@@ -1,7 +1,6 @@
 package v1alpha1
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -94,10 +93,16 @@ type Probe struct {
 
 // ProbeSpec is the probe as run, with the defaults filled in.
 type ProbeSpec struct {
-	// Handler summarises it, e.g. "http-get http://:8080/ready".
-	Handler string `json:"handler"`
-	// Probe is the whole defaulted core/v1 Probe.
-	Probe *corev1.Probe `json:"probe,omitempty"`
+	// Handler summarises it as kubectl describe does, e.g.
+	// "http-get http://:8080/ready".
+	Handler             string `json:"handler"`
+	InitialDelaySeconds int32  `json:"initialDelaySeconds"`
+	TimeoutSeconds      int32  `json:"timeoutSeconds"`
+	PeriodSeconds       int32  `json:"periodSeconds"`
+	SuccessThreshold    int32  `json:"successThreshold"`
+	FailureThreshold    int32  `json:"failureThreshold"`
+	// TerminationGracePeriodSeconds is the probe-level override, if set.
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
 }
 
 // ProbeRun is one run of a probe.
