@@ -179,7 +179,7 @@ func buildImageWithFakes(t *testing.T, archs []string, mtime time.Time, env ...s
 	dir := t.TempDir()
 	fakes := map[string][]byte{}
 	for _, arch := range archs {
-		for _, bin := range []string{"probelet", "probectl", "probelet-nri-install", "probelet-controller"} {
+		for _, bin := range []string{"probelet", "probectl", "kubectl-probelet", "probelet-nri-install", "probelet-controller"} {
 			content := []byte("#!/bin/false\n# stand-in for " + arch + "/" + bin + "\n")
 			// An owner-only mode on the input must not reach the image.
 			if err := os.MkdirAll(filepath.Join(dir, "bin", arch), 0o700); err != nil {

@@ -16,6 +16,7 @@ import (
 // exec helper sits next to probelet, where probelet looks for it.
 var bins struct {
 	probelet, probectl, controller, execHelper string
+	kubectlProbelet                            string
 	// dir holds them, and whatever else is built once per test binary.
 	dir string
 }
@@ -35,8 +36,9 @@ func run(m *testing.M) int {
 	bins.probelet = filepath.Join(dir, "probelet")
 	bins.probectl = filepath.Join(dir, "probectl")
 	bins.controller = filepath.Join(dir, "probelet-controller")
+	bins.kubectlProbelet = filepath.Join(dir, "kubectl-probelet")
 	for out, pkg := range map[string]string{bins.probelet: "./cmd/probelet", bins.probectl: "./cmd/probectl",
-		bins.controller: "./cmd/probelet-controller"} {
+		bins.controller: "./cmd/probelet-controller", bins.kubectlProbelet: "./cmd/probectl/kubectl-probelet"} {
 		if err := goBuild(out, pkg); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e:", err)
 			return 1

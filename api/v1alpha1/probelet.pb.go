@@ -1018,7 +1018,11 @@ type Container struct {
 	// probes are the configured probes, liveness, readiness, startup order.
 	Probes []*Probe `protobuf:"bytes,16,rep,name=probes,proto3" json:"probes,omitempty"`
 	// restarts are the kills issued for this container's probes, oldest first.
-	Restarts      []*Restart `protobuf:"bytes,17,rep,name=restarts,proto3" json:"restarts,omitempty"`
+	Restarts []*Restart `protobuf:"bytes,17,rep,name=restarts,proto3" json:"restarts,omitempty"`
+	// unavailable says why this container's state could not be read: set by
+	// kubectl probelet for a pod whose node did not answer the probe-state
+	// API (its container_name is then "-"); never by probelet itself.
+	Unavailable   string `protobuf:"bytes,18,opt,name=unavailable,proto3" json:"unavailable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1170,6 +1174,13 @@ func (x *Container) GetRestarts() []*Restart {
 		return x.Restarts
 	}
 	return nil
+}
+
+func (x *Container) GetUnavailable() string {
+	if x != nil {
+		return x.Unavailable
+	}
+	return ""
 }
 
 // Probe is one configured probe and its live state.
@@ -1862,7 +1873,7 @@ const file_api_v1alpha1_probelet_proto_rawDesc = "" +
 	"\tcontainer\x18\x01 \x01(\tR\tcontainer\"E\n" +
 	"\rEventsRequest\x12\x1c\n" +
 	"\tcontainer\x18\x01 \x01(\tR\tcontainer\x12\x16\n" +
-	"\x06follow\x18\x02 \x01(\bR\x06follow\"\xac\x05\n" +
+	"\x06follow\x18\x02 \x01(\bR\x06follow\"\xce\x05\n" +
 	"\tContainer\x12!\n" +
 	"\fcontainer_id\x18\x01 \x01(\tR\vcontainerId\x12%\n" +
 	"\x0econtainer_name\x18\x02 \x01(\tR\rcontainerName\x12\x19\n" +
@@ -1885,7 +1896,8 @@ const file_api_v1alpha1_probelet_proto_rawDesc = "" +
 	"\n" +
 	"spec_error\x18\x0f \x01(\tR\tspecError\x120\n" +
 	"\x06probes\x18\x10 \x03(\v2\x18.probelet.v1alpha1.ProbeR\x06probes\x126\n" +
-	"\brestarts\x18\x11 \x03(\v2\x1a.probelet.v1alpha1.RestartR\brestarts\"\x99\x04\n" +
+	"\brestarts\x18\x11 \x03(\v2\x1a.probelet.v1alpha1.RestartR\brestarts\x12 \n" +
+	"\vunavailable\x18\x12 \x01(\tR\vunavailable\"\x99\x04\n" +
 	"\x05Probe\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.probelet.v1alpha1.ProbeTypeR\x04type\x120\n" +
 	"\x04spec\x18\x02 \x01(\v2\x1c.probelet.v1alpha1.ProbeSpecR\x04spec\x121\n" +

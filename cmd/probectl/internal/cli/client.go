@@ -31,9 +31,10 @@ const maxMessage = 64 << 20
 // people.
 type client struct {
 	api     apiv1.ProbeletClient
-	conn    *grpc.ClientConn
-	path    string
+	conn    *grpc.ClientConn // nil for the probe-state API
+	path    string           // where it answers, for messages
 	timeout time.Duration
+	cluster bool // the probe-state API (kubectl probelet), not a socket
 }
 
 // socketPath returns the socket path of --socket, by the rule every
@@ -83,7 +84,11 @@ func permissionError(path string) error {
 	return fmt.Errorf("permission denied on %s: run probectl as root (or as a member of the socket's group)", path)
 }
 
-func (c *client) Close() { _ = c.conn.Close() }
+func (c *client) Close() {
+	if c.conn != nil {
+		_ = c.conn.Close()
+	}
+}
 
 // unary bounds a call with the client's timeout.
 func (c *client) unary(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -115,10 +120,18 @@ func (c *client) explain(err error) error {
 	case codes.InvalidArgument:
 		return withCode(ExitUsage, errors.New(st.Message()))
 	case codes.DeadlineExceeded:
+		if c.cluster {
+			return withCode(ExitError, fmt.Errorf("%s did not answer within %s", c.path, c.timeout))
+		}
 		return withCode(ExitError, fmt.Errorf("probelet at %s did not answer within %s (is it a probelet socket?)", c.path, c.timeout))
+	case codes.PermissionDenied, codes.Unauthenticated:
+		return withCode(ExitError, errors.New(st.Message()))
 	case codes.Unimplemented:
 		return withCode(ExitError, fmt.Errorf("%s does not serve probelet's API (%s): is it another CRI runtime, or an older probelet?", c.path, st.Message()))
 	case codes.Unavailable:
+		if c.cluster {
+			return withCode(ExitError, errors.New(st.Message()))
+		}
 		return withCode(ExitError, c.unavailable(st.Message()))
 	case codes.Canceled:
 		return withCode(ExitError, errors.New("interrupted"))

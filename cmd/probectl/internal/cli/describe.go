@@ -101,6 +101,11 @@ func describeProbe(t *table, now time.Time, p *apiv1.Probe) {
 		result += ", answered by " + pv.Method
 	}
 	result += ")"
+	if pv.LastProbeTime == nil {
+		// The kubelet's initial result, not an answer (a readiness probe
+		// starts as Failure, a liveness probe as Success).
+		result = pv.Result + " (not run yet)"
+	}
 	if pv.OnHold {
 		result += ", on hold until the container restarts"
 	}

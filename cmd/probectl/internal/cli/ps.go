@@ -110,7 +110,8 @@ func (o *psOptions) printTable(cs []*apiv1.Container) error {
 }
 
 // probeCell is "-" for an unconfigured probe, else its result; wide adds
-// the current run and how it was answered ("Failure 3x http"). A kill the
+// the current run and how it was answered ("Failure 3x http"), or that it
+// has not run ("Failure (not run yet)": the kubelet's initial result). A kill the
 // kill guard holds back is marked "(kill deferred)".
 func probeCell(probes map[string]probeView, key string, wide bool) string {
 	p, ok := probes[key]
@@ -118,7 +119,10 @@ func probeCell(probes map[string]probeView, key string, wide bool) string {
 		return "-"
 	}
 	cell := p.Result
-	if wide {
+	switch {
+	case wide && p.LastProbeTime == nil:
+		cell += " (not run yet)"
+	case wide:
 		cell = fmt.Sprintf("%s %dx", p.Result, p.Consecutive)
 		if p.Method != "" {
 			cell += " " + p.Method
@@ -133,6 +137,9 @@ func probeCell(probes map[string]probeView, key string, wide bool) string {
 // message is what a person should read first: a rejected spec, else the
 // output of the first failing probe.
 func message(v containerView) string {
+	if v.Unavailable != "" {
+		return v.Unavailable
+	}
 	if v.SpecError != "" {
 		return "spec rejected: " + v.SpecError
 	}

@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	apiv1 "github.com/probelet/probelet/api/v1alpha1"
 )
@@ -16,6 +18,78 @@ type rootOptions struct {
 	timeout time.Duration
 	streams IOStreams
 	env     Env
+	// cluster, when set, answers instead of a node's socket: kubectl
+	// probelet, through the probe-state API.
+	cluster Cluster
+	name    string // the command's name in messages: probectl, kubectl probelet
+}
+
+// Cluster is probelet's API as kubectl probelet reads it: the probe-state
+// API (probes.probelet.io) answering probelet's own calls for the
+// namespace of its flags, and the flags that say where (kubeconfig,
+// namespace). Containers are then pod or pod/container.
+type Cluster interface {
+	AddFlags(fs *pflag.FlagSet)
+	Client() (apiv1.ProbeletClient, string, error)
+}
+
+// KubectlCommand builds kubectl probelet's command tree: probectl's
+// commands that the probe-state API answers, with its words and layout.
+func KubectlCommand(streams IOStreams, env Env, cluster Cluster) *cobra.Command {
+	o := &rootOptions{streams: streams, env: env, cluster: cluster, name: "kubectl probelet"}
+	cmd := &cobra.Command{
+		Use:         "probelet",
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl probelet"},
+		Short:       "Inspect the probes of your pods through the probe-state API",
+		Long: `kubectl probelet reads the probe-state API (probes.probelet.io), which
+asks each pod's node's probelet, and answers probe questions without node
+access: what each probe last said, how far it is from its threshold, and
+why a container is not ready or was restarted. It needs what kubectl get
+podprobes needs: view in the namespace.
+
+Containers are addressed as pod or pod/container in the current namespace
+(-n); a pod with several containers needs pod/container.
+
+Exit codes: 0 ok, 1 error (e.g. the API unreachable, forbidden, the pod's
+node not answering), 2 usage, 3 pod or container not found.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	cmd.PersistentFlags().DurationVar(&o.timeout, "timeout", 10*time.Second, "how long to wait for the API to answer")
+	cluster.AddFlags(cmd.PersistentFlags())
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%v", err) })
+	get := newPsCommand(o)
+	get.Use, get.Short = "get [POD[/CONTAINER]]", "List the namespace's containers (or a pod's) with their probe results"
+	get.Long = `List containers with their started/ready state and the published result of
+each probe, for the namespace's pods or one pod. A pod whose node did not
+answer is listed with why.`
+	get.Example = "  kubectl probelet get\n  kubectl probelet get web -o wide"
+	cmd.AddCommand(get, newDescribeCommand(o), newWhyCommand(o), newHistoryCommand(o))
+	for _, c := range cmd.Commands() {
+		c.Example = strings.ReplaceAll(c.Example, "probectl ", "kubectl probelet ")
+		c.Example = strings.ReplaceAll(c.Example, "default/web/app", "web/app")
+	}
+	return cmd
+}
+
+// ExecuteKubectl runs kubectl probelet as Execute runs probectl.
+func ExecuteKubectl(ctx context.Context, args []string, streams IOStreams, env Env, cluster Cluster) error {
+	out, errOut := newTermWriter(streams.Out), newTermWriter(streams.ErrOut)
+	defer func() { _ = errOut.Flush() }()
+	defer func() { _ = out.Flush() }()
+	streams = IOStreams{Out: out, ErrOut: errOut}
+	cmd := KubectlCommand(streams, env, cluster)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	if err != nil {
+		fmt.Fprintf(streams.ErrOut, "kubectl probelet: %v\n", err)
+		if ExitCode(err) == ExitUsage {
+			fmt.Fprintln(streams.ErrOut, "Run 'kubectl probelet --help' for usage.")
+		}
+	}
+	return err
 }
 
 // NewCommand builds the probectl command tree writing to streams.
@@ -44,7 +118,7 @@ arguments or an ambiguous container), 3 container not found.`,
 	cmd.PersistentFlags().DurationVar(&o.timeout, "timeout", 10*time.Second, "how long to wait for probelet to answer")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%v", err) })
 	cmd.AddCommand(
-		newPsCommand(o), newDescribeCommand(o), newWhyCommand(o),
+		newPsCommand(o), newDescribeCommand(o), newWhyCommand(o), newHistoryCommand(o),
 		newWatchCommand(o), newEventsCommand(o), newVersionCommand(o),
 	)
 	return cmd
@@ -85,6 +159,13 @@ func (o *rootOptions) endpoint() string {
 func (o *rootOptions) connect() (*client, error) {
 	if o.timeout <= 0 {
 		return nil, usageErrorf("--timeout must be positive, got %s", o.timeout)
+	}
+	if o.cluster != nil {
+		api, where, err := o.cluster.Client()
+		if err != nil {
+			return nil, withCode(ExitError, err)
+		}
+		return &client{api: api, path: where, timeout: o.timeout, cluster: true}, nil
 	}
 	return dial(o.endpoint(), o.timeout)
 }

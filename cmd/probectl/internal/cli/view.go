@@ -27,6 +27,7 @@ type containerView struct {
 	Started        bool                 `json:"started"`
 	Ready          bool                 `json:"ready"`
 	SpecError      string               `json:"specError,omitempty"`
+	Unavailable    string               `json:"unavailable,omitempty"` // kubectl probelet: the pod's node did not answer
 	RestartsIssued int                  `json:"restartsIssued"`
 	Probes         map[string]probeView `json:"probes"`
 }
@@ -146,7 +147,7 @@ func newContainerView(c *apiv1.Container) containerView {
 		ContainerID: c.ContainerId, PodName: c.PodName, PodNamespace: c.PodNamespace, PodUID: c.PodUid,
 		PodSandboxID: c.PodSandboxId, ContainerName: c.ContainerName, Image: c.Image, State: stateString(c.State),
 		CreatedAt: timeOf(c.CreatedAt), StartedAt: timeOf(c.StartedAt), Started: c.Started, Ready: c.Ready,
-		SpecError: c.SpecError, RestartsIssued: len(c.Restarts), Probes: map[string]probeView{},
+		SpecError: c.SpecError, Unavailable: c.Unavailable, RestartsIssued: len(c.Restarts), Probes: map[string]probeView{},
 	}
 	for _, p := range c.Probes {
 		v.Probes[probeKey(p.Type)] = newProbeView(p)
