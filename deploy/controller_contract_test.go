@@ -40,9 +40,22 @@ var controllerFlags = map[string]func(string) error{
 	"--webhook-cert-secret":          oneOf(webhookSecret),
 	"--webhook-manage-cert":          oneOf("true", "false"),
 	"--webhook-config":               oneOf(webhookConfig),
-	"--webhook-cert-hosts":           oneOf(webhookService + "." + namespace + ".svc"),
+	"--webhook-cert-hosts":           oneOf(webhookService+"."+namespace+".svc", webhookService+"."+namespace+".svc,"+probeAPIService+"."+namespace+".svc"),
 	"--webhook-cert-validity":        anyValue,
+	"--probe-api-listen":             hostPort,
+	"--probe-api-token-file":         absPath,
+	"--probe-api-node-timeout":       anyValue,
+	"--probe-api-service":            oneOf(probeAPIServiceName),
 }
+
+// The probe-state API's objects, as the controller's defaults name them.
+const (
+	probeAPIService     = "probelet-api"
+	probeAPIServiceName = "v1alpha1.probes.probelet.io"
+	// stateTokenDir holds the projected token for the nodes
+	// (--probe-api-token-file's default directory).
+	stateTokenDir = "/var/run/secrets/probelet.io/state"
+)
 
 // The webhook's objects, as the controller's defaults name them.
 const (
@@ -67,6 +80,11 @@ var (
 		"/events:create,patch",
 		"events.k8s.io/events:create,patch",
 		"admissionregistration.k8s.io/mutatingwebhookconfigurations[probelet]:get,update",
+		"apiregistration.k8s.io/apiservices[v1alpha1.probes.probelet.io]:get,patch",
+		"authentication.k8s.io/tokenreviews:create",
+		"authorization.k8s.io/subjectaccessreviews:create",
+		"/configmaps[extension-apiserver-authentication]:get,list,watch",
+		"probes.probelet.io/nodes/podprobes:get",
 	}
 	wantControllerLeaseRules = []string{
 		"coordination.k8s.io/leases:get,list,watch,create",
@@ -154,8 +172,8 @@ func checkController(objs *objects) error {
 	if pod.ServiceAccountName != controllerName || objs.serviceAccounts[controllerName] == nil {
 		fail("must run as the service account %s, which must exist", controllerName)
 	}
-	if pod.HostNetwork || pod.HostPID || len(pod.Volumes) > 0 {
-		fail("needs no host access and no volumes")
+	if pod.HostNetwork || pod.HostPID || !onlyStateToken(pod.Volumes) {
+		fail("needs no host access and no volume but the projected token for the probelet.io/state audience")
 	}
 	if sc := pod.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
 		fail("runAsNonRoot must be true")
@@ -396,4 +414,18 @@ func checkWebhook(objs *objects, podLabels map[string]string) error {
 		errs = append(errs, fmt.Errorf("Service %s must send port 443 to the controller pods' webhook port", webhookService))
 	}
 	return errors.Join(errs...)
+}
+
+// onlyStateToken reports whether vols are none, or only the projected
+// ServiceAccount token for the nodes' probe state: audience
+// probelet.io/state, nothing else projected.
+func onlyStateToken(vols []corev1.Volume) bool {
+	for _, v := range vols {
+		p := v.Projected
+		if p == nil || len(p.Sources) != 1 || p.Sources[0].ServiceAccountToken == nil ||
+			p.Sources[0].ServiceAccountToken.Audience != probespec.StateAudience {
+			return false
+		}
+	}
+	return len(vols) <= 1
 }

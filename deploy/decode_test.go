@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -18,7 +19,7 @@ import (
 // field validation does: unknown and duplicate fields are errors.
 var strict = func() runtime.Decoder {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, admissionregistrationv1.AddToScheme, policyv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, rbacv1.AddToScheme, admissionregistrationv1.AddToScheme, policyv1.AddToScheme, apiregistrationv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err)
 		}
@@ -42,6 +43,7 @@ type objects struct {
 	policyBindings  map[string]*admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	services        map[string]*corev1.Service
 	webhooks        map[string]*admissionregistrationv1.MutatingWebhookConfiguration
+	apiServices     map[string]*apiregistrationv1.APIService
 }
 
 // load builds dir, checks every object against the schemas and decodes it
@@ -76,6 +78,7 @@ func decodeAll(objs []rendered) (*objects, error) {
 		policyBindings:  map[string]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{},
 		services:        map[string]*corev1.Service{},
 		webhooks:        map[string]*admissionregistrationv1.MutatingWebhookConfiguration{},
+		apiServices:     map[string]*apiregistrationv1.APIService{},
 	}
 	var errs []error
 	for _, o := range objs {
@@ -124,6 +127,8 @@ func (s *objects) add(o rendered) error {
 		s.services[v.Name] = v
 	case *admissionregistrationv1.MutatingWebhookConfiguration:
 		s.webhooks[v.Name] = v
+	case *apiregistrationv1.APIService:
+		s.apiServices[v.Name] = v
 	default:
 		return fmt.Errorf("unexpected kind %T", obj)
 	}

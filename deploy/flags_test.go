@@ -25,6 +25,7 @@ var daemonFlags = map[string]func(string) error{
 	"--kubeconfig":           absPath,
 	"--state-dir":            absPath,
 	"--kill-guard":           oneOf("on", "off"),
+	"--state-listen":         hostPort,
 }
 
 // parseFlags reads "--name=value" arguments: every flag known, set once and

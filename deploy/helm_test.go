@@ -182,7 +182,7 @@ func TestHelmValues(t *testing.T) {
 			want: []string{`"--kubeconfig="`, `"containerPort":9900`}},
 		{name: "another namespace", values: "namespace: {name: probes}",
 			want: []string{`"--lease-namespace=probes"`, `system:serviceaccount:probes:probelet'`, `system:serviceaccount:probes:probelet-controller'`,
-				`"--webhook-cert-hosts=probelet-webhook.probes.svc"`, `"values":["kube-system","probes"]`}},
+				`"--webhook-cert-hosts=probelet-webhook.probes.svc,probelet-api.probes.svc"`, `"values":["kube-system","probes"]`}},
 		{name: "certificates provided", values: "controller: {flags: {webhook-manage-cert: false}}",
 			want: []string{`"--webhook-manage-cert=false"`, `"resourceNames":["probelet-webhook-tls"],"resources":["secrets"],"verbs":["get"]`},
 			wantNot: []string{`"resources":["mutatingwebhookconfigurations"],"verbs":["get","update"]`, `"resources":["secrets"],"verbs":["create"]`,

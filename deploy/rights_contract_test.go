@@ -23,6 +23,8 @@ var wantRules = []string{
 	"policy/poddisruptionbudgets:get,list,watch",
 	"/namespaces:get,list,watch",
 	"/nodes:get",
+	"authentication.k8s.io/tokenreviews:create",
+	"authorization.k8s.io/subjectaccessreviews:create",
 }
 
 // wantLeaseRules are probelet's rights in its own namespace, exactly: its

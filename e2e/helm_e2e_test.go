@@ -186,6 +186,8 @@ agent:
     listen: unix://%[4]s/probelet.sock
     metrics-bind-address: 127.0.0.1:%[5]s
     state-dir: %[6]s
+    # Other tests' probelets share the host's network.
+    state-listen: :%[12]s
   # The bed's NRI socket lies in its containerd directory: one mount.
   hostPaths: {nri: %[3]s, containerd: %[3]s, run: %[4]s, state: %[6]s}
   extraEnv:
@@ -199,11 +201,12 @@ controller:
     # pod's IP, the host's in its network.
     metrics-bind-address: %[11]s:%[9]s
     webhook-listen: :%[10]s
+    probe-api-listen: :%[13]s
   extraEnv:
     - {name: KUBERNETES_SERVICE_HOST, value: %[7]q}
     - {name: KUBERNETES_SERVICE_PORT, value: %[8]q}
 `, strings.Split(e2eImageName, ":")[0], strings.Split(e2eImageName, ":")[1], bedDir, run, port, state, host, apiPort,
-		freePort(t), freePort(t), nodeIP)
+		freePort(t), freePort(t), nodeIP, freePort(t), freePort(t))
 	file := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(file, []byte(values), 0o644); err != nil {
 		t.Fatal(err)

@@ -36,12 +36,14 @@ var roots = []string{
 	"io.k8s.api.rbac.v1.ClusterRoleBinding",
 	"io.k8s.api.rbac.v1.Role",
 	"io.k8s.api.rbac.v1.RoleBinding",
+	"io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService",
 }
 
 // specFiles hold the roots' API groups in the release tree.
 var specFiles = []string{
 	"api/openapi-spec/v3/api__v1_openapi.json",
 	"api/openapi-spec/v3/apis__admissionregistration.k8s.io__v1_openapi.json",
+	"api/openapi-spec/v3/apis__apiregistration.k8s.io__v1_openapi.json",
 	"api/openapi-spec/v3/apis__apps__v1_openapi.json",
 	"api/openapi-spec/v3/apis__policy__v1_openapi.json",
 	"api/openapi-spec/v3/apis__rbac.authorization.k8s.io__v1_openapi.json",

@@ -130,8 +130,16 @@ webhook's listener and certificate names (or the webhook off).
 {{- if kindIs "invalid" (index $flags "webhook-listen") }}
 {{- $_ := set $flags "webhook-listen" (ternary ":9443" "" .Values.webhook.enabled) }}
 {{- end }}
-{{- if and .Values.webhook.enabled (kindIs "invalid" (index $flags "webhook-cert-hosts")) }}
-{{- $_ := set $flags "webhook-cert-hosts" (printf "probelet-webhook.%s.svc" $ns) }}
+{{- if kindIs "invalid" (index $flags "probe-api-listen") }}
+{{- $_ := set $flags "probe-api-listen" (ternary ":6443" "" .Values.probeAPI.enabled) }}
+{{- end }}
+{{- if kindIs "invalid" (index $flags "webhook-cert-hosts") }}
+{{- $hosts := list }}
+{{- if .Values.webhook.enabled }}{{ $hosts = append $hosts (printf "probelet-webhook.%s.svc" $ns) }}{{ end }}
+{{- if .Values.probeAPI.enabled }}{{ $hosts = append $hosts (printf "probelet-api.%s.svc" $ns) }}{{ end }}
+{{- if $hosts }}
+{{- $_ := set $flags "webhook-cert-hosts" (join "," $hosts) }}
+{{- end }}
 {{- end }}
 {{- toYaml $flags }}
 {{- end }}
@@ -143,6 +151,17 @@ webhook's listener and certificate names (or the webhook off).
 {{- $port := regexFind "[0-9]+$" $addr -}}
 {{- if not (and (contains ":" $addr) $port) -}}
 {{- fail (printf "controller.flags.webhook-listen %q: webhook.enabled needs HOST:PORT" $addr) -}}
+{{- end -}}
+{{ $port }}
+{{- end }}
+
+{{/* The probe-state API's container port: the port of its --probe-api-listen. */}}
+{{- define "probelet.probeAPIPort" -}}
+{{- $flags := include "probelet.controllerFlags" . | fromYaml -}}
+{{- $addr := index $flags "probe-api-listen" | toString -}}
+{{- $port := regexFind "[0-9]+$" $addr -}}
+{{- if not (and (contains ":" $addr) $port) -}}
+{{- fail (printf "controller.flags.probe-api-listen %q: probeAPI.enabled needs HOST:PORT" $addr) -}}
 {{- end -}}
 {{ $port }}
 {{- end }}
@@ -161,6 +180,8 @@ host name; $(NODE_NAME) is a pod's).
 {{- $flags := include "probelet.agentFlags" . | fromYaml }}
 {{- $_ := unset $flags "nri-socket" }}
 {{- $_ := unset $flags "node-name" }}
+{{- /* The plugin under containerd has no API server to review the state listener's callers: it runs node-only. */}}
+{{- $_ := unset $flags "state-listen" }}
 {{- include "probelet.flagLines" (dict "flags" $flags "first" (list "runtime-endpoint" "listen" "metrics-bind-address" "tcp-mode" "state-dir")) }}
 {{- end }}
 
