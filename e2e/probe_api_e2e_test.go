@@ -20,13 +20,16 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	probes "github.com/probelet/probelet/api/probes/v1alpha1"
@@ -220,6 +223,12 @@ func TestProbeStateAPIOnCluster(t *testing.T) {
 		t.Errorf("%d of the victim's readiness runs came more than half a period late during the flood (%s)", late, time.Since(floodStart))
 	}
 
+	// A hostile node: its probelet's Lease (written with that node's own
+	// bound token, as a compromised probelet would) names a listener that
+	// accepts and never answers. Its pod answers Timeout; the others'
+	// answers do not wait for it beyond the node timeout.
+	hostile := hostileNode(t, n1, a)
+
 	// SIGKILL node 2's probelet: its pods answer why, within the timeout.
 	n2.d.kill()
 	start := time.Now()
@@ -234,15 +243,19 @@ func TestProbeStateAPIOnCluster(t *testing.T) {
 	if err := alice.Get().AbsPath("/apis", probes.GroupName, "v1alpha1", "namespaces", a, "podprobes").Do(ctx).Into(list); err != nil {
 		t.Fatalf("listing team-a: %v", err)
 	}
-	if len(list.Items) != 3 {
-		t.Errorf("team-a lists %d pods, want 3", len(list.Items))
+	took = time.Since(start)
+	if len(list.Items) != 4 {
+		t.Errorf("team-a lists %d pods, want 4", len(list.Items))
 	}
 	for _, it := range list.Items {
-		if (it.NodeName == n1.k.NodeName()) != it.Source.Answered {
+		if (it.NodeName == n1.k.NodeName()) != it.Source.Answered || (it.NodeName == hostile && it.Source.Reason != probestate.ReasonTimeout) {
 			t.Errorf("%s on %s: %+v", it.Name, it.NodeName, it.Source)
 		}
 	}
-	t.Logf("listing team-a with one node's probelet down took %s", time.Since(start))
+	if took > probeAPINodeTimeout+3*time.Second {
+		t.Errorf("listing team-a with a silent node and a killed probelet took %s, want within the node timeout (%s)", took, probeAPINodeTimeout)
+	}
+	t.Logf("listing team-a with one node's probelet killed and one silent took %s", took)
 }
 
 // probeOfType is the PodProbes' first container's probe of type t.
@@ -253,6 +266,58 @@ func probeOfType(p *probes.PodProbes, t string) probes.Probe {
 		}
 	}
 	return probes.Probe{}
+}
+
+// hostileNode registers a Node whose probelet Lease names a listener that
+// accepts and never answers, and a pod bound to it in namespace ns; it
+// returns the node's name.
+func hostileNode(t *testing.T, n *clusterNode, ns string) string {
+	t.Helper()
+	ctx := context.Background()
+	name := "hostile-" + n.k.NodeName()
+	node, err := n.admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.admin.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	lis, err := net.Listen("tcp", net.JoinHostPort(n.k.NodeIP(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lis.Close() })
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() }) // held open, never answered
+		}
+	}()
+	_, pin, _ := selfsigned.New("hostile", time.Now())
+	kubeconfig := n.tokenFor(name)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.NewMicroTime(time.Now())
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "probelet-system",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: node.UID}},
+		Annotations: map[string]string{probespec.AnnotationStateEndpoint: lis.Addr().String(), probespec.AnnotationStateCertSHA256: pin}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr(name), LeaseDurationSeconds: ptr[int32](3600), RenewTime: &now}}
+	if _, err := client.CoordinationV1().Leases("probelet-system").Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("the hostile node's Lease, with its own token: %v", err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-hostile", Namespace: ns},
+		Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "app", Image: "none"}}}}
+	if _, err := n.admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return name
 }
 
 // applyControllerRights applies deploy/controller's files.

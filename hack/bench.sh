@@ -29,6 +29,11 @@
 #      probe, for BENCH_NODE_PODS pods (≈ 30 minutes per pod count: two
 #      rounds per kind, alternating which agent goes first), both agents
 #      with BENCH_NODE_CPUS Ps (GOMAXPROCS; default: Go's, one per CPU);
+#  10. (root) the probe-state API on a real control plane: BENCH_API_PODS
+#      pods of one namespace over two nodes (probelet's state listener over
+#      a fixture), listed by a viewer through the aggregator: wall p50/p99,
+#      CPU per list of kube-apiserver and probelet-controller, their RSS
+#      (a node's own cost per read is BenchmarkListExplained in section 1);
 #   9. hack/bench/engine: probelet's engine with its real handlers beside
 #      the kubelet's worker model on real loopback sockets, in processes of
 #      their own, models alternating: CPU and thread wake-ups (voluntary
@@ -39,7 +44,8 @@
 # BENCH_CONTAINERS (40), BENCH_PROXY_PODS (100), BENCH_PROXY_WINDOW (30s),
 # BENCH_READINESS_PODS (100), BENCH_READINESS_WINDOW (2m), BENCH_EXEC_PODS
 # (20), BENCH_EXEC_WINDOW (30s), BENCH_NODE_PODS (20,100), BENCH_NODE_WINDOW
-# (60s), BENCH_NODE_CPUS (0: Go's default), BENCH_ENGINE_CPUS (8), BENCH_ONLY (a section number to run alone).
+# (60s), BENCH_NODE_CPUS (0: Go's default), BENCH_ENGINE_CPUS (8), BENCH_API_PODS (500),
+# BENCH_API_LISTS (20), BENCH_ONLY (a section number to run alone).
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
@@ -103,6 +109,7 @@ summary() {
 		awk '/^BenchmarkEngine\/probes=10000/ {
 				split($1, a, "/"); sub(/-[0-9]+$/, "", a[3]); printf "  engine, 10000 probes, %-24s %10s ns per probe cycle, %8s B kept per probe\n", a[3] ":", $3, $7 }
 			/^BenchmarkContainerEventHandoff\/pods=1000/ { printf "  NRI event → engine handoff, 1000 pods cached: %s ns\n", $3 }
+			/^BenchmarkListExplained/ { printf "  a node'"'"'s probe-state read, 250 pods: %.1f ms, %s bytes answered\n", $3 / 1e6, $5 }
 			/^Benchmark(AlarmWakeUp\/timerfd|WakeUpFloor\/c-timerfd)/ {
 				for (i = 1; i < NF; i++) if ($(i + 1) == "cpu-µs/wake-up") cpu = $i
 				what = $1 ~ /Floor/ ? "the same from C:" : "the scheduler'"'"'s timer file:"
@@ -134,6 +141,9 @@ summary() {
 	if [ -s "$OUT/9" ]; then
 		grep -vE '^round ' "$OUT/9" | sed 's/^/  /'
 	fi
+	if [ -s "$OUT/10" ]; then
+		grep -E 'probe-state API, ' "$OUT/10" | sed 's/^ *probe_api_bench_e2e_test.go:[0-9]*: */  /'
+	fi
 }
 
 main() {
@@ -153,6 +163,8 @@ main() {
 	root 8 "The whole agent on a real node, beside the kubelet (hack/bench/node)" \
 		"$GO" run ./hack/bench/node -pods "${BENCH_NODE_PODS:-20,100}" -window "${BENCH_NODE_WINDOW:-60s}" -cpus "${BENCH_NODE_CPUS:-0}"
 	run 9 "The engine on real sockets, beside the kubelet's worker model (hack/bench/engine)" engineModels
+	root 10 "The probe-state API: a namespace's pods over two nodes, through the aggregator (e2e/probe_api_bench_e2e_test.go)" \
+		env PROBELET_E2E=1 "$GO" test -tags 'e2e bench' -count=1 -timeout 15m -run '^TestBenchProbeStateList$' -v ./e2e/
 	summary
 	if [ ${#failed[@]} -gt 0 ]; then
 		printf '\nbench: FAILED: %s\n' "${failed[*]}" >&2

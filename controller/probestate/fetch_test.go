@@ -17,11 +17,13 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	probes "github.com/probelet/probelet/api/probes/v1alpha1"
 	apiv1 "github.com/probelet/probelet/api/v1alpha1"
 	"github.com/probelet/probelet/controller/probestate"
 	"github.com/probelet/probelet/internal/selfsigned"
@@ -225,5 +227,41 @@ func TestANewProbeletIsDialledAgain(t *testing.T) {
 	_ = w.leases.Update(lease("n", second.addr, second.pin, time.Now()))
 	if got, src := w.f.Fetch(context.Background(), "n", "a", nil); !src.Answered || got[0].Container.PodName != "two" {
 		t.Fatalf("after the restart: %v %+v", got, src)
+	}
+}
+
+// TestHostileNodesCostOtherNodesNothing: a list over a good node and
+// nodes that hang, answer garbage or answer a huge message answers the
+// good node's pods in full, the others with why, within the node timeout.
+func TestHostileNodesCostOtherNodesNothing(t *testing.T) {
+	const timeout = 700 * time.Millisecond
+	good := startNode(t, answerFor("good"), 0)
+	slow := startNode(t, answerFor("slow"), time.Hour)
+	huge := startNode(t, answerFor(strings.Repeat("x", 2<<20)), 0)
+	garbage := garbageNode(t)
+	w := newWorld(t, timeout, 1<<20)
+	now := time.Now()
+	for _, l := range []*coordinationv1.Lease{lease("good", good.addr, good.pin, now), lease("slow", slow.addr, slow.pin, now),
+		lease("huge", huge.addr, huge.pin, now), lease("garbage", garbage, good.pin, now)} {
+		_ = w.leases.Add(l)
+	}
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, node := range []string{"good", "slow", "huge", "garbage"} {
+		_ = idx.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: node}, Spec: corev1.PodSpec{NodeName: node}})
+	}
+	s := probestate.NewStorage(corelisters.NewPodLister(idx), w.f)
+	start := time.Now()
+	obj, err := s.List(genericapirequest.WithNamespace(context.Background(), "a"), nil)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range obj.(*probes.PodProbesList).Items {
+		if (p.Name == "good") != p.Source.Answered {
+			t.Errorf("%s: %+v", p.Name, p.Source)
+		}
+	}
+	if took > timeout+time.Second {
+		t.Errorf("the list took %s, want about the node timeout %s", took, timeout)
 	}
 }

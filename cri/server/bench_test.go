@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	apiv1 "github.com/probelet/probelet/api/v1alpha1"
@@ -76,3 +77,25 @@ func BenchmarkList(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkListExplained is a node's cost of one probe-state API read of
+// 250 pods (the bench's 500 over two nodes): every container's runs and
+// explanations, outputs cut to 1 KiB, as the controller asks for them.
+func BenchmarkListExplained(b *testing.B) {
+	pods, sts := largeNode(250)
+	_, endpoint := servertest.Start(b, servertest.NewStatus(sts...), servertest.NewView(pods...))
+	api := apiv1.NewProbeletClient(servertest.Dial(b, endpoint))
+	ctx := context.Background()
+	req := &apiv1.ListExplainedRequest{Namespace: "default", HistoryLimit: 10, OutputLimit: 1024}
+	resp, err := api.ListExplained(ctx, req)
+	if err != nil || len(resp.Containers) != 500 {
+		b.Fatalf("ListExplained: %d containers, %v", len(resp.GetContainers()), err)
+	}
+	for b.Loop() {
+		if _, err := api.ListExplained(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(proto.Size(resp)), "answer-bytes")
+}
+

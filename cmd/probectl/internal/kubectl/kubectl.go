@@ -241,8 +241,8 @@ func (c *client) events(ctx context.Context, p *probes.PodProbes, container stri
 		}
 		ev := &apiv1.Event{Time: timestamppb.New(eventTime(e).Time), Type: e.Type, Reason: e.Reason, Message: e.Message,
 			PodUid: string(p.UID), PodName: p.Name, PodNamespace: p.Namespace, ContainerName: container, ProbeType: probeTypeOf(e.Message)}
-		if ev.ProbeType == apiv1.ProbeType_PROBE_TYPE_UNSPECIFIED && e.Reason != "Killing" {
-			continue // not a probe's (Pulled, Created, Started, BackOff)
+		if ev.ProbeType == apiv1.ProbeType_PROBE_TYPE_UNSPECIFIED {
+			continue // not about a probe (Pulled, Created, Started, BackOff)
 		}
 		out = append(out, ev)
 	}
