@@ -14,10 +14,8 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	probes "github.com/probelet/probelet/api/probes/v1alpha1"
@@ -29,7 +27,6 @@ import (
 	"github.com/probelet/probelet/kube/stateauth"
 	"github.com/probelet/probelet/node"
 	"github.com/probelet/probelet/prober"
-	"github.com/probelet/probelet/probespec"
 )
 
 // TestBenchProbeStateList is the probe-state API's benchmark (make bench;
@@ -159,18 +156,7 @@ func serveFakeNode(t *testing.T, n *clusterNode, name, ns string, nums []int) {
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeState(sctx, lis, cert, stateauth.New(client, name, nil).GRPC) }()
 	t.Cleanup(func() { cancel(); <-done })
-	writer, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := metav1.NewMicroTime(time.Now())
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "probelet-system",
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: nodeObj.UID}},
-		Annotations: map[string]string{probespec.AnnotationStateEndpoint: lis.Addr().String(), probespec.AnnotationStateCertSHA256: pin}},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr(name), LeaseDurationSeconds: ptr[int32](3600), RenewTime: &now}}
-	if _, err := writer.CoordinationV1().Leases("probelet-system").Create(ctx, lease, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	stateLease(t, n, nodeObj, lis.Addr().String(), pin)
 }
 
 func pidFile(t *testing.T, path string) int {

@@ -295,8 +295,21 @@ func hostileNode(t *testing.T, n *clusterNode, ns string) string {
 		}
 	}()
 	_, pin, _ := selfsigned.New("hostile", time.Now())
-	kubeconfig := n.tokenFor(name)
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	stateLease(t, n, node, lis.Addr().String(), pin)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-hostile", Namespace: ns},
+		Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "app", Image: "none"}}}}
+	if _, err := n.admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// stateLease writes node's probelet Lease naming its state listener at
+// endpoint with the certificate pin, with the node's own bound token, as
+// its probelet (or one compromised) would.
+func stateLease(t *testing.T, n *clusterNode, node *corev1.Node, endpoint, pin string) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", n.tokenFor(node.Name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,19 +318,13 @@ func hostileNode(t *testing.T, n *clusterNode, ns string) string {
 		t.Fatal(err)
 	}
 	now := metav1.NewMicroTime(time.Now())
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "probelet-system",
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: node.UID}},
-		Annotations: map[string]string{probespec.AnnotationStateEndpoint: lis.Addr().String(), probespec.AnnotationStateCertSHA256: pin}},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr(name), LeaseDurationSeconds: ptr[int32](3600), RenewTime: &now}}
-	if _, err := client.CoordinationV1().Leases("probelet-system").Create(ctx, lease, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("the hostile node's Lease, with its own token: %v", err)
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: node.Name, Namespace: "probelet-system",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}},
+		Annotations: map[string]string{probespec.AnnotationStateEndpoint: endpoint, probespec.AnnotationStateCertSHA256: pin}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr(node.Name), LeaseDurationSeconds: ptr[int32](3600), RenewTime: &now}}
+	if _, err := client.CoordinationV1().Leases("probelet-system").Create(context.Background(), lease, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("node %s's Lease, with its own token: %v", node.Name, err)
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-hostile", Namespace: ns},
-		Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "app", Image: "none"}}}}
-	if _, err := n.admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return name
 }
 
 // applyControllerRights applies deploy/controller's files.

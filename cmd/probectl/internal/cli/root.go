@@ -21,7 +21,6 @@ type rootOptions struct {
 	// cluster, when set, answers instead of a node's socket: kubectl
 	// probelet, through the probe-state API.
 	cluster Cluster
-	name    string // the command's name in messages: probectl, kubectl probelet
 }
 
 // Cluster is probelet's API as kubectl probelet reads it: the probe-state
@@ -36,7 +35,7 @@ type Cluster interface {
 // KubectlCommand builds kubectl probelet's command tree: probectl's
 // commands that the probe-state API answers, with its words and layout.
 func KubectlCommand(streams IOStreams, env Env, cluster Cluster) *cobra.Command {
-	o := &rootOptions{streams: streams, env: env, cluster: cluster, name: "kubectl probelet"}
+	o := &rootOptions{streams: streams, env: env, cluster: cluster}
 	cmd := &cobra.Command{
 		Use:         "probelet",
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl probelet"},
@@ -76,20 +75,9 @@ answer is listed with why.`
 
 // ExecuteKubectl runs kubectl probelet as Execute runs probectl.
 func ExecuteKubectl(ctx context.Context, args []string, streams IOStreams, env Env, cluster Cluster) error {
-	out, errOut := newTermWriter(streams.Out), newTermWriter(streams.ErrOut)
-	defer func() { _ = errOut.Flush() }()
-	defer func() { _ = out.Flush() }()
-	streams = IOStreams{Out: out, ErrOut: errOut}
-	cmd := KubectlCommand(streams, env, cluster)
-	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(ctx)
-	if err != nil {
-		fmt.Fprintf(streams.ErrOut, "kubectl probelet: %v\n", err)
-		if ExitCode(err) == ExitUsage {
-			fmt.Fprintln(streams.ErrOut, "Run 'kubectl probelet --help' for usage.")
-		}
-	}
-	return err
+	return execute(ctx, args, streams, "kubectl probelet", func(streams IOStreams) *cobra.Command {
+		return KubectlCommand(streams, env, cluster)
+	})
 }
 
 // NewCommand builds the probectl command tree writing to streams.
@@ -129,17 +117,22 @@ arguments or an ambiguous container), 3 container not found.`,
 // Everything it writes goes through a termWriter: no control character
 // from a probe's output or a message reaches the terminal.
 func Execute(ctx context.Context, args []string, streams IOStreams, env Env) error {
+	return execute(ctx, args, streams, "probectl", func(streams IOStreams) *cobra.Command { return NewCommand(streams, env) })
+}
+
+// execute runs the command tree build makes, named name in its messages.
+func execute(ctx context.Context, args []string, streams IOStreams, name string, build func(IOStreams) *cobra.Command) error {
 	out, errOut := newTermWriter(streams.Out), newTermWriter(streams.ErrOut)
 	defer func() { _ = errOut.Flush() }()
 	defer func() { _ = out.Flush() }()
 	streams = IOStreams{Out: out, ErrOut: errOut}
-	cmd := NewCommand(streams, env)
+	cmd := build(streams)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	if err != nil {
-		fmt.Fprintf(streams.ErrOut, "probectl: %v\n", err)
+		fmt.Fprintf(streams.ErrOut, "%s: %v\n", name, err)
 		if ExitCode(err) == ExitUsage {
-			fmt.Fprintln(streams.ErrOut, "Run 'probectl --help' for usage.")
+			fmt.Fprintf(streams.ErrOut, "Run '%s --help' for usage.\n", name)
 		}
 	}
 	return err
