@@ -62,7 +62,7 @@ image-reproducible:
 ## on a real containerd test bed; prints the time of each step (CI's
 ## budget: under 60 minutes on a 2-core machine)
 test:
-	@hack/steps.sh lint helm testbed unit "image-reproducible IMAGE_PLATFORMS=$$($(GO) env GOARCH)" vm fuzz "e2e E2E_VET=0" "e2e-kubelet-diff E2E_VET=0" "e2e-std E2E_VET=0" "soak SOAK_DURATION=3m SOAK_CHAOS=15"
+	@hack/steps.sh lint helm testbed unit "image-reproducible IMAGE_PLATFORMS=$$($(GO) env GOARCH)" vm fuzz "e2e E2E_VET=0" "e2e-kubelet-diff E2E_VET=0" "e2e-std E2E_VET=0" "soak SOAK_DURATION=2m SOAK_CHAOS=10"
 
 ## testbed: build the containerd test bed's binaries and images, and the
 ## control plane and kubelet (hack/cluster, ~10-13 min cold), into the cache
