@@ -52,9 +52,6 @@ var controllerFlags = map[string]func(string) error{
 const (
 	probeAPIService     = "probelet-api"
 	probeAPIServiceName = "v1alpha1.probes.probelet.io"
-	// stateTokenDir holds the projected token for the nodes
-	// (--probe-api-token-file's default directory).
-	stateTokenDir = "/var/run/secrets/probelet.io/state"
 )
 
 // The webhook's objects, as the controller's defaults name them.

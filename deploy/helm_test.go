@@ -189,7 +189,7 @@ func TestHelmValues(t *testing.T) {
 				`"verbs":["get","update"]`}},
 		{name: "webhook off", values: "webhook: {enabled: false}", want: []string{`"--webhook-listen="`, `"--webhook-cert-hosts=probelet-api.probelet-system.svc"`}},
 		{name: "probe-state API off", values: "probeAPI: {enabled: false}\nagent: {flags: {state-listen: null}}",
-			want: []string{`"--probe-api-listen="`, `"--webhook-cert-hosts=probelet-webhook.probelet-system.svc"`},
+			want:    []string{`"--probe-api-listen="`, `"--webhook-cert-hosts=probelet-webhook.probelet-system.svc"`},
 			wantNot: []string{`"kind":"APIService"`, `"name":"probe-api"`, `"nodes/podprobes"`, `"--state-listen`, `probelet.io/state`, `apiservices`}},
 		{name: "a CA injector for the probe-state API", values: "probeAPI: {annotations: {cert-manager.io/inject-ca-from: probelet-system/probelet-webhook}}",
 			want: []string{`"annotations":{"cert-manager.io/inject-ca-from":"probelet-system/probelet-webhook"}`}},

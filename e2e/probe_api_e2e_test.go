@@ -320,7 +320,7 @@ func stateLease(t *testing.T, n *clusterNode, node *corev1.Node, endpoint, pin s
 	now := metav1.NewMicroTime(time.Now())
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: node.Name, Namespace: "probelet-system",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}},
-		Annotations: map[string]string{probespec.AnnotationStateEndpoint: endpoint, probespec.AnnotationStateCertSHA256: pin}},
+		Annotations:     map[string]string{probespec.AnnotationStateEndpoint: endpoint, probespec.AnnotationStateCertSHA256: pin}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr(node.Name), LeaseDurationSeconds: ptr[int32](3600), RenewTime: &now}}
 	if _, err := client.CoordinationV1().Leases("probelet-system").Create(context.Background(), lease, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("node %s's Lease, with its own token: %v", node.Name, err)

@@ -36,12 +36,11 @@ const token = "state-token"
 // answer, after delay, for the bearer token only.
 type fakeNode struct {
 	apiv1.UnimplementedProbeletServer
-	answer  *apiv1.ListExplainedResponse
-	delay   time.Duration
-	asked   chan *apiv1.ListExplainedRequest
-	addr    string
-	pin     string
-	stopped chan struct{}
+	answer *apiv1.ListExplainedResponse
+	delay  time.Duration
+	asked  chan *apiv1.ListExplainedRequest
+	addr   string
+	pin    string
 }
 
 func (n *fakeNode) ListExplained(ctx context.Context, req *apiv1.ListExplainedRequest) (*apiv1.ListExplainedResponse, error) {

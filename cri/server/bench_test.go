@@ -98,4 +98,3 @@ func BenchmarkListExplained(b *testing.B) {
 	}
 	b.ReportMetric(float64(proto.Size(resp)), "answer-bytes")
 }
-

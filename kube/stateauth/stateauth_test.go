@@ -23,12 +23,12 @@ import (
 // apiServer answers reviews as the API server would for a few tokens and
 // a few users, and counts them.
 type apiServer struct {
-	users       map[string]string // token -> user
-	noAudience  map[string]bool   // tokens authenticated for another audience
-	allowed     map[string]bool   // user -> may get nodes/podprobes
-	failReviews bool
+	users                       map[string]string // token -> user
+	noAudience                  map[string]bool   // tokens authenticated for another audience
+	allowed                     map[string]bool   // user -> may get nodes/podprobes
+	failReviews                 bool
 	tokenReviews, accessReviews int
-	lastAccess  *authorizationv1.SubjectAccessReview
+	lastAccess                  *authorizationv1.SubjectAccessReview
 }
 
 func (a *apiServer) client() *fake.Clientset {
@@ -174,4 +174,3 @@ func TestAFloodOfMadeUpTokensIsRateLimitedAndKeepsNoOneOut(t *testing.T) {
 		t.Fatalf("the controller's token after its cache time, inside a flood: %v", err)
 	}
 }
-

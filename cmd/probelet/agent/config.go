@@ -287,4 +287,3 @@ func defaultNodeName() string {
 	}
 	return strings.ToLower(strings.TrimSpace(h))
 }
-

@@ -29,7 +29,7 @@ type kubeParts struct {
 	readiness *readiness.Writer
 	events    *events.Recorder
 	heartbeat *heartbeat.Heartbeat
-	budgets   *pdb.Checker // nil: --kill-guard off
+	budgets   *pdb.Checker   // nil: --kill-guard off
 	state     *stateListener // nil: --state-listen off
 }
 
