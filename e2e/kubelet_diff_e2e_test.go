@@ -495,7 +495,8 @@ const readyTol = 5
 const spamBudget = 15
 
 // closeRestarts compares "name=n ..." lists: the kubelet's count may be
-// one below probelet's and up to two above it. Above by one more than the
+// one below probelet's and up to two above it (one, when probelet's is 0).
+// Above by one more than the
 // timing's one: after its own liveness kill the kubelet starts the
 // container again in the same sync, with no exited instance to back off
 // from, so the first kill costs it no back-off step; after probelet's
@@ -513,7 +514,13 @@ func closeRestarts(kubelet, probelet string) bool {
 		nb, cb, _ := strings.Cut(fb[i], "=")
 		x, _ := strconv.Atoi(ca)
 		y, _ := strconv.Atoi(cb)
-		if na != nb || x-y < -1 || x-y > 2 {
+		// The back-off step is a crash loop's: with no restart under
+		// probelet there is none to be one step behind (the OnFailure row).
+		step := 1
+		if y > 0 {
+			step = 2
+		}
+		if na != nb || x-y < -1 || x-y > step {
 			return false
 		}
 	}
