@@ -25,7 +25,6 @@ import (
 	"google.golang.org/grpc/status"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
@@ -181,7 +180,6 @@ func (g *Guard) authorize(ctx context.Context, user *authenticationv1.UserInfo) 
 			extra[k] = authorizationv1.ExtraValue(vs)
 		}
 		out, err := g.client.ReviewAccess(ctx, &authorizationv1.SubjectAccessReview{
-			ObjectMeta: metav1.ObjectMeta{},
 			Spec: authorizationv1.SubjectAccessReviewSpec{User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
 				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Group: probespec.StateGroup,
 					Resource: nodeResource, Subresource: probespec.StateNodeSubresource, Name: g.node}}})
