@@ -64,6 +64,12 @@ patches:
                   - containerPort: 9809
                     protocol: TCP
                     $patch: delete
+                  # The state listener is not served here (the args
+                  # above): other tests' probelets share the host's
+                  # network.
+                  - containerPort: 10263
+                    protocol: TCP
+                    $patch: delete
                   - name: metrics
                     containerPort: %[4]d
                     protocol: TCP
