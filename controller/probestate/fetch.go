@@ -185,13 +185,10 @@ func (f *Fetcher) failed(node, addr string, err error, src probes.Source) ([]*ap
 	case codes.ResourceExhausted:
 		src.Reason, src.Message = ReasonFailed, fmt.Sprintf("probelet on node %s: %s (the answer is bounded to %d bytes)", node, st.Message(), f.o.MaxAnswer)
 	default:
-		msg := st.Message()
-		if strings.Contains(msg, selfsigned.ErrPinMismatch.Error()) {
-			// A new probelet whose Lease this replica has not seen yet:
-			// the next read dials again.
-			f.forget(node)
-		}
-		src.Reason, src.Message = ReasonFailed, fmt.Sprintf("probelet on node %s at %s: %s", node, addr, msg)
+		// A certificate that is not the pin (a new probelet whose Lease
+		// this replica has not seen yet) needs nothing here: conn dials
+		// again once the Lease names the new one.
+		src.Reason, src.Message = ReasonFailed, fmt.Sprintf("probelet on node %s at %s: %s", node, addr, st.Message())
 	}
 	return nil, src
 }
@@ -241,15 +238,6 @@ func (f *Fetcher) conn(node, addr, pin string) (*grpc.ClientConn, error) {
 	}
 	f.conns[node], f.pins[node] = c, key
 	return c, nil
-}
-
-func (f *Fetcher) forget(node string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if c, ok := f.conns[node]; ok {
-		c.Close()
-		delete(f.conns, node)
-	}
 }
 
 func (f *Fetcher) readToken() (string, error) {

@@ -8,8 +8,8 @@ package kubectl
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -287,7 +287,7 @@ func splitRef(ref string) (pod, container string, err error) {
 	switch {
 	case ref == "":
 		return "", "", nil
-	case len(parts) > 2 || slicesContainsEmpty(parts):
+	case len(parts) > 2 || slices.Contains(parts, ""):
 		return "", "", status.Errorf(codes.InvalidArgument, "%q is not POD or POD/CONTAINER (the namespace is -n's)", ref)
 	case len(parts) == 2:
 		return parts[0], parts[1], nil
@@ -295,18 +295,8 @@ func splitRef(ref string) (pod, container string, err error) {
 	return parts[0], "", nil
 }
 
-func slicesContainsEmpty(parts []string) bool {
-	for _, p := range parts {
-		if p == "" {
-			return true
-		}
-	}
-	return false
-}
-
 // apiError turns an API error into the gRPC status probectl explains.
 func apiError(err error, notFound string) error {
-	var st apierrors.APIStatus
 	switch {
 	case apierrors.IsNotFound(err) && notFound != "":
 		return status.Error(codes.NotFound, notFound)
@@ -316,8 +306,6 @@ func apiError(err error, notFound string) error {
 		return status.Error(codes.PermissionDenied, err.Error())
 	case apierrors.IsServiceUnavailable(err):
 		return status.Error(codes.Unavailable, err.Error()+" (kubectl get apiservice v1alpha1.probes.probelet.io says why)")
-	case errors.As(err, &st):
-		return status.Error(codes.Unavailable, err.Error())
 	}
 	return status.Error(codes.Unavailable, err.Error())
 }
