@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/probelet/probelet/podnet"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/execprobe"
 	"github.com/probelet/probelet/prober/probe/grpcprobe"
@@ -63,6 +64,7 @@ func (h *handlers) run(ctx context.Context, t *target) (probe.Result, string, pr
 	var res probe.Result
 	var out string
 	var err error
+	ctx = podnet.WithNamespace(ctx, t.origin)
 	switch t.kind {
 	case kindHTTP:
 		res, out, err = h.http(ctx, t.http)

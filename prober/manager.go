@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/probelet/probelet/internal/fanout"
+	"github.com/probelet/probelet/podnet"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/probespec"
 )
@@ -55,6 +56,12 @@ type Manager struct {
 	// (hostScope).
 	hostCIDRs       []netip.Prefix
 	namespaceGrants bool
+	// probeOrigin is where HTTP, gRPC and TCP-dial probes connect from
+	// unless a pod says (origin.go); pins pin the pods' namespaces for
+	// the pod origin, nil (with pinsErr) when none can be.
+	probeOrigin probespec.Origin
+	pins        *podnet.Pins
+	pinsErr     error
 
 	metrics *metrics
 	changes *fanout.Hub[ResultChange]
@@ -101,6 +108,8 @@ func NewManager(opts ...Option) (*Manager, error) {
 		runStarted:  make(chan struct{}),
 		done:        make(chan struct{}),
 		reg:         newRegistry(),
+		probeOrigin: probespec.OriginNode,
+		pinsErr:     errors.New("no namespace pins were given (prober.WithProbeOrigin)"),
 	}
 	for _, o := range opts {
 		if err := o(m); err != nil {

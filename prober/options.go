@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/utils/clock"
 
+	"github.com/probelet/probelet/podnet"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/execprobe"
 	"github.com/probelet/probelet/probespec"
@@ -222,6 +223,24 @@ func WithProbeHostCIDRs(cidrs ...netip.Prefix) Option {
 				return fmt.Errorf("prober: invalid probe host CIDR %v", c)
 			}
 			m.hostCIDRs = append(m.hostCIDRs, c.Masked())
+		}
+		return nil
+	}
+}
+
+// WithProbeOrigin sets where HTTP, gRPC and TCP-dial probes connect from
+// for pods that do not say (probelet.io/probe-origin): the node's network
+// namespace (the kubelet's way, the default) or the pod's own. pins pin
+// the pods' namespaces for the pod origin; nil with pinsErr, why none can
+// be, makes every pod-origin probe a prober error saying so.
+func WithProbeOrigin(o probespec.Origin, pins *podnet.Pins, pinsErr error) Option {
+	return func(m *Manager) error {
+		if _, err := probespec.ParseOrigin(string(o)); err != nil {
+			return fmt.Errorf("prober: probe origin: %w", err)
+		}
+		m.probeOrigin, m.pins = o, pins
+		if pins == nil && pinsErr != nil {
+			m.pinsErr = pinsErr
 		}
 		return nil
 	}

@@ -31,6 +31,9 @@ type podEntry struct {
 	specChangeTold bool
 	workers        []*worker
 	restarts       map[string][]Restart // nil until a probe restarts something
+	// net is the pod's network namespace, pinned at the first probe from
+	// its origin (origin.go).
+	net podNet
 }
 
 // worker returns the worker for container name and probe type t, or nil.
@@ -155,6 +158,7 @@ func (m *Manager) removePodLocked(pe *podEntry) {
 		}
 	}
 	delete(m.reg.pods, pe.pod.UID)
+	pe.net.release()
 }
 
 // reindex keeps the container-ID index in step with the pod's containers.

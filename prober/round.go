@@ -202,7 +202,9 @@ func (m *Manager) dispatch(w *worker) {
 	if w.target == nil || w.target.containerID != w.containerID {
 		c, _ := w.pod.container(w.name)
 		t := prepare(w.spec, &w.pod.pod, c, m.hostScope(&w.pod.pod))
+		m.applyOrigin(&t, w.pod)
 		w.target = &t
+		w.origin = t.originText
 	}
 	w.job = job{ctx: w.ctx, containerID: w.containerID, target: w.target}
 	w.inFlight = true

@@ -38,7 +38,7 @@ func TestContainerStatusReportsProbeState(t *testing.T) {
 	ps := st.Probes[probespec.Readiness]
 	want := prober.ProbeStatus{
 		Type: probespec.Readiness, Result: results.Success, Consecutive: 2,
-		SuccessThreshold: 2, FailureThreshold: 3, LastProbeTime: epoch.Add(20 * time.Second), Method: probe.MethodDial,
+		SuccessThreshold: 2, FailureThreshold: 3, LastProbeTime: epoch.Add(20 * time.Second), Method: probe.MethodDial, Origin: "node",
 	}
 	got := ps
 	got.History = nil

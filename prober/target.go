@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/probelet/probelet/node"
+	"github.com/probelet/probelet/podnet"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/httpprobe"
 	"github.com/probelet/probelet/probespec"
@@ -42,6 +43,33 @@ type target struct {
 	grpcService string
 	execCmd     []string
 	timeout     time.Duration
+	// origin is the pod's network namespace HTTP, gRPC and TCP-dial
+	// probes connect from, nil for the node's; originText names it for
+	// status (applyOrigin).
+	origin     *podnet.Namespace
+	originText string
+}
+
+// dials reports whether t's probe opens a connection (HTTP, TCP, gRPC).
+func (t *target) dials() bool {
+	return t.kind == kindHTTP || t.kind == kindTCP || t.kind == kindGRPC
+}
+
+// applyOrigin sets where t connects from (Manager.origin); a pod origin
+// that cannot be used becomes t's error, so nothing is dialled.
+func (m *Manager) applyOrigin(t *target, pe *podEntry) {
+	if !t.dials() {
+		return
+	}
+	ns, text, err := m.origin(pe)
+	t.originText = text
+	switch {
+	case err != nil && t.err == nil:
+		t.err = err
+	case err == nil && ns != nil:
+		t.origin = ns
+		t.tcp.Origin = ns // never a typed nil
+	}
 }
 
 // prepare resolves p for container c of pod. scope is what the probe may

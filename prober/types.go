@@ -202,6 +202,10 @@ type ProbeStatus struct {
 	LastProbeTime     time.Time
 	LastOutput        string
 	Method            probe.Method
+	// Origin is where an HTTP, gRPC or TCP-dial probe connects from:
+	// "node", "pod net:[INODE]", with why when it is not what was asked;
+	// empty for exec probes and before the first run.
+	Origin string
 	// History holds the most recent runs, oldest first.
 	History []ProbeRecord
 }

@@ -56,7 +56,9 @@ type worker struct {
 	lastProbe  time.Time
 	lastOutput string
 	method     probe.Method
-	history    history
+	// origin names where the probe connects from (target.originText).
+	origin  string
+	history history
 
 	// pending is the kill this worker asked for, while the killer has it.
 	pending *pendingKill

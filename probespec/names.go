@@ -20,6 +20,11 @@ const (
 	// lets the namespace's pods probe any host; its value must be "true".
 	// Tenants cannot label their namespace: the exception is an operator's.
 	LabelAllowProbeHost = "probelet.io/allow-probe-host"
+	// AnnotationProbeOrigin chooses where a pod's HTTP, gRPC and TCP-dial
+	// probes connect from: OriginNode (the kubelet's way) or OriginPod
+	// (the pod's own network namespace). Without it, the node's
+	// --probe-origin. Read from the sandbox, so fixed at the pod's creation.
+	AnnotationProbeOrigin = "probelet.io/probe-origin"
 	// Prefix is what every name above begins with; the controller's
 	// informers keep only these of a pod's labels and annotations.
 	Prefix = "probelet.io/"

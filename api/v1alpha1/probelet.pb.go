@@ -1204,8 +1204,13 @@ type Probe struct {
 	// guard), since kill_deferred_since; empty when no kill waits.
 	KillDeferred      string                 `protobuf:"bytes,10,opt,name=kill_deferred,json=killDeferred,proto3" json:"kill_deferred,omitempty"`
 	KillDeferredSince *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=kill_deferred_since,json=killDeferredSince,proto3" json:"kill_deferred_since,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// origin is where an HTTP, gRPC or TCP-dial probe connects from: "node"
+	// (the kubelet's way) or "pod net:[INODE]" (the pod's own network
+	// namespace), with why when it is not what was asked; empty for exec
+	// probes and before the first run.
+	Origin        string `protobuf:"bytes,12,opt,name=origin,proto3" json:"origin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Probe) Reset() {
@@ -1313,6 +1318,13 @@ func (x *Probe) GetKillDeferredSince() *timestamppb.Timestamp {
 		return x.KillDeferredSince
 	}
 	return nil
+}
+
+func (x *Probe) GetOrigin() string {
+	if x != nil {
+		return x.Origin
+	}
+	return ""
 }
 
 // ProbeSpec is a defaulted probe spec.
@@ -1897,7 +1909,7 @@ const file_api_v1alpha1_probelet_proto_rawDesc = "" +
 	"spec_error\x18\x0f \x01(\tR\tspecError\x120\n" +
 	"\x06probes\x18\x10 \x03(\v2\x18.probelet.v1alpha1.ProbeR\x06probes\x126\n" +
 	"\brestarts\x18\x11 \x03(\v2\x1a.probelet.v1alpha1.RestartR\brestarts\x12 \n" +
-	"\vunavailable\x18\x12 \x01(\tR\vunavailable\"\x99\x04\n" +
+	"\vunavailable\x18\x12 \x01(\tR\vunavailable\"\xb1\x04\n" +
 	"\x05Probe\x120\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1c.probelet.v1alpha1.ProbeTypeR\x04type\x120\n" +
 	"\x04spec\x18\x02 \x01(\v2\x1c.probelet.v1alpha1.ProbeSpecR\x04spec\x121\n" +
@@ -1911,7 +1923,8 @@ const file_api_v1alpha1_probelet_proto_rawDesc = "" +
 	"\ahistory\x18\t \x03(\v2\x1b.probelet.v1alpha1.ProbeRunR\ahistory\x12#\n" +
 	"\rkill_deferred\x18\n" +
 	" \x01(\tR\fkillDeferred\x12J\n" +
-	"\x13kill_deferred_since\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x11killDeferredSince\"\x8a\x03\n" +
+	"\x13kill_deferred_since\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x11killDeferredSince\x12\x16\n" +
+	"\x06origin\x18\f \x01(\tR\x06origin\"\x8a\x03\n" +
 	"\tProbeSpec\x12\x18\n" +
 	"\ahandler\x18\x01 \x01(\tR\ahandler\x122\n" +
 	"\x15initial_delay_seconds\x18\x02 \x01(\x05R\x13initialDelaySeconds\x12'\n" +

@@ -105,7 +105,7 @@ func pbProbe(st *prober.ContainerStatus, t probespec.Type, history int) *apiv1.P
 		Type: pbProbeType(t), Spec: pbProbeSpec(st.Spec.Get(t)),
 		Result: pbResult(ps.Result), Consecutive: int32(ps.Consecutive), OnHold: ps.OnHold,
 		LastProbeTime: pbTime(ps.LastProbeTime), LastOutput: ps.LastOutput, Method: pbMethod(ps.Method),
-		KillDeferred: ps.KillDeferred, KillDeferredSince: pbTime(ps.KillDeferredSince),
+		KillDeferred: ps.KillDeferred, KillDeferredSince: pbTime(ps.KillDeferredSince), Origin: ps.Origin,
 	}
 	runs := ps.History
 	if history >= 0 && len(runs) > history {

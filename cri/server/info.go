@@ -39,6 +39,7 @@ type probeInfo struct {
 	LastProbeTime    *time.Time    `json:"lastProbeTime"`
 	LastOutput       string        `json:"lastOutput"`
 	Method           probe.Method  `json:"method"`
+	Origin           string        `json:"origin,omitempty"`
 	Spec             *corev1.Probe `json:"spec,omitempty"`
 	Recent           []runInfo     `json:"recent"`
 }
@@ -102,7 +103,7 @@ func newProbeInfo(st *prober.ContainerStatus, t probespec.Type) probeInfo {
 		Result: ps.Result.Name(), Consecutive: ps.Consecutive,
 		SuccessThreshold: ps.SuccessThreshold, FailureThreshold: ps.FailureThreshold,
 		OnHold: ps.OnHold, KillDeferred: ps.KillDeferred, LastProbeTime: timePtr(ps.LastProbeTime), LastOutput: ps.LastOutput,
-		Method: ps.Method, Spec: st.Spec.Get(t), Recent: []runInfo{},
+		Method: ps.Method, Origin: ps.Origin, Spec: st.Spec.Get(t), Recent: []runInfo{},
 	}
 	for _, r := range ps.History {
 		pi.Recent = append(pi.Recent, runInfo{

@@ -29,10 +29,11 @@ var rooms = []struct {
 	{"api", []string{"probespec", "node"}},
 	{"probespec", []string{"node"}},
 	{"quietio", nil},
+	{"podnet", nil},
 	{"internal", []string{"quietio"}},
 	{"internal/testbed", []string{"internal", "probespec"}},
 	{"internal/cluster", []string{"internal"}},
-	{"prober", []string{"node", "probespec", "quietio", "internal"}},
+	{"prober", []string{"node", "probespec", "quietio", "podnet", "internal"}},
 	{"lifecycle", []string{"node", "internal"}},
 	{"plugin", []string{"lifecycle", "node", "internal"}},
 	{"cri/client", []string{"lifecycle", "node", "prober/probe/execprobe", "quietio", "internal"}},
@@ -50,7 +51,7 @@ var rooms = []struct {
 	{"cmd/probelet-nri-install", []string{"deploy"}},
 	{"cmd/probelet-controller", []string{"controller", "api", "probespec", "internal"}},
 	{"cmd/probelet/criproxy", []string{"cri/proxy", "directexec", "quietio", "internal"}},
-	{"cmd/probelet", []string{"node", "probespec", "quietio", "internal", "prober", "lifecycle", "plugin",
+	{"cmd/probelet", []string{"node", "probespec", "quietio", "podnet", "internal", "prober", "lifecycle", "plugin",
 		"cri/client", "cri/server", "directexec", "ebpf", "killer", "killguard", "history", "kube", "cmd/probelet/criproxy"}},
 }
 
@@ -209,7 +210,7 @@ func TestTheControllerLinksNothingOfTheAgent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	agent := []string{"prober", "lifecycle", "plugin", "cri", "kube", "killer", "killguard", "history", "ebpf", "directexec", "quietio", "cmd/probelet"}
+	agent := []string{"prober", "lifecycle", "plugin", "cri", "kube", "killer", "killguard", "history", "ebpf", "directexec", "quietio", "podnet", "cmd/probelet"}
 	for _, dep := range strings.Fields(string(out)) {
 		if !strings.HasPrefix(dep, module+"/") {
 			continue

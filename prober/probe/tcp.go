@@ -2,8 +2,22 @@ package probe
 
 import (
 	"context"
+	"net"
+	"net/netip"
 	"time"
 )
+
+// Origin is a network namespace other than the node's that a probe
+// connects from (podnet.Namespace: the pod's own).
+type Origin interface {
+	// TCPSocket is a non-blocking TCP socket for ip's family made there,
+	// with the kubelet's SO_LINGER.
+	TCPSocket(ip netip.Addr) (int, error)
+	// DialTCP is net's dial from there.
+	DialTCP(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
+	// String names the namespace.
+	String() string
+}
 
 // TCPTarget is what a TCP probe connects to.
 type TCPTarget struct {
@@ -16,6 +30,9 @@ type TCPTarget struct {
 	InPod bool
 	// NetNSPath is the pod's network namespace path, empty if unknown.
 	NetNSPath string
+	// Origin is the pod's network namespace to dial from (probe origin
+	// pod); nil dials from the node's, as the kubelet does.
+	Origin Origin
 	// Timeout bounds the probe.
 	Timeout time.Duration
 }

@@ -31,8 +31,19 @@ type Dialer struct {
 // returns neither; otherwise the Pending is the handshake under way, for
 // Finish on another goroutine.
 func (d *Dialer) Start(addr netip.AddrPort) (*Pending, error) {
+	return d.StartFrom(addr, nil)
+}
+
+// Socket makes a probe's non-blocking TCP socket for an address's family,
+// with SO_LINGER {1, 1}: how a dial from another network namespace brings
+// its own (podnet). A nil Socket is this process's own.
+type Socket func(netip.Addr) (int, error)
+
+// StartFrom is Start on a socket from sock; its error, if any, is the
+// dial's.
+func (d *Dialer) StartFrom(addr netip.AddrPort, sock Socket) (*Pending, error) {
 	d.lingering.sweep(time.Now())
-	c, err := dialRaw(addr)
+	c, err := dialRaw(addr, sock)
 	if err != nil {
 		return nil, err
 	}
@@ -47,8 +58,20 @@ func (d *Dialer) Start(addr netip.AddrPort) (*Pending, error) {
 	return c, nil
 }
 
-// dialRaw is connectRaw with net's error for a failed step.
-func dialRaw(addr netip.AddrPort) (*Pending, error) {
+// dialRaw is connectRaw (or, with sock, connect on its socket) with net's
+// error for a failed step.
+func dialRaw(addr netip.AddrPort, sock Socket) (*Pending, error) {
+	if sock != nil {
+		fd, err := sock(addr.Addr())
+		if err != nil {
+			return nil, dialError(addr, err)
+		}
+		if e := connect(fd, addr); e != 0 {
+			_ = rawClose(fd)
+			return nil, dialError(addr, os.NewSyscallError("connect", e))
+		}
+		return &Pending{fd: fd, addr: addr}, nil
+	}
 	c, serr := connectRaw(addr)
 	if c == nil {
 		return nil, dialError(addr, os.NewSyscallError(serr.op, serr.errno))
@@ -90,9 +113,19 @@ func connectRaw(addr netip.AddrPort) (*Pending, sysErr) {
 		_ = rawClose(c.fd)
 		return nil, sysErr{"setsockopt", e}
 	}
+	if e := connect(c.fd, addr); e != 0 {
+		_ = rawClose(c.fd)
+		return nil, sysErr{"connect", e}
+	}
+	return c, sysErr{}
+}
+
+// connect issues fd's non-blocking connect to addr: 0 once issued (or
+// done), else its error.
+func connect(fd int, addr netip.AddrPort) unix.Errno {
 	var sa unsafe.Pointer
 	var salen uintptr
-	if family == unix.AF_INET {
+	if !addr.Addr().Is6() {
 		s := &unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: addr.Addr().As4()}
 		putPort(&s.Port, addr.Port())
 		sa, salen = unsafe.Pointer(s), unsafe.Sizeof(*s)
@@ -101,13 +134,12 @@ func connectRaw(addr netip.AddrPort) (*Pending, sysErr) {
 		putPort(&s.Port, addr.Port())
 		sa, salen = unsafe.Pointer(s), unsafe.Sizeof(*s)
 	}
-	_, _, e = unix.RawSyscall(unix.SYS_CONNECT, fd, uintptr(sa), salen)
+	_, _, e := unix.RawSyscall(unix.SYS_CONNECT, uintptr(fd), uintptr(sa), salen)
 	switch e {
 	case 0, unix.EINPROGRESS, unix.EINTR, unix.EALREADY:
-		return c, sysErr{}
+		return 0
 	}
-	_ = rawClose(c.fd)
-	return nil, sysErr{"connect", e}
+	return e
 }
 
 // putPort stores p in network byte order.
@@ -233,12 +265,17 @@ func (c *Pending) await(ctx context.Context, f *os.File, rc syscall.RawConn) (ct
 // ("dial tcp ADDR: connect: …", "read tcp LOCAL->REMOTE: read: …"), and
 // deadlines.
 func (d *Dialer) Dial(ctx context.Context, addr netip.AddrPort) (net.Conn, error) {
+	return d.DialFrom(ctx, addr, nil)
+}
+
+// DialFrom is Dial on a socket from sock.
+func (d *Dialer) DialFrom(ctx context.Context, addr netip.AddrPort, sock Socket) (net.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, dialError(addr, netContextError(err))
 	}
 	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	d.lingering.sweep(time.Now())
-	c, err := dialRaw(addr)
+	c, err := dialRaw(addr, sock)
 	if err != nil {
 		return nil, err
 	}

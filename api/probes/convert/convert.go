@@ -41,7 +41,7 @@ func Container(w *apiv1.WhyResponse) probes.ContainerProbes {
 func probe(p *apiv1.Probe) probes.Probe {
 	out := probes.Probe{Type: ProbeType(p.GetType()), Result: Result(p.GetResult()), Consecutive: p.GetConsecutive(),
 		OnHold: p.GetOnHold(), LastProbeTime: metaTime(p.GetLastProbeTime()), LastOutput: p.GetLastOutput(),
-		Method: Method(p.GetMethod()), History: runs(p.GetHistory()), KillDeferred: p.GetKillDeferred(),
+		Method: Method(p.GetMethod()), Origin: p.GetOrigin(), History: runs(p.GetHistory()), KillDeferred: p.GetKillDeferred(),
 		KillDeferredSince: metaTime(p.GetKillDeferredSince())}
 	if s := p.GetSpec(); s != nil {
 		out.Spec = probes.ProbeSpec{Handler: s.GetHandler(), InitialDelaySeconds: s.GetInitialDelaySeconds(),
@@ -92,7 +92,7 @@ func Why(pod *probes.PodProbes, c *probes.ContainerProbes) *apiv1.WhyResponse {
 
 func pbProbe(p probes.Probe) *apiv1.Probe {
 	out := &apiv1.Probe{Type: probeTypeOf(p.Type), Result: resultOf(p.Result), Consecutive: p.Consecutive, OnHold: p.OnHold,
-		LastProbeTime: pbTime(p.LastProbeTime), LastOutput: p.LastOutput, Method: methodOf(p.Method),
+		LastProbeTime: pbTime(p.LastProbeTime), LastOutput: p.LastOutput, Method: methodOf(p.Method), Origin: p.Origin,
 		History: pbRuns(p.History), KillDeferred: p.KillDeferred, KillDeferredSince: pbTime(p.KillDeferredSince)}
 	if s := p.Spec; s != (probes.ProbeSpec{}) {
 		out.Spec = &apiv1.ProbeSpec{Handler: s.Handler, InitialDelaySeconds: s.InitialDelaySeconds,

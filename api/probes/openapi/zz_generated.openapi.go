@@ -456,6 +456,13 @@ func schema_probelet_api_probes_v1alpha1_Probe(ref common.ReferenceCallback) com
 							Format:      "",
 						},
 					},
+					"origin": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Origin is where an HTTP, gRPC or TCP-dial probe connects from: \"node\" (the kubelet's way) or \"pod net:[INODE]\" (the pod's own network namespace), with why when it is not what was asked.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"history": {
 						SchemaProps: spec.SchemaProps{
 							Description: "History holds the most recent runs, oldest first.",

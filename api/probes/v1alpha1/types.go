@@ -83,6 +83,10 @@ type Probe struct {
 	// Method is how the last run was answered: HTTP, GRPC, Exec, Dial or
 	// EBPF (a TCP probe answered from the listener table).
 	Method string `json:"method,omitempty"`
+	// Origin is where an HTTP, gRPC or TCP-dial probe connects from:
+	// "node" (the kubelet's way) or "pod net:[INODE]" (the pod's own
+	// network namespace), with why when it is not what was asked.
+	Origin string `json:"origin,omitempty"`
 	// History holds the most recent runs, oldest first.
 	History []ProbeRun `json:"history,omitempty"`
 	// KillDeferred says why the kill this probe asked for waits (the kill

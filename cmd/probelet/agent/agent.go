@@ -22,6 +22,7 @@ import (
 	"github.com/probelet/probelet/killguard"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/plugin"
+	"github.com/probelet/probelet/podnet"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/execprobe"
@@ -81,6 +82,10 @@ type parts struct {
 	history *history.Log       // nil: nothing survives a restart
 	exec    execprobe.Runner   // what exec probes go through (--exec-mode)
 	direct  *directexec.Runner // nil: --exec-mode runtime
+	// pins pin pods' network namespaces for probes from them (nil, with
+	// pinsErr, when they cannot be had).
+	pins    *podnet.Pins
+	pinsErr error
 }
 
 // Option configures an Agent.

@@ -14,8 +14,10 @@ import (
 	"github.com/probelet/probelet/killer"
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/plugin"
+	"github.com/probelet/probelet/podnet"
 	"github.com/probelet/probelet/prober"
 	"github.com/probelet/probelet/prober/probe"
+	"github.com/probelet/probelet/probespec"
 	"github.com/probelet/probelet/quietio"
 )
 
@@ -43,6 +45,11 @@ func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 	// Process-wide, before anything dials or probes (Validate checked it).
 	if err = quietio.Set(a.cfg.IO); err != nil {
 		return nil, err
+	}
+	// For probes from pods' own network namespaces: --probe-origin pod
+	// cannot start without; a pod that asks for it alone learns why.
+	if p.pins, p.pinsErr = podnet.NewPins(); p.pinsErr != nil && a.cfg.ProbeOrigin == string(probespec.OriginPod) {
+		return nil, fmt.Errorf("--probe-origin pod: %w", p.pinsErr)
 	}
 	if p.cri, err = client.New(a.cfg.RuntimeEndpoint, client.WithLogger(a.log.Named("cri"))); err != nil {
 		return nil, err
@@ -104,6 +111,7 @@ func (a *Agent) engineOptions(p *parts, withAPI bool) []prober.Option {
 	cidrs, _ := a.cfg.ProbeHostCIDRs() // Validate checked them
 	opts := []prober.Option{
 		prober.WithProbeHostCIDRs(cidrs...),
+		prober.WithProbeOrigin(probespec.Origin(a.cfg.ProbeOrigin), p.pins, p.pinsErr),
 		prober.WithLogger(a.log.Named("prober")),
 		prober.WithRegisterer(a.reg),
 		prober.WithExecRunner(p.exec),

@@ -102,6 +102,11 @@ type Config struct {
 	// besides its own pod's IPs (--allow-probe-host, repeatable); hostnames
 	// are never allowed by them. Default none.
 	AllowProbeHost []string `json:"allowProbeHost,omitempty"`
+	// ProbeOrigin is where HTTP, gRPC and TCP-dial probes connect from for
+	// pods that do not say (probelet.io/probe-origin): "node", the
+	// kubelet's way, or "pod", the pod's own network namespace
+	// (--probe-origin).
+	ProbeOrigin string `json:"probeOrigin,omitempty"`
 	// StateListen is HOST:PORT where the probe-state API (probelet-controller)
 	// reads this node's probe state over TLS, each call authenticated and
 	// authorised by the API server (--state-listen); empty turns it off.
@@ -133,6 +138,7 @@ func Default() Config {
 
 		ExecMode:          "runtime",
 		ReconcileInterval: Duration{5 * time.Minute},
+		ProbeOrigin:       string(probespec.OriginNode),
 		StateDir:          "/var/lib/probelet",
 		NodeName:          defaultNodeName(),
 		LeaseNamespace:    probespec.LeaseNamespace,
@@ -205,6 +211,8 @@ func (c Config) Validate() error {
 	check("cri-proxy-verify", c.validateProxyVerify())
 	_, err := c.ProbeHostCIDRs()
 	check("allow-probe-host", err)
+	_, err = probespec.ParseOrigin(c.ProbeOrigin)
+	check("probe-origin", err)
 	if c.ReconcileInterval.Duration < 0 {
 		check("reconcile-interval", fmt.Errorf("%s is negative (0 turns the reconcile off)", c.ReconcileInterval.Duration))
 	}

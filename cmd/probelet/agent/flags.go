@@ -55,6 +55,7 @@ var flagFields = map[string]func(dst *Config, src Config){
 	"exec-helper":            func(d *Config, s Config) { d.ExecHelper = s.ExecHelper },
 	"allow-probe-host":       func(d *Config, s Config) { d.AllowProbeHost = s.AllowProbeHost },
 	"state-listen":           func(d *Config, s Config) { d.StateListen = s.StateListen },
+	"probe-origin":           func(d *Config, s Config) { d.ProbeOrigin = s.ProbeOrigin },
 }
 
 // Bind defines the flags on fs.
@@ -94,6 +95,7 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&v.RuntimeStateDir, "runtime-state-dir", v.RuntimeStateDir, "containerd's state directory (its OCI bundles, for --exec-mode direct); empty: learned from containerd's CRI status, else /run/containerd")
 	fs.StringVar(&v.ExecHelper, "exec-helper", v.ExecHelper, "the direct exec helper binary (default: probelet-exec next to probelet)")
 	fs.StringVar(&v.StateListen, "state-listen", v.StateListen, "HOST:PORT serving this node's probe state to the probe-state API (probes.probelet.io) over TLS, pinned through the node Lease, each read reviewed by the API server; empty turns it off (README \"Probe state for cluster users\")")
+	fs.StringVar(&v.ProbeOrigin, "probe-origin", v.ProbeOrigin, "where HTTP, gRPC and TCP-dial probes connect from unless a pod's probelet.io/probe-origin says: node (the kubelet's way) or pod (the pod's own network namespace; README \"Probe origin\")")
 	fs.StringArrayVar(&v.AllowProbeHost, "allow-probe-host", v.AllowProbeHost, "CIDR (or IP) a probe's httpGet/tcpSocket host may name besides its pod's own IPs; repeatable; IP literals only, never hostnames (README \"Probe hosts\")")
 }
 

@@ -103,10 +103,10 @@ func webApp() prober.ContainerStatus {
 		Spec: probespec.ContainerProbes{Liveness: tcpProbe(8080, 2), Readiness: httpProbe("/ready", intstr.FromString("http")), Startup: startup},
 		Probes: map[probespec.Type]prober.ProbeStatus{
 			probespec.Liveness: {Type: probespec.Liveness, Result: results.Success, Consecutive: 12, SuccessThreshold: 1, FailureThreshold: 3,
-				LastProbeTime: ago(time.Second), Method: probe.MethodEBPF,
+				LastProbeTime: ago(time.Second), Method: probe.MethodEBPF, Origin: "node",
 				History: []prober.ProbeRecord{{Time: ago(time.Second), Result: results.Success, Duration: 4 * time.Microsecond, Method: probe.MethodEBPF}}},
 			probespec.Readiness: {Type: probespec.Readiness, Result: results.Failure, Consecutive: 3, SuccessThreshold: 1, FailureThreshold: 3,
-				LastProbeTime: ago(3 * time.Second), LastOutput: WebReadyError, Method: probe.MethodHTTP,
+				LastProbeTime: ago(3 * time.Second), LastOutput: WebReadyError, Method: probe.MethodHTTP, Origin: "pod net:[4026532561]",
 				History: []prober.ProbeRecord{
 					{Time: ago(33 * time.Second), Result: results.Failure, Duration: 2 * time.Millisecond, Output: WebReadyError, Method: probe.MethodHTTP},
 					{Time: ago(23 * time.Second), Result: results.Unknown, Duration: time.Second, Method: probe.MethodHTTP, Error: "dial tcp: lookup failed"},

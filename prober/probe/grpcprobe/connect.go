@@ -27,16 +27,16 @@ const (
 	MaxHeaderListBytes = 1 << 20
 )
 
-// connect opens a plaintext connection to addr and waits until it is ready
+// connect opens a plaintext connection to addr through dial and waits until it is ready
 // or ctx ends. The passthrough scheme dials addr as given, with no resolver.
-func connect(ctx context.Context, addr string) (*grpc.ClientConn, error) {
+func connect(ctx context.Context, dial dialFunc, addr string) (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient("passthrough:///"+addr,
 		grpc.WithUserAgent(UserAgent),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxReplyBytes)),
 		grpc.WithMaxHeaderListSize(MaxHeaderListBytes),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
-			return dialer.DialContext(ctx, "tcp", a)
+			return dial(ctx, "tcp", a)
 		}),
 	)
 	if err != nil {

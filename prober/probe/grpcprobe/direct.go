@@ -13,9 +13,9 @@ import (
 // quiet I/O's gRPC client (grpcwire.Call: grpc-go's answers, its codes and
 // texts; direct_test.go and FuzzDirectAnswersAsGRPCGo hold them to
 // grpc-go's side by side).
-func checkDirect(ctx context.Context, addr, service string) (healthpb.HealthCheckResponse_ServingStatus, error) {
+func checkDirect(ctx context.Context, dial dialFunc, addr, service string) (healthpb.HealthCheckResponse_ServingStatus, error) {
 	var resp healthpb.HealthCheckResponse
-	err := grpcwire.Call(ctx, dialer.DialRaw, addr, healthCheck, userAgent, &healthpb.HealthCheckRequest{Service: service}, &resp, limits)
+	err := grpcwire.Call(ctx, dial, addr, healthCheck, userAgent, &healthpb.HealthCheckRequest{Service: service}, &resp, limits)
 	if err != nil {
 		return 0, err
 	}

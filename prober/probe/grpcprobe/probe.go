@@ -15,6 +15,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/probelet/probelet/podnet"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/quietio"
 	"github.com/probelet/probelet/quietio/deadline"
@@ -36,35 +37,41 @@ func Probe(ctx context.Context, host string, port int, service string, timeout t
 	if quietio.Off() {
 		return ProbeWithGRPCGo(ctx, host, port, service, timeout)
 	}
-	return probeWith(ctx, checkDirect, host, port, service, timeout)
+	return probeWith(ctx, checkDirect, dialer.DialRaw, host, port, service, timeout)
 }
 
 // ProbeWithGRPCGo is Probe through grpc-go's client, as the kubelet
 // probes: the reference Probe is tested against, and the kubelet's cost
 // in hack/bench/engine.
 func ProbeWithGRPCGo(ctx context.Context, host string, port int, service string, timeout time.Duration) (probe.Result, string, error) {
-	return probeWith(ctx, checkGRPCGo, host, port, service, timeout)
+	return probeWith(ctx, checkGRPCGo, dialer.DialContext, host, port, service, timeout)
 }
 
-// check calls Health/Check for service at addr within ctx. An error is a
-// *grpcwire.ConnectError when no connection got ready, else the call's
-// status.
-type check func(ctx context.Context, addr, service string) (healthpb.HealthCheckResponse_ServingStatus, error)
+// check calls Health/Check for service at addr within ctx, its
+// connections made by dial. An error is a *grpcwire.ConnectError when no
+// connection got ready, else the call's status.
+type check func(ctx context.Context, dial dialFunc, addr, service string) (healthpb.HealthCheckResponse_ServingStatus, error)
 
-func probeWith(ctx context.Context, call check, host string, port int, service string, timeout time.Duration) (probe.Result, string, error) {
+type dialFunc = func(ctx context.Context, network, address string) (net.Conn, error)
+
+func probeWith(ctx context.Context, call check, dial dialFunc, host string, port int, service string, timeout time.Duration) (probe.Result, string, error) {
 	if err := probe.CheckEndpoint("grpc", host, port, timeout); err != nil {
 		return probe.Unknown, "", err
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	pctx := ctx
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
 	ctx, cancel := deadline.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	s, err := call(ctx, addr, service)
+	s, err := call(ctx, fromOrigin(podnet.FromContext(pctx), abort, dial), addr, service)
 	var ce *grpcwire.ConnectError
 	switch {
 	case err != nil && pctx.Err() != nil:
 		return probe.Unknown, "", fmt.Errorf("grpc probe of %s: %w", addr, pctx.Err())
+	case err != nil && podnet.IsSocketError(context.Cause(ctx)):
+		return probe.Unknown, "", fmt.Errorf("grpc probe of %s: %w", addr, context.Cause(ctx))
 	case errors.As(err, &ce):
 		return probe.Failure, connectFailure(addr, timeout, ce.Err), nil
 	case err != nil:
@@ -75,9 +82,26 @@ func probeWith(ctx context.Context, call check, host string, port int, service s
 	return probe.Success, "service healthy", nil
 }
 
+// fromOrigin is dial from ns (nil: the node's namespace), whichever
+// context its caller gives it (grpc-go gives its own). A socket the pod's
+// namespace cannot give aborts the probe with that cause at once, where
+// the connect's retries would have made it a timeout, a Failure.
+func fromOrigin(ns *podnet.Namespace, abort context.CancelCauseFunc, dial dialFunc) dialFunc {
+	if ns == nil {
+		return dial
+	}
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		c, err := dial(podnet.WithNamespace(ctx, ns), network, address)
+		if podnet.IsSocketError(err) {
+			abort(err)
+		}
+		return c, err
+	}
+}
+
 // checkGRPCGo is the kubelet's call: a blocking connect, then the RPC.
-func checkGRPCGo(ctx context.Context, addr, service string) (healthpb.HealthCheckResponse_ServingStatus, error) {
-	conn, err := connect(ctx, addr)
+func checkGRPCGo(ctx context.Context, dial dialFunc, addr, service string) (healthpb.HealthCheckResponse_ServingStatus, error) {
+	conn, err := connect(ctx, dial, addr)
 	if err != nil {
 		return 0, &grpcwire.ConnectError{Err: err}
 	}

@@ -14,6 +14,7 @@ import (
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
+	"github.com/probelet/probelet/podnet"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/tcpprobe"
 	"github.com/probelet/probelet/quietio"
@@ -83,7 +84,8 @@ func New(opts ...Option) *Prober {
 // "Probe terminated redirects, Response body: <body>"; any other status is
 // Failure "HTTP probe failed with statuscode: N"; a transport error or
 // timeout is Failure with the client's error text. Bodies are read up to
-// 10 KiB. An invalid target, a cancelled ctx, or a body that cannot be read
+// 10 KiB. An invalid target, a cancelled ctx, a body that cannot be read,
+// or a socket the pod's network namespace (ctx's origin) could not give
 // is an error, and the engine discards the result as the kubelet does.
 func (p *Prober) Probe(ctx context.Context, t Target) (probe.Result, string, error) {
 	caller := ctx
@@ -97,6 +99,9 @@ func (p *Prober) Probe(ctx context.Context, t Target) (probe.Result, string, err
 	if err != nil {
 		if caller.Err() != nil {
 			return probe.Unknown, "", fmt.Errorf("http probe of %s: %w", req.URL, caller.Err())
+		}
+		if podnet.IsSocketError(err) {
+			return probe.Unknown, "", fmt.Errorf("http probe of %s: %w", req.URL, err)
 		}
 		if !errors.Is(err, errTooManyRedirects) { // the redirect policy's own words
 			err = httpwire.ClientTimeout(err, deadline)

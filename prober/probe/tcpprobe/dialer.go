@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/probelet/probelet/podnet"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/quietio/rawtcp"
 )
@@ -33,8 +34,13 @@ func NewDialer() *Dialer {
 	return &Dialer{control: setLinger}
 }
 
-// DialContext connects to address within ctx, with the probe socket options.
+// DialContext connects to address within ctx, with the probe socket
+// options, from the pod's network namespace when ctx carries one
+// (podnet.WithNamespace).
 func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	if ns := podnet.FromContext(ctx); ns != nil {
+		return dialFrom(ctx, ns, network, address, 0)
+	}
 	return d.netDialer(0).DialContext(ctx, network, address)
 }
 
@@ -42,18 +48,27 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 // closes the connection at once. A connect that fails for any reason — a
 // refusal, a timeout, a port no dial can use — is a Failure carrying the
 // dial error text, as the kubelet's TCP prober checks no port; a missing
-// timeout or a cancelled ctx is an error. The target's namespace fields
-// are ignored: like the kubelet, the dial happens from the agent's own
-// network namespace.
+// timeout or a cancelled ctx is an error, as is a socket the pod's network
+// namespace could not give. Like the kubelet, the dial happens from the
+// agent's own network namespace, or from the target's Origin.
 func (d *Dialer) ProbeTCP(ctx context.Context, target probe.TCPTarget) (probe.Result, string, probe.Method, error) {
 	if target.Timeout <= 0 {
 		return probe.Unknown, "", probe.MethodDial, fmt.Errorf("tcp probe: timeout %v must be positive", target.Timeout)
 	}
 	addr := net.JoinHostPort(target.Host, strconv.Itoa(target.Port))
-	conn, err := d.netDialer(target.Timeout).DialContext(ctx, "tcp", addr)
+	var conn net.Conn
+	var err error
+	if target.Origin != nil {
+		conn, err = dialFrom(ctx, target.Origin, "tcp", addr, target.Timeout)
+	} else {
+		conn, err = d.netDialer(target.Timeout).DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return probe.Unknown, "", probe.MethodDial, fmt.Errorf("tcp probe of %s: %w", addr, ctx.Err())
+		}
+		if podnet.IsSocketError(err) {
+			return probe.Unknown, "", probe.MethodDial, fmt.Errorf("tcp probe of %s: %w", addr, err)
 		}
 		return probe.Failure, err.Error(), probe.MethodDial, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/probelet/probelet/podnet"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/quietio"
 	"github.com/probelet/probelet/quietio/rawtcp"
@@ -37,8 +38,15 @@ func (d *Dialer) StartTCP(target probe.TCPTarget) (res probe.Result, output stri
 		return probe.Unknown, "", probe.MethodDial, nil, false
 	}
 	addr := netip.AddrPortFrom(ip.Unmap(), uint16(target.Port))
-	c, err := d.raw.Start(addr)
+	var sock rawtcp.Socket
+	if target.Origin != nil {
+		sock = target.Origin.TCPSocket
+	}
+	c, err := d.raw.StartFrom(addr, sock)
 	switch {
+	case podnet.IsSocketError(err):
+		// ProbeTCP meets it again and reports it: a prober error.
+		return probe.Unknown, "", probe.MethodDial, nil, false
 	case err != nil:
 		return probe.Failure, err.Error(), probe.MethodDial, nil, true
 	case c == nil:

@@ -113,6 +113,9 @@ func describeProbe(t *table, now time.Time, p *apiv1.Probe) {
 		result += ", kill deferred: " + pv.KillDeferred
 	}
 	t.row("  Result:", result)
+	if pv.Origin != "" {
+		t.row("  Origin:", pv.Origin)
+	}
 	t.row("  Last probe:", stamp(now, pv.LastProbeTime))
 	t.row("  Last output:", orDash(oneLine(pv.LastOutput, true)))
 }

@@ -40,6 +40,7 @@ type probeView struct {
 	LastProbeTime    *time.Time `json:"lastProbeTime"`
 	LastOutput       string     `json:"lastOutput"`
 	Method           string     `json:"method"`
+	Origin           string     `json:"origin,omitempty"`
 	OnHold           bool       `json:"onHold"`
 	KillDeferred     string     `json:"killDeferred,omitempty"`
 	SuccessThreshold int32      `json:"successThreshold"`
@@ -158,7 +159,7 @@ func newContainerView(c *apiv1.Container) containerView {
 func newProbeView(p *apiv1.Probe) probeView {
 	return probeView{
 		Result: resultString(p.Result), Consecutive: p.Consecutive, LastProbeTime: timeOf(p.LastProbeTime),
-		LastOutput: p.LastOutput, Method: methodString(p.Method), OnHold: p.OnHold, KillDeferred: p.KillDeferred,
+		LastOutput: p.LastOutput, Method: methodString(p.Method), Origin: p.Origin, OnHold: p.OnHold, KillDeferred: p.KillDeferred,
 		SuccessThreshold: p.GetSpec().GetSuccessThreshold(), FailureThreshold: p.GetSpec().GetFailureThreshold(),
 		Handler: p.GetSpec().GetHandler(),
 	}

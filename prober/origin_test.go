@@ -1,0 +1,136 @@
+//go:build linux
+
+package prober_test
+
+import (
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/probelet/probelet/internal/testutil/netnstest"
+	"github.com/probelet/probelet/podnet"
+	"github.com/probelet/probelet/prober"
+	"github.com/probelet/probelet/probespec"
+)
+
+func newPins(t *testing.T) *podnet.Pins {
+	t.Helper()
+	p, err := podnet.NewPins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Where each pod's probes connect from: the node's --probe-origin, the
+// pod's own annotation over it, hostNetwork pods from the node always, and
+// a pod origin that cannot be had a prober error with nothing dialled.
+func TestProbeOriginPerPod(t *testing.T) {
+	podNS := netnstest.New(t)
+	for _, tc := range []struct {
+		name        string
+		nodeOrigin  probespec.Origin
+		annotation  string // "" for none
+		hostNetwork bool
+		netnsPath   string
+		// wantPod: dialled from podNS; wantText: status's Origin begins
+		// so; wantErr: not dialled, the run's error says so.
+		wantPod  bool
+		wantText string
+		wantErr  string
+	}{
+		{name: "the kubelet's way by default", nodeOrigin: probespec.OriginNode, netnsPath: podNS.Path, wantText: "node"},
+		{name: "a pod asks for its own", nodeOrigin: probespec.OriginNode, annotation: "pod", netnsPath: podNS.Path, wantPod: true, wantText: "pod net:["},
+		{name: "the node asks for the pod's", nodeOrigin: probespec.OriginPod, netnsPath: podNS.Path, wantPod: true, wantText: "pod net:["},
+		{name: "a pod opts out", nodeOrigin: probespec.OriginPod, annotation: "node", netnsPath: podNS.Path, wantText: "node"},
+		{name: "hostNetwork is the node's", nodeOrigin: probespec.OriginPod, hostNetwork: true, netnsPath: "/proc/self/ns/net",
+			wantText: "node (hostNetwork"},
+		{name: "an invalid annotation", nodeOrigin: probespec.OriginPod, annotation: "sideways", netnsPath: podNS.Path, wantPod: true,
+			wantText: `pod net:[`},
+		{name: "an invalid annotation on a node-origin node", nodeOrigin: probespec.OriginNode, annotation: "Pod", netnsPath: podNS.Path,
+			wantText: `node (annotation probelet.io/probe-origin: "Pod" is not "node" or "pod"`},
+		{name: "the namespace is not known yet", nodeOrigin: probespec.OriginPod, wantText: "pod", wantErr: "not known yet"},
+		{name: "a sandbox naming the node's namespace", nodeOrigin: probespec.OriginPod, netnsPath: "/proc/self/ns/net",
+			wantText: "pod", wantErr: "is the node's network namespace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pins := newPins(t)
+			h := newHarness(t, prober.WithProbeOrigin(tc.nodeOrigin, pins, nil))
+			pod := testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(8080)})
+			pod.Annotations = maps.Clone(pod.Annotations)
+			if tc.annotation != "" {
+				pod.Annotations[probespec.AnnotationProbeOrigin] = tc.annotation
+			}
+			pod.HostNetwork, pod.NetNSPath, pod.SandboxID = tc.hostNetwork, tc.netnsPath, "sandbox-1"
+			h.update(pod)
+
+			targets := h.tcp.seenTargets()
+			st, _ := h.m.Container("c1")
+			ps := st.Probes[probespec.Readiness]
+			if !strings.HasPrefix(ps.Origin, tc.wantText) {
+				t.Errorf("status origin %q, want it to begin %q", ps.Origin, tc.wantText)
+			}
+			if tc.wantErr != "" {
+				if len(targets) != 0 {
+					t.Fatalf("dialled %v; want nothing dialled", targets)
+				}
+				if n := len(ps.History); n == 0 || !strings.Contains(ps.History[n-1].Error, tc.wantErr) {
+					t.Fatalf("runs %+v; want the last to error with %q", ps.History, tc.wantErr)
+				}
+				return
+			}
+			if len(targets) == 0 {
+				t.Fatal("nothing was dialled")
+			}
+			got := targets[0].Origin
+			if (got != nil) != tc.wantPod {
+				t.Fatalf("dialled from %v, want from the pod: %v", got, tc.wantPod)
+			}
+			if ns, ok := got.(*podnet.Namespace); got != nil && (!ok || ns.Path() != podNS.Path) {
+				t.Fatalf("dialled from %#v, want %s", got, podNS.Path)
+			}
+		})
+	}
+}
+
+// A pod's namespace is pinned while the pod lives, released with it, and a
+// sandbox whose namespace path comes to name another namespace is refused
+// for good rather than probed from either.
+func TestProbeOriginNamespaceLifecycle(t *testing.T) {
+	podNS, otherNS := netnstest.New(t), netnstest.New(t)
+	pins := newPins(t)
+	h := newHarness(t, prober.WithProbeOrigin(probespec.OriginPod, pins, nil))
+	pod := testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(8080, withPeriod(1))})
+	pod.NetNSPath, pod.SandboxID = podNS.Path, "sandbox-1"
+	h.update(pod)
+	if pinned, _ := pins.Stats(); pinned != 1 {
+		t.Fatalf("%d namespaces pinned, want 1", pinned)
+	}
+
+	moved := pod
+	moved.NetNSPath = otherNS.Path
+	h.update(moved)
+	before := len(h.tcp.seenTargets())
+	h.step(3 * time.Second)
+	if n := len(h.tcp.seenTargets()); n != before {
+		t.Fatalf("%d probes dialled after the sandbox's namespace changed", n-before)
+	}
+	st, _ := h.m.Container("c1")
+	runs := st.Probes[probespec.Readiness].History
+	if n := len(runs); n == 0 || !strings.Contains(runs[n-1].Error, "network namespace changed") {
+		t.Fatalf("runs %+v; want the change refused", runs)
+	}
+	h.update(pod) // and back: still refused
+	h.step(2 * time.Second)
+	if n := len(h.tcp.seenTargets()); n != before {
+		t.Fatalf("%d probes dialled after the namespace came back", n-before)
+	}
+
+	h.m.RemovePod(pod.UID)
+	h.settle()
+	if pinned, _ := pins.Stats(); pinned != 0 {
+		t.Fatalf("%d namespaces still pinned after the pod went", pinned)
+	}
+}
+
