@@ -133,4 +133,3 @@ func TestProbeOriginNamespaceLifecycle(t *testing.T) {
 		t.Fatalf("%d namespaces still pinned after the pod went", pinned)
 	}
 }
-
