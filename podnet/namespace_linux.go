@@ -5,6 +5,7 @@ package podnet
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"runtime"
 	"slices"
@@ -72,15 +73,20 @@ func NewPins() (*Pins, error) {
 }
 
 // Open pins the network namespace at path (as the runtime named it for
-// sandbox) for that sandbox's probes. It refuses a file that is not a
-// network namespace, the node's namespace, and one another sandbox holds:
-// whatever the path says later, the Namespace keeps the one it opened.
-func (p *Pins) Open(sandbox, path string) (*Namespace, error) {
+// sandbox, whose address is ip) for that sandbox's probes. It refuses a
+// file that is not a network namespace, the node's namespace, one another
+// sandbox holds, and one where ip is not an address of its own (a
+// namespace swapped for another pod's or made empty): whatever the path
+// says later, the Namespace keeps the one it opened.
+func (p *Pins) Open(sandbox, path string, ip netip.Addr) (*Namespace, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	id, err := p.check(fd, path)
+	if err == nil {
+		err = p.holds(fd, id, path, ip)
+	}
 	if err == nil {
 		err = p.claim(id, sandbox, path)
 	}
@@ -112,6 +118,31 @@ func (p *Pins) check(fd int, path string) (ID, error) {
 		return ID{}, fmt.Errorf("%s is the node's network namespace (%s): no probe is dialled from it for a pod", path, id)
 	}
 	return id, nil
+}
+
+// holds checks that ip is an address of the namespace fd stands for: a
+// socket made there binds to it (EADDRNOTAVAIL where it is not local).
+func (p *Pins) holds(fd int, id ID, path string, ip netip.Addr) error {
+	if !ip.IsValid() {
+		return fmt.Errorf("%s: the pod's address is not known, so the namespace cannot be checked", path)
+	}
+	ip = ip.Unmap()
+	family, sa := unix.AF_INET, unix.Sockaddr(&unix.SockaddrInet4{Addr: ip.As4()})
+	if ip.Is6() {
+		family, sa = unix.AF_INET6, &unix.SockaddrInet6{Addr: ip.As16()}
+	}
+	s, err := p.hop(fd, func() (int, error) { return unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0) })
+	if err != nil {
+		return err
+	}
+	defer unix.Close(s)
+	if err := unix.Bind(s, sa); err != nil {
+		if errors.Is(err, unix.EADDRNOTAVAIL) {
+			return fmt.Errorf("%s (%s) does not hold the pod's address %s: not the pod's network namespace", path, id, ip)
+		}
+		return fmt.Errorf("%s (%s): checking the pod's address %s: %w", path, id, ip, os.NewSyscallError("bind", err))
+	}
+	return nil
 }
 
 func (p *Pins) claim(id ID, sandbox, path string) error {
@@ -187,6 +218,14 @@ func (n *Namespace) socket(family, sotype, proto int) (int, error) {
 	if n.fd < 0 {
 		return -1, ErrGone
 	}
+	return n.pins.hop(n.fd, func() (int, error) {
+		return unix.Socket(family, sotype|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
+	})
+}
+
+// hop runs socket inside the namespace target (a namespace file) on a
+// goroutine locked to its thread, which returns home before unlocking.
+func (p *Pins) hop(target int, socket func() (int, error)) (int, error) {
 	type made struct {
 		fd  int
 		err error
@@ -194,20 +233,20 @@ func (n *Namespace) socket(family, sotype, proto int) (int, error) {
 	done := make(chan made, 1)
 	go func() {
 		runtime.LockOSThread()
-		if err := unix.Setns(n.fd, unix.CLONE_NEWNET); err != nil {
+		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread() // a failed setns changed nothing
 			done <- made{-1, os.NewSyscallError("setns", err)}
 			return
 		}
-		fd, err := unix.Socket(family, sotype|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
+		fd, err := socket()
 		if err != nil {
 			err = os.NewSyscallError("socket", err)
 		}
-		if rerr := unix.Setns(n.pins.home, unix.CLONE_NEWNET); rerr != nil {
+		if rerr := unix.Setns(p.home, unix.CLONE_NEWNET); rerr != nil {
 			// Still in the pod's namespace: return locked, and the
 			// runtime ends the thread with the goroutine. The socket
 			// itself is the pod's, as asked.
-			n.pins.threadsLost.Add(1)
+			p.threadsLost.Add(1)
 			done <- made{fd, err}
 			return
 		}

@@ -30,9 +30,12 @@ func newPins(t *testing.T) *podnet.Pins {
 	return p
 }
 
+// loopback is what a test namespace holds for sure.
+var loopback = netip.MustParseAddr("127.0.0.1")
+
 func open(t *testing.T, p *podnet.Pins, sandbox, path string) *podnet.Namespace {
 	t.Helper()
-	ns, err := p.Open(sandbox, path)
+	ns, err := p.Open(sandbox, path, loopback)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,20 +159,28 @@ func TestOpenRefusesWhatIsNotThePodsOwn(t *testing.T) {
 	if err := os.WriteFile(notNS, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	other.AddAddress(t, "10.255.0.2/32")
 	for _, tc := range []struct {
 		name, sandbox, path, want string
+		ip                        netip.Addr // loopback if not valid
 	}{
-		{"the node's namespace, as probelet sees it", "sandbox-b", "/proc/self/ns/net", "is the node's network namespace"},
+		{"the node's namespace, as probelet sees it", "sandbox-b", "/proc/self/ns/net", "is the node's network namespace", netip.Addr{}},
 		// Refused as the node's, or not opened at all where init's
 		// namespace files are out of reach (this test bed's VM).
-		{"the node's namespace, as init sees it", "sandbox-b", "/proc/1/ns/net", "/proc/1/ns/net"},
-		{"another sandbox's namespace", "sandbox-b", pod.Path, "is the network namespace of another sandbox, sandbox-a"},
-		{"a mount namespace", "sandbox-b", "/proc/self/ns/mnt", "is not a network namespace"},
-		{"a plain file", "sandbox-b", notNS, "is not a namespace file"},
-		{"nothing", "sandbox-b", filepath.Join(t.TempDir(), "gone"), "no such file or directory"},
+		{"the node's namespace, as init sees it", "sandbox-b", "/proc/1/ns/net", "/proc/1/ns/net", netip.Addr{}},
+		{"another sandbox's namespace", "sandbox-b", pod.Path, "is the network namespace of another sandbox, sandbox-a", netip.Addr{}},
+		{"a mount namespace", "sandbox-b", "/proc/self/ns/mnt", "is not a network namespace", netip.Addr{}},
+		{"a plain file", "sandbox-b", notNS, "is not a namespace file", netip.Addr{}},
+		{"nothing", "sandbox-b", filepath.Join(t.TempDir(), "gone"), "no such file or directory", netip.Addr{}},
+		{"a namespace without the pod's address", "sandbox-b", other.Path, "does not hold the pod's address 10.255.0.1",
+			netip.MustParseAddr("10.255.0.1")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ns, err := pins.Open(tc.sandbox, tc.path)
+			ip := loopback
+			if tc.ip.IsValid() {
+				ip = tc.ip
+			}
+			ns, err := pins.Open(tc.sandbox, tc.path, ip)
 			if err == nil {
 				_ = ns.Close()
 				t.Fatalf("Open(%s, %s) pinned %s", tc.sandbox, tc.path, ns)

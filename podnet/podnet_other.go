@@ -26,7 +26,7 @@ type Pins struct{}
 func NewPins() (*Pins, error) { return nil, errNotLinux }
 
 // Open fails off Linux.
-func (*Pins) Open(string, string) (*Namespace, error) { return nil, errNotLinux }
+func (*Pins) Open(string, string, netip.Addr) (*Namespace, error) { return nil, errNotLinux }
 
 // Stats is nothing off Linux.
 func (*Pins) Stats() (int, int64) { return 0, 0 }

@@ -3,6 +3,7 @@ package prober
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"go.uber.org/zap"
 
@@ -51,6 +52,13 @@ func (m *Manager) origin(pe *podEntry) (ns *podnet.Namespace, text string, err e
 	return ns, string(o) + " " + ns.String(), nil
 }
 
+func firstIP(ips []string) string {
+	if len(ips) == 0 {
+		return ""
+	}
+	return ips[0]
+}
+
 // hostNetworkPod reports whether pod runs in the node's network namespace.
 func hostNetworkPod(pod *node.Pod) bool {
 	a := pod.API
@@ -76,7 +84,11 @@ func (m *Manager) podNamespace(pe *podEntry) (*podnet.Namespace, error) {
 	case m.pins == nil:
 		return nil, fmt.Errorf("probes from the pod's network namespace are not available: %w", m.pinsErr)
 	}
-	ns, err := m.pins.Open(pe.pod.SandboxID, pe.pod.NetNSPath)
+	ip, err := netip.ParseAddr(firstIP(pe.pod.IPs))
+	if err != nil {
+		return nil, errNoPodIP
+	}
+	ns, err := m.pins.Open(pe.pod.SandboxID, pe.pod.NetNSPath, ip)
 	if err != nil {
 		return nil, fmt.Errorf("the pod's network namespace: %w", err)
 	}

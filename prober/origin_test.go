@@ -28,6 +28,8 @@ func newPins(t *testing.T) *podnet.Pins {
 // a pod origin that cannot be had a prober error with nothing dialled.
 func TestProbeOriginPerPod(t *testing.T) {
 	podNS := netnstest.New(t)
+	podNS.AddAddress(t, "10.0.0.5/32") // testPod's IP
+	strangerNS := netnstest.New(t)     // another pod's, say
 	for _, tc := range []struct {
 		name        string
 		nodeOrigin  probespec.Origin
@@ -53,6 +55,8 @@ func TestProbeOriginPerPod(t *testing.T) {
 		{name: "the namespace is not known yet", nodeOrigin: probespec.OriginPod, wantText: "pod", wantErr: "not known yet"},
 		{name: "a sandbox naming the node's namespace", nodeOrigin: probespec.OriginPod, netnsPath: "/proc/self/ns/net",
 			wantText: "pod", wantErr: "is the node's network namespace"},
+		{name: "a sandbox naming a namespace without its address", nodeOrigin: probespec.OriginPod, netnsPath: strangerNS.Path,
+			wantText: "pod", wantErr: "does not hold the pod's address 10.0.0.5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pins := newPins(t)
@@ -99,6 +103,8 @@ func TestProbeOriginPerPod(t *testing.T) {
 // for good rather than probed from either.
 func TestProbeOriginNamespaceLifecycle(t *testing.T) {
 	podNS, otherNS := netnstest.New(t), netnstest.New(t)
+	podNS.AddAddress(t, "10.0.0.5/32") // testPod's IP
+	otherNS.AddAddress(t, "10.0.0.5/32")
 	pins := newPins(t)
 	h := newHarness(t, prober.WithProbeOrigin(probespec.OriginPod, pins, nil))
 	pod := testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(8080, withPeriod(1))})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -63,12 +64,12 @@ func TestProbesDialFromTheirOrigin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns, err := pins.Open("sandbox-a", pod.Path)
+	ns, err := pins.Open("sandbox-a", pod.Path, netip.MustParseAddr("127.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ns.Close()
-	released, err := pins.Open("sandbox-a", pod.Path)
+	released, err := pins.Open("sandbox-a", pod.Path, netip.MustParseAddr("127.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,14 @@ func New(t testing.TB) *NS {
 	return ns
 }
 
+// AddAddress gives the namespace an address (CIDR) of its own, as a CNI
+// gives a pod its IP (on its loopback: every kernel has one, not every
+// kernel the dummy driver).
+func (ns *NS) AddAddress(t testing.TB, cidr string) {
+	t.Helper()
+	ns.Run(t, "ip", "addr", "add", cidr, "dev", "lo")
+}
+
 // Run runs a command inside the namespace and fails the test on an error.
 func (ns *NS) Run(t testing.TB, args ...string) {
 	t.Helper()
