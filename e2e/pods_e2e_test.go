@@ -4,6 +4,7 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,6 +51,9 @@ type appSpec struct {
 	// ctrAnnotations are added to the container's (the kubelet's
 	// preStopHandler, say).
 	ctrAnnotations map[string]string
+	// podAnnotations are added to the pod's (probelet.io/probe-origin,
+	// say).
+	podAnnotations map[string]string
 }
 
 // httpPort is the container's one port as the kubelet annotates it.
@@ -59,10 +63,11 @@ var httpPort = []corev1.ContainerPort{{Name: "http", ContainerPort: appPort, Pro
 // annotation and the kubelet's container metadata (port "http" = 8080).
 func runApp(t *testing.T, bed *testbed.Bed, s appSpec) app {
 	t.Helper()
-	anno := annotation(t, s)
+	annotations := map[string]string{probespec.AnnotationProbes: annotation(t, s)}
+	maps.Copy(annotations, s.podAnnotations)
 	podID, ctrID, err := bed.RunPod(testbed.PodSpec{
 		Name:                          s.name,
-		Annotations:                   map[string]string{probespec.AnnotationProbes: anno},
+		Annotations:                   annotations,
 		TerminationGracePeriodSeconds: s.grace,
 		Container: testbed.ContainerSpec{
 			Name:        s.name,

@@ -35,6 +35,7 @@ type probeView struct {
 	LastProbeTime *time.Time `json:"lastProbeTime"`
 	LastOutput    string     `json:"lastOutput"`
 	Method        string     `json:"method"`
+	Origin        string     `json:"origin"`
 	OnHold        bool       `json:"onHold"`
 	KillDeferred  string     `json:"killDeferred"`
 	History       []runView  `json:"history"` // describe only

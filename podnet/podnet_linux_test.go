@@ -21,7 +21,7 @@ import (
 	"github.com/probelet/probelet/podnet"
 )
 
-func newPins(t *testing.T) *podnet.Pins {
+func newPins(t testing.TB) *podnet.Pins {
 	t.Helper()
 	p, err := podnet.NewPins()
 	if err != nil {
@@ -33,7 +33,7 @@ func newPins(t *testing.T) *podnet.Pins {
 // loopback is what a test namespace holds for sure.
 var loopback = netip.MustParseAddr("127.0.0.1")
 
-func open(t *testing.T, p *podnet.Pins, sandbox, path string) *podnet.Namespace {
+func open(t testing.TB, p *podnet.Pins, sandbox, path string) *podnet.Namespace {
 	t.Helper()
 	ns, err := p.Open(sandbox, path, loopback)
 	if err != nil {

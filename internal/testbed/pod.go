@@ -138,6 +138,37 @@ func (b *Bed) PodIP(podID string) (string, error) {
 	return st.Status.Network.IP, nil
 }
 
+// PodNetNS returns the file of the pod's network namespace as the runtime
+// named it in the sandbox's OCI spec (what NRI reports), else its pause
+// process's /proc/PID/ns/net.
+func (b *Bed) PodNetNS(podID string) (string, error) {
+	var st struct {
+		Info struct {
+			Pid         int `json:"pid"`
+			RuntimeSpec struct {
+				Linux struct {
+					Namespaces []struct {
+						Type string `json:"type"`
+						Path string `json:"path"`
+					} `json:"namespaces"`
+				} `json:"linux"`
+			} `json:"runtimeSpec"`
+		} `json:"info"`
+	}
+	if err := b.inspect(&st, "inspectp", podID); err != nil {
+		return "", err
+	}
+	for _, ns := range st.Info.RuntimeSpec.Linux.Namespaces {
+		if ns.Type == "network" && ns.Path != "" {
+			return ns.Path, nil
+		}
+	}
+	if st.Info.Pid > 0 {
+		return fmt.Sprintf("/proc/%d/ns/net", st.Info.Pid), nil
+	}
+	return "", fmt.Errorf("testbed: pod %s has no network namespace in its status", podID)
+}
+
 // StopPod stops the pod's containers (with their grace period) and sandbox.
 func (b *Bed) StopPod(podID string) error {
 	_, err := b.Crictl("stopp", podID)
