@@ -5,6 +5,7 @@ package e2e_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -26,30 +27,91 @@ const (
 // time. Afterwards probelet lists no container, its node cache is empty
 // and its goroutines and file descriptors are back to the baseline (but
 // for the ExecSync connections kept, at most one per call that ran at
-// once).
+// once). Once from the node (TCP answered by eBPF), once with every probe
+// from the pod's own namespace (issue 46: TCP dialled there too), after
+// which no namespace is pinned and no thread of probelet is in a pod's.
 func TestChurnLeavesNothingBehind(t *testing.T) {
 	t.Parallel()
-	bed := testbed.Start(t)
-	d := startProbelet(t, bed)
-	// A warm-up pod opens what probelet keeps for good (the CRI
-	// connection for exec probes) before the baseline is taken.
-	churnOne(d, bed, "warmup")
-	waitDrained(t, d, nil)
-	base := baseline{goroutines: d.gauge("go_goroutines"), fds: d.gauge("process_open_fds"), execConns: d.gauge(execConnections)}
-	t.Logf("baseline: %v goroutines, %v open fds, %v of them ExecSync connections", base.goroutines, base.fds, base.execConns)
+	for _, tc := range []struct {
+		origin string
+		flags  []string
+	}{
+		{"node", nil},
+		{"pod", []string{"--probe-origin", "pod", "--tcp-mode", "dial"}},
+	} {
+		t.Run(tc.origin, func(t *testing.T) {
+			t.Parallel()
+			bed := testbed.Start(t)
+			d := startProbelet(t, bed, tc.flags...)
+			// A warm-up pod opens what probelet keeps for good (the CRI
+			// connection for exec probes) before the baseline is taken.
+			churnOne(d, bed, "warmup")
+			waitDrained(t, d, nil)
+			base := baseline{goroutines: d.gauge("go_goroutines"), fds: d.gauge("process_open_fds"), execConns: d.gauge(execConnections),
+				threads: threads(t, d)}
+			t.Logf("baseline: %v goroutines, %v open fds, %v of them ExecSync connections, %d threads", base.goroutines, base.fds, base.execConns, base.threads)
 
-	began := time.Now()
-	if err := churn(d, bed); err != nil {
+			began := time.Now()
+			if err := churn(d, bed); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d pods created, probed until ready and removed in %v", churnPods, time.Since(began).Round(time.Millisecond))
+			waitDrained(t, d, &base)
+			if n := d.gauge("probelet_probe_origin_namespaces"); n != 0 {
+				t.Errorf("%v pod namespaces still pinned", n)
+			}
+			if lost, ok := d.sample("probelet_probe_origin_threads_lost_total", nil); !ok || lost != 0 {
+				t.Errorf("%v threads could not leave a pod's namespace (reported: %v)", lost, ok)
+			}
+			threadsHome(t, d)
+			if n := threads(t, d); n > base.threads+threadSlack {
+				t.Errorf("%d threads after the churn, %d before", n, base.threads)
+			}
+		})
+	}
+}
+
+// threadSlack allows the Go runtime a few more idle threads after a burst
+// of work; one kept per pod would be 50.
+const threadSlack = 8
+
+// threads is how many threads probelet has.
+func threads(t *testing.T, d *daemon) int {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", d.cmd.Process.Pid))
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d pods created, probed until ready and removed in %v", churnPods, time.Since(began).Round(time.Millisecond))
-	waitDrained(t, d, &base)
+	return len(tasks)
+}
+
+// threadsHome fails unless every thread of probelet is in its own network
+// namespace (its main thread's).
+func threadsHome(t *testing.T, d *daemon) {
+	t.Helper()
+	pid := d.cmd.Process.Pid
+	home, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/task/%s/ns/net", pid, task.Name())); err == nil && ns != home {
+			t.Errorf("probelet's thread %s is in %s, not its own %s", task.Name(), ns, home)
+		}
+	}
 }
 
 // baseline is what probelet holds with no pods. ExecSync's connections
 // are kept, one per call that ran at once (up to 16): the churn may leave
 // up to churnConcurrency, and its other open files must be back.
-type baseline struct{ goroutines, fds, execConns float64 }
+type baseline struct {
+	goroutines, fds, execConns float64
+	threads                    int
+}
 
 const execConnections = "probelet_runtime_exec_connections"
 

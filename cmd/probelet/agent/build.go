@@ -51,6 +51,11 @@ func (a *Agent) buildParts(ctx context.Context) (_ *parts, err error) {
 	if p.pins, p.pinsErr = podnet.NewPins(); p.pinsErr != nil && a.cfg.ProbeOrigin == string(probespec.OriginPod) {
 		return nil, fmt.Errorf("--probe-origin pod: %w", p.pinsErr)
 	}
+	if p.pins != nil {
+		if err = promutil.Register(a.reg, originCollectors(p.pins)...); err != nil {
+			return nil, fmt.Errorf("probe origin: %w", err)
+		}
+	}
 	if p.cri, err = client.New(a.cfg.RuntimeEndpoint, client.WithLogger(a.log.Named("cri"))); err != nil {
 		return nil, err
 	}
