@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -104,9 +105,9 @@ var _ agent = (*probelet)(nil)
 
 var metricsAddr = regexp.MustCompile(`Serving /metrics and /healthz.*"address": ?"([^"]+)"`)
 
-// startProbelet runs probelet with tcpMode and io and waits until it is
-// registered with containerd over NRI.
-func (e *env) startProbelet(ctx context.Context, tcpMode, io string) (*probelet, error) {
+// startProbelet runs probelet with tcpMode, io and origin ("" for the
+// node's) and waits until it is registered with containerd over NRI.
+func (e *env) startProbelet(ctx context.Context, tcpMode, io, origin string) (*probelet, error) {
 	logFile, err := os.CreateTemp(e.bed, "probelet-*.log")
 	if err != nil {
 		return nil, err
@@ -115,7 +116,7 @@ func (e *env) startProbelet(ctx context.Context, tcpMode, io string) (*probelet,
 	p := &probelet{log: logFile.Name(), done: make(chan error, 1)}
 	p.cmd = exec.Command(e.probelet, "--nri-socket", e.nriSocket(), "--runtime-endpoint", e.criEndpoint(),
 		"--listen", "unix://"+filepath.Join(e.bed, "pl.sock"), "--metrics-bind-address", "127.0.0.1:0",
-		"--tcp-mode", tcpMode, "--io", io,
+		"--tcp-mode", tcpMode, "--io", io, "--probe-origin", cmp.Or(origin, "node"),
 		// A state directory like a node's, but in the bed: never the
 		// host's /var/lib/probelet.
 		"--state-dir", filepath.Join(e.bed, "probelet-state"))

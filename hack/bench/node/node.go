@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,21 +24,33 @@ type variant struct {
 	tcpMode string // probelet's --tcp-mode
 	io      string // probelet's --io
 	method  string // probelet_tcp_probes_total method expected ("" for non-TCP)
+	// origin is probelet's --probe-origin: "" (node, the kubelet's way)
+	// or pod (each connection from the pod's own network namespace).
+	origin string
 }
 
 func variants(k kind) []variant {
+	// Each dialling kind again from the pod's own namespace (issue 46):
+	// the socket made there, the connection the same.
+	fromPod := func(v variant) variant {
+		v.origin, v.label = "pod", v.label+" [--probe-origin pod]"
+		return v
+	}
 	switch k {
 	case kindTCP:
+		dial := variant{"TCP (probelet: --tcp-mode dial)", k, "dial", quietio.Quiet, "dial", ""}
 		return []variant{
-			{"TCP (probelet: eBPF short-circuit)", k, "auto", quietio.Quiet, "ebpf"},
-			{"TCP (probelet: --tcp-mode dial)", k, "dial", quietio.Quiet, "dial"},
+			{"TCP (probelet: eBPF short-circuit)", k, "auto", quietio.Quiet, "ebpf", ""},
+			dial, fromPod(dial),
 		}
 	case kindHTTP:
-		return []variant{{"HTTP GET", k, "auto", quietio.Quiet, ""}}
+		v := variant{"HTTP GET", k, "auto", quietio.Quiet, "", ""}
+		return []variant{v, fromPod(v)}
 	case kindGRPC:
-		return []variant{{"gRPC", k, "auto", quietio.Quiet, ""}}
+		v := variant{"gRPC", k, "auto", quietio.Quiet, "", ""}
+		return []variant{v, fromPod(v)}
 	}
-	return []variant{{"exec (true), agent side only", k, "auto", quietio.Quiet, ""}}
+	return []variant{{"exec (true), agent side only", k, "auto", quietio.Quiet, "", ""}}
 }
 
 // variantsIn are k's variants in each I/O mode of ios: under --io=std
@@ -314,8 +327,8 @@ func (e *env) measureKubelet(ctx context.Context) (window, error) {
 // (none for the baseline), settles, measures and stops it. share, when
 // given for a TCP variant, receives the share of runs answered by v.method.
 func (e *env) measureProbelet(ctx context.Context, n int, v variant, share *float64) (window, error) {
-	e.logf("probelet (--tcp-mode %s --io %s), %s", v.tcpMode, v.io, v.label)
-	p, err := e.startProbelet(ctx, v.tcpMode, v.io)
+	e.logf("probelet (--tcp-mode %s --io %s --probe-origin %s), %s", v.tcpMode, v.io, cmp.Or(v.origin, "node"), v.label)
+	p, err := e.startProbelet(ctx, v.tcpMode, v.io, v.origin)
 	if err != nil {
 		return window{}, err
 	}

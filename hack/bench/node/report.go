@@ -83,6 +83,22 @@ func (r report) probeletBaseFor(x row) window {
 	return r.probeletBase
 }
 
+// printOrigins sets each probe from the pod's namespace beside the same
+// probe from the node's (issue 46: within 1.2× of it).
+func printOrigins(w io.Writer, r report) {
+	for _, x := range r.rows {
+		if x.origin == "" {
+			continue
+		}
+		for _, y := range r.rows {
+			if y.origin == "" && y.kind == x.kind && y.tcpMode == x.tcpMode && y.io == x.io {
+				p, n := perProbe(x.probelet, r.probeletBaseFor(x)), perProbe(y.probelet, r.probeletBaseFor(y))
+				fmt.Fprintf(w, "%s: %s per probe from the pod's namespace, %s from the node's: %s\n", y.label, p, n, ratio(p.median, n.median))
+			}
+		}
+	}
+}
+
 func printReport(w io.Writer, c config, r report) {
 	fmt.Fprintf(w, "\nNode: %d pods, one readiness probe each at period 1 s, the kubelet (standalone) and probelet in turn on the same pods\n", r.n)
 	fmt.Fprintf(w, "Ps: %s for both agents; %d round(s) per kind, alternating which agent goes first; wake-up floor (hack/bench/wakefloor, just before): %.1f cpu-µs\n", procs(c), c.rounds, r.floor)
@@ -98,6 +114,7 @@ func printReport(w io.Writer, c config, r report) {
 	fmt.Fprintf(tw, "no probes (baseline): CPU ms/s\t%s\t%s\t\t\t%.1f|%.1f\t\t\n",
 		rates(r.kubeletBase), rates(r.probeletBase), mib(r.kubeletBase.rss), mib(r.probeletBase.rss))
 	tw.Flush()
+	printOrigins(w, r)
 	printDetail(w, r)
 }
 
