@@ -30,7 +30,7 @@ const (
 )
 
 // floodWindow is how long the flood lasts: FLOOD_DURATION, by default
-// six flood periods (CI's budget; the three minutes with
+// four flood periods (CI's budget; the three minutes with
 // FLOOD_DURATION=3m).
 func floodWindow(t *testing.T) time.Duration {
 	t.Helper()
@@ -41,7 +41,7 @@ func floodWindow(t *testing.T) time.Duration {
 		}
 		return d
 	}
-	return 6 * floodPeriod
+	return 4 * floodPeriod
 }
 
 // TestCRIProxyOutlivesATenantsExecOutputFlood: a real kubelet through the

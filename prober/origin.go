@@ -19,6 +19,8 @@ type podNet struct {
 	// refused is why the pod's probes are never dialled from its
 	// namespace again: the sandbox's namespace changed under it.
 	refused error
+	// badTold is set once an invalid probelet.io/probe-origin was logged.
+	badTold bool
 }
 
 // release lets the pod's namespace go (the pod is gone).
@@ -39,6 +41,11 @@ func (m *Manager) origin(pe *podEntry) (ns *podnet.Namespace, text string, err e
 	switch {
 	case bad != nil:
 		note = fmt.Sprintf(" (%v: the node's --probe-origin applies)", bad)
+		if !pe.net.badTold {
+			pe.net.badTold = true
+			m.log.Warn("Invalid probe origin", zap.String("pod", pe.pod.Namespace+"/"+pe.pod.Name),
+				zap.String("podUID", pe.pod.UID), zap.Error(bad), zap.String("origin", string(o)))
+		}
 	case o == probespec.OriginPod && hostNetworkPod(&pe.pod):
 		o, note = probespec.OriginNode, " (hostNetwork: the pod's namespace is the node's)"
 	}

@@ -232,6 +232,9 @@ func check(d *podDoc) *podReport {
 	c := d.Check()
 	r.Containers, r.errs, r.Warnings = c.Probes, c.Errors, c.Warnings
 	r.Errors = append(r.Errors, c.Errors.Strings()...)
+	if problem := d.OriginProblem(); problem != "" {
+		r.Errors = append(r.Errors, problem)
+	}
 	return r
 }
 

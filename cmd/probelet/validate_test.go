@@ -55,6 +55,7 @@ func TestValidateCommand_Golden(t *testing.T) {
 		{"pod-invalid", []string{fixtures + "pod-invalid.yaml"}, ""},
 		{"pod-invalid-json", []string{"-o=json", fixtures + "pod-invalid.yaml"}, ""},
 		{"pod-probe-host", []string{fixtures + "pod-probe-host.yaml"}, ""},
+		{"pod-probe-origin", []string{fixtures + "pod-probe-origin.yaml"}, ""},
 		{"pod-json-manifest", []string{fixtures + "pod.json"}, ""},
 		{"pod-no-annotation", []string{fixtures + "pod-no-annotation.yaml"}, ""},
 		{"annotation-stdin", nil, "annotation.json"},

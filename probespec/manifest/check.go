@@ -22,6 +22,19 @@ func (p *Pod) Problem() string {
 	return ""
 }
 
+// OriginProblem says why the pod's probelet.io/probe-origin is not one
+// the node takes (the node then probes it from its --probe-origin), ""
+// when it is unset or valid.
+func (p *Pod) OriginProblem() string {
+	if p.Origin == "" {
+		return ""
+	}
+	if _, err := probespec.PodOrigin(map[string]string{probespec.AnnotationProbeOrigin: p.Origin}, probespec.OriginNode); err != nil {
+		return fmt.Sprintf("pod %s: %v", p.Ref, err)
+	}
+	return ""
+}
+
 // Check applies spec.Check to the pod's annotation against its spec; the
 // caller checks Problem first.
 func (p *Pod) Check() probespec.Checked {

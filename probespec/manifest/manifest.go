@@ -34,6 +34,8 @@ type Pod struct {
 	HasAnnotation bool
 	// Spec is the pod spec the probes will run in.
 	Spec *corev1.PodSpec
+	// Origin is the pod's probelet.io/probe-origin, "" when unset.
+	Origin string
 	// Misplaced is set when a workload carries the annotation on its own
 	// metadata, where its pods never see it, and not on its pod template.
 	Misplaced bool
@@ -162,6 +164,7 @@ func readPod(doc []byte) (Pod, bool) {
 	}
 	p.Spec = &tmpl.Spec
 	p.Annotation, p.HasAnnotation = tmpl.Annotations[probespec.AnnotationProbes]
+	p.Origin = tmpl.Annotations[probespec.AnnotationProbeOrigin]
 	_, onObject := o.Metadata.Annotations[probespec.AnnotationProbes]
 	p.Misplaced = !p.HasAnnotation && onObject && o.Kind != "Pod"
 	return p, true
