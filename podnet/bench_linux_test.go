@@ -60,15 +60,7 @@ func BenchmarkSocket(b *testing.B) {
 // socket made there) and, for scale, a plain net.Dial from the node to a
 // listener on the node's loopback.
 func BenchmarkDialTCP(b *testing.B) {
-	pod := netnstest.New(b)
-	inPod := pod.Listen(b, "tcp", "127.0.0.1:0")
-	serve(inPod)
-	onNode, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer onNode.Close()
-	serve(onNode)
+	pod, inPod, onNode := listeners(b)
 	ns := open(b, newPins(b), "sandbox-a", pod.Path)
 	b.Run("node", func(b *testing.B) {
 		for b.Loop() {

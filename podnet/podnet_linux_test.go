@@ -61,20 +61,27 @@ func addrOf(l net.Listener) netip.AddrPort {
 	return l.Addr().(*net.TCPAddr).AddrPort()
 }
 
-// A pod-origin dial reaches what the pod's own processes reach: its own
-// loopback, with its own source address; never the node's loopback.
-func TestDialTCPReachesThePodsNamespaceOnly(t *testing.T) {
-	pod := netnstest.New(t)
-	inPod := pod.Listen(t, "tcp", "127.0.0.1:0")
+// listeners are two serving listeners on 127.0.0.1: one in a new pod
+// namespace, one on the node's loopback.
+func listeners(t testing.TB) (pod *netnstest.NS, inPod, onNode net.Listener) {
+	t.Helper()
+	pod = netnstest.New(t)
+	inPod = pod.Listen(t, "tcp", "127.0.0.1:0")
 	serve(inPod)
 	onNode, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer onNode.Close()
+	t.Cleanup(func() { _ = onNode.Close() })
 	serve(onNode)
-	free := addrOf(inPod)
-	if free.Port() == addrOf(onNode).Port() {
+	return pod, inPod, onNode
+}
+
+// A pod-origin dial reaches what the pod's own processes reach: its own
+// loopback, with its own source address; never the node's loopback.
+func TestDialTCPReachesThePodsNamespaceOnly(t *testing.T) {
+	pod, inPod, onNode := listeners(t)
+	if addrOf(inPod).Port() == addrOf(onNode).Port() {
 		t.Skip("the two listeners got the same port; nothing to tell apart")
 	}
 	ns := open(t, newPins(t), "sandbox-a", pod.Path)
