@@ -15,10 +15,12 @@ import (
 )
 
 // BenchmarkSocket prices the ways to make a probe's socket, side by side:
-// in probelet's own namespace (the node origin), entering the pod's on a
-// disposable locked thread for the socket call (Namespace.Socket, what
-// probelet does), and asking a factory thread that lives in the pod's
-// namespace (the alternative: a thread per pod, no setns per socket).
+// in probelet's own namespace (the node origin); entering the pod's on the
+// calling thread, locked to it for the socket call (Namespace.Socket, what
+// probelet does); entering it on a goroutine of its own, locked and
+// disposable (the first design: two hand-offs, each a thread wake-up on an
+// idle node); and asking a factory thread that lives in the pod's
+// namespace (a thread per pod, no setns per socket, two hand-offs too).
 //
 //	go test -run '^$' -bench BenchmarkSocket ./podnet/
 func BenchmarkSocket(b *testing.B) {
@@ -36,6 +38,15 @@ func BenchmarkSocket(b *testing.B) {
 	b.Run("pod-enter-leave", func(b *testing.B) {
 		for b.Loop() {
 			fd, err := ns.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = unix.Close(fd)
+		}
+	})
+	b.Run("pod-goroutine-enter-leave", func(b *testing.B) {
+		for b.Loop() {
+			fd, err := onOwnGoroutine(func() (int, error) { return ns.Socket(unix.AF_INET, unix.SOCK_STREAM, 0) })
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -81,6 +92,18 @@ func BenchmarkDialTCP(b *testing.B) {
 			_ = c.Close()
 		}
 	})
+}
+
+// onOwnGoroutine runs f on a goroutine of its own and waits for it: the
+// hand-offs the first design paid for each socket.
+func onOwnGoroutine(f func() (int, error)) (int, error) {
+	done := make(chan made, 1)
+	go func() {
+		fd, err := f()
+		done <- made{fd, err}
+	}()
+	m := <-done
+	return m.fd, m.err
 }
 
 // factory is a thread that stays in a namespace and makes sockets there.

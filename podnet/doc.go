@@ -7,8 +7,8 @@
 // is opened, checked to be a network namespace that is neither the node's
 // nor another sandbox's, and held open, so nothing renamed, mounted over
 // or replaced afterwards changes where its probes come from. A socket is
-// made by entering the namespace on a locked, disposable thread for the
-// socket call alone (Namespace.Socket); connecting, reading and writing
+// made by entering the namespace on the caller's thread, locked to it for
+// the socket call alone (Namespace.Socket); connecting, reading and writing
 // happen on any thread, as for every other probe. A namespace released
 // (its pod gone) answers ErrGone, a prober error, never a probe Failure.
 package podnet

@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -43,9 +42,6 @@ type Pins struct {
 	// owners counts the open Namespaces per pinned namespace, and says
 	// which sandbox has it.
 	owners map[ID]*owner
-	// threadsLost counts threads that could not return home and exited
-	// with their goroutine (Stats).
-	threadsLost atomic.Int64
 }
 
 type owner struct {
@@ -170,13 +166,11 @@ func (p *Pins) release(id ID) {
 	}
 }
 
-// Stats says how many namespaces are pinned now and how many threads
-// could not leave a pod's namespace (each exited, so none serves anything
-// else from there).
-func (p *Pins) Stats() (pinned int, threadsLost int64) {
+// Pinned is how many namespaces are pinned now.
+func (p *Pins) Pinned() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.owners), p.threadsLost.Load()
+	return len(p.owners)
 }
 
 // Namespace is one sandbox's pinned network namespace.
@@ -199,11 +193,8 @@ func (n *Namespace) Path() string { return n.path }
 func (n *Namespace) String() string { return n.id.String() }
 
 // Socket makes a non-blocking, close-on-exec socket in n; its errors are
-// SocketErrors. The namespace is
-// entered for the socket call alone, on a goroutine locked to its thread
-// that returns home before unlocking; a thread that cannot return exits
-// with its goroutine, so no other code ever runs in the pod's namespace.
-// Socket never moves the calling goroutine's thread.
+// SocketErrors. The calling goroutine's thread enters the namespace for
+// the socket call alone, locked to it until it is back (hop).
 func (n *Namespace) Socket(family, sotype, proto int) (int, error) {
 	fd, err := n.socket(family, sotype, proto)
 	if err != nil {
@@ -223,38 +214,41 @@ func (n *Namespace) socket(family, sotype, proto int) (int, error) {
 	})
 }
 
-// hop runs socket inside the namespace target (a namespace file) on a
-// goroutine locked to its thread, which returns home before unlocking.
+// hop runs socket inside the namespace target (a namespace file) on the
+// calling goroutine's thread, locked to it from entering until it is back
+// home: two setns calls and no hand-off, where a goroutine of its own
+// cost a probe two thread wake-ups (BenchmarkSocket; hack/bench/node). The
+// runtime creates no thread from a locked one (its template thread does),
+// so no thread is born in the pod's namespace.
 func (p *Pins) hop(target int, socket func() (int, error)) (int, error) {
-	type made struct {
-		fd  int
-		err error
+	runtime.LockOSThread()
+	if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread() // a failed setns changed nothing
+		return -1, os.NewSyscallError("setns", err)
 	}
-	done := make(chan made, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread() // a failed setns changed nothing
-			done <- made{-1, os.NewSyscallError("setns", err)}
+	fd, err := socket()
+	if err != nil {
+		err = os.NewSyscallError("socket", err)
+	}
+	p.goHome()
+	runtime.UnlockOSThread()
+	return fd, err
+}
+
+// goHome returns the thread to probelet's own namespace. Going home is a
+// setns into a namespace the process holds, with the right it has just
+// used, so only the kernel's lack of memory fails it; a thread that cannot
+// return must never run anything else, and the goroutine on it cannot be
+// moved off it: the process stops, as a restart costs the node less than a
+// probe from the wrong namespace.
+func (p *Pins) goHome() {
+	var err error
+	for range 3 {
+		if err = unix.Setns(p.home, unix.CLONE_NEWNET); err == nil {
 			return
 		}
-		fd, err := socket()
-		if err != nil {
-			err = os.NewSyscallError("socket", err)
-		}
-		if rerr := unix.Setns(p.home, unix.CLONE_NEWNET); rerr != nil {
-			// Still in the pod's namespace: return locked, and the
-			// runtime ends the thread with the goroutine. The socket
-			// itself is the pod's, as asked.
-			p.threadsLost.Add(1)
-			done <- made{fd, err}
-			return
-		}
-		runtime.UnlockOSThread()
-		done <- made{fd, err}
-	}()
-	m := <-done
-	return m.fd, m.err
+	}
+	panic(fmt.Sprintf("podnet: a thread cannot leave a pod's network namespace (setns: %v); stopping rather than probe from it", err))
 }
 
 // Close releases n: sockets asked of it afterwards get ErrGone; those it

@@ -28,8 +28,8 @@ func NewPins() (*Pins, error) { return nil, errNotLinux }
 // Open fails off Linux.
 func (*Pins) Open(string, string, netip.Addr) (*Namespace, error) { return nil, errNotLinux }
 
-// Stats is nothing off Linux.
-func (*Pins) Stats() (int, int64) { return 0, 0 }
+// Pinned is nothing off Linux.
+func (*Pins) Pinned() int { return 0 }
 
 // Namespace is Linux's.
 type Namespace struct{}

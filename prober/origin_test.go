@@ -110,7 +110,7 @@ func TestProbeOriginNamespaceLifecycle(t *testing.T) {
 	pod := testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(8080, withPeriod(1))})
 	pod.NetNSPath, pod.SandboxID = podNS.Path, "sandbox-1"
 	h.update(pod)
-	if pinned, _ := pins.Stats(); pinned != 1 {
+	if pinned := pins.Pinned(); pinned != 1 {
 		t.Fatalf("%d namespaces pinned, want 1", pinned)
 	}
 
@@ -135,7 +135,7 @@ func TestProbeOriginNamespaceLifecycle(t *testing.T) {
 
 	h.m.RemovePod(pod.UID)
 	h.settle()
-	if pinned, _ := pins.Stats(); pinned != 0 {
+	if pinned := pins.Pinned(); pinned != 0 {
 		t.Fatalf("%d namespaces still pinned after the pod went", pinned)
 	}
 }
