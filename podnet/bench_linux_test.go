@@ -149,4 +149,3 @@ func (f *factory) socket() (int, error) {
 }
 
 func (f *factory) close() { close(f.reqs) }
-
