@@ -60,8 +60,8 @@ func (n *Namespace) TCPSocket(ip netip.Addr) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	if err := unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 1}); err != nil {
-		_ = unix.Close(fd)
+	if err := rawLinger(fd); err != nil {
+		rawClose(fd)
 		return -1, &SocketError{Namespace: n.String(), Err: os.NewSyscallError("setsockopt", err)}
 	}
 	return fd, nil

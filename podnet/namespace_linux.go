@@ -210,7 +210,7 @@ func (n *Namespace) socket(family, sotype, proto int) (int, error) {
 		return -1, ErrGone
 	}
 	return n.pins.hop(n.fd, func() (int, error) {
-		return unix.Socket(family, sotype|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
+		return rawSocket(family, sotype|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
 	})
 }
 
@@ -222,7 +222,7 @@ func (n *Namespace) socket(family, sotype, proto int) (int, error) {
 // so no thread is born in the pod's namespace.
 func (p *Pins) hop(target int, socket func() (int, error)) (int, error) {
 	runtime.LockOSThread()
-	if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
+	if err := rawSetns(target); err != nil {
 		runtime.UnlockOSThread() // a failed setns changed nothing
 		return -1, os.NewSyscallError("setns", err)
 	}
@@ -244,7 +244,7 @@ func (p *Pins) hop(target int, socket func() (int, error)) (int, error) {
 func (p *Pins) goHome() {
 	var err error
 	for range 3 {
-		if err = unix.Setns(p.home, unix.CLONE_NEWNET); err == nil {
+		if err = rawSetns(p.home); err == nil {
 			return
 		}
 	}
