@@ -38,15 +38,15 @@ func (pn *podNet) release() {
 func (m *Manager) origin(pe *podEntry) (ns *podnet.Namespace, text string, err error) {
 	o, bad := probespec.PodOrigin(pe.pod.Annotations, m.probeOrigin)
 	var note string
-	switch {
-	case bad != nil:
+	if bad != nil {
 		note = fmt.Sprintf(" (%v: the node's --probe-origin applies)", bad)
 		if !pe.net.badTold {
 			pe.net.badTold = true
 			m.log.Warn("Invalid probe origin", zap.String("pod", pe.pod.Namespace+"/"+pe.pod.Name),
 				zap.String("podUID", pe.pod.UID), zap.Error(bad), zap.String("origin", string(o)))
 		}
-	case o == probespec.OriginPod && hostNetworkPod(&pe.pod):
+	}
+	if o == probespec.OriginPod && hostNetworkPod(&pe.pod) {
 		o, note = probespec.OriginNode, " (hostNetwork: the pod's namespace is the node's)"
 	}
 	if o != probespec.OriginPod {

@@ -48,6 +48,8 @@ func TestProbeOriginPerPod(t *testing.T) {
 		{name: "a pod opts out", nodeOrigin: probespec.OriginPod, annotation: "node", netnsPath: podNS.Path, wantText: "node"},
 		{name: "hostNetwork is the node's", nodeOrigin: probespec.OriginPod, hostNetwork: true, netnsPath: "/proc/self/ns/net",
 			wantText: "node (hostNetwork"},
+		{name: "hostNetwork with an invalid annotation", nodeOrigin: probespec.OriginPod, annotation: "sideways", hostNetwork: true,
+			netnsPath: "/proc/self/ns/net", wantText: "node (hostNetwork"},
 		{name: "an invalid annotation", nodeOrigin: probespec.OriginPod, annotation: "sideways", netnsPath: podNS.Path, wantPod: true,
 			wantText: `pod net:[`},
 		{name: "an invalid annotation on a node-origin node", nodeOrigin: probespec.OriginNode, annotation: "Pod", netnsPath: podNS.Path,
