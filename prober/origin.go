@@ -14,10 +14,10 @@ import (
 
 // podNet is a pod's pinned network namespace, for probes from its origin.
 type podNet struct {
-	ns   *podnet.Namespace
-	path string
-	// refused is why the pod's probes are never dialled from its
-	// namespace again: the sandbox's namespace changed under it.
+	ns            *podnet.Namespace
+	sandbox, path string
+	// refused is why the sandbox's probes are never dialled from its
+	// namespace again: its namespace changed under it.
 	refused error
 	// badTold is set once an invalid probelet.io/probe-origin was logged.
 	badTold bool
@@ -78,9 +78,15 @@ var errNoNetNS = errors.New("the pod's network namespace is not known yet; nothi
 
 // podNamespace pins pe's network namespace at its first use. A later path
 // must name the same namespace: one that names another is refused for
-// good, as a sandbox's namespace never changes.
+// good, as a sandbox's namespace never changes. A new sandbox of the pod
+// (the old one died and was recreated) has a namespace of its own, pinned
+// afresh.
 func (m *Manager) podNamespace(pe *podEntry) (*podnet.Namespace, error) {
 	pn := &pe.net
+	if pn.sandbox != pe.pod.SandboxID {
+		pn.release()
+		*pn = podNet{sandbox: pe.pod.SandboxID, badTold: pn.badTold}
+	}
 	switch path := pe.pod.NetNSPath; {
 	case pn.refused != nil:
 		return nil, pn.refused

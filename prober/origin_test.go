@@ -135,9 +135,40 @@ func TestProbeOriginNamespaceLifecycle(t *testing.T) {
 		t.Fatalf("%d probes dialled after the namespace came back", n-before)
 	}
 
+	// A new sandbox of the pod (the old one died) is pinned afresh.
+	recreated := moved
+	recreated.SandboxID = "sandbox-2"
+	h.update(recreated)
+	h.step(2 * time.Second)
+	if n := len(h.tcp.seenTargets()); n == before {
+		t.Fatal("nothing dialled from the pod's new sandbox")
+	}
+	if got := h.tcp.seenTargets()[len(h.tcp.seenTargets())-1].Origin.(*podnet.Namespace).Path(); got != otherNS.Path {
+		t.Fatalf("the new sandbox's probes came from %s, want %s", got, otherNS.Path)
+	}
+
 	h.m.RemovePod(pod.UID)
 	h.settle()
 	if pinned := pins.Pinned(); pinned != 0 {
 		t.Fatalf("%d namespaces still pinned after the pod went", pinned)
+	}
+}
+
+// A pod origin that failed is tried again at the next run: here the
+// namespace gets the pod's address only after the first probe (as a CNI
+// still setting up would give it), with no update of the pod.
+func TestProbeOriginFailureIsTriedAgain(t *testing.T) {
+	podNS := netnstest.New(t)
+	h := newHarness(t, prober.WithProbeOrigin(probespec.OriginPod, newPins(t), nil))
+	pod := testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(8080, withPeriod(1))})
+	pod.NetNSPath, pod.SandboxID = podNS.Path, "sandbox-1"
+	h.update(pod)
+	if n := len(h.tcp.seenTargets()); n != 0 {
+		t.Fatalf("%d probes dialled from a namespace without the pod's address", n)
+	}
+	podNS.AddAddress(t, "10.0.0.5/32")
+	h.step(2 * time.Second)
+	if len(h.tcp.seenTargets()) == 0 {
+		t.Fatal("nothing dialled once the namespace held the pod's address")
 	}
 }

@@ -232,10 +232,11 @@ func (m *Manager) wakeChanged(pe *podEntry, netChanged bool) {
 	}
 }
 
-// netChanged reports whether the pod's addresses changed, which changes
-// probe targets.
+// netChanged reports whether the pod's addresses (or its sandbox, whose
+// namespace pod-origin probes come from) changed, which changes probe
+// targets.
 func netChanged(old, cur node.Pod) bool {
-	return old.NetNSPath != cur.NetNSPath || !slices.Equal(old.IPs, cur.IPs)
+	return old.NetNSPath != cur.NetNSPath || old.SandboxID != cur.SandboxID || !slices.Equal(old.IPs, cur.IPs)
 }
 
 // stopWorker stops w: it is unscheduled, its in-flight probe is cancelled,

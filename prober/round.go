@@ -199,7 +199,7 @@ func (m *Manager) tick(w *worker, now time.Time) {
 // pool (or kept to run inline) with a snapshot of its target (and the
 // probe under way, if begun).
 func (m *Manager) dispatch(w *worker) {
-	if w.target == nil || w.target.containerID != w.containerID {
+	if w.target == nil || w.target.containerID != w.containerID || w.target.originFailed {
 		c, _ := w.pod.container(w.name)
 		t := prepare(w.spec, &w.pod.pod, c, m.hostScope(&w.pod.pod))
 		m.applyOrigin(&t, w.pod)

@@ -48,6 +48,9 @@ type target struct {
 	// status (applyOrigin).
 	origin     *podnet.Namespace
 	originText string
+	// originFailed: the pod origin could not be had this time; the next
+	// run prepares the target again rather than keep the error.
+	originFailed bool
 }
 
 // dials reports whether t's probe opens a connection (HTTP, TCP, gRPC).
@@ -65,7 +68,7 @@ func (m *Manager) applyOrigin(t *target, pe *podEntry) {
 	t.originText = text
 	switch {
 	case err != nil && t.err == nil:
-		t.err = err
+		t.err, t.originFailed = err, true
 	case err == nil && ns != nil:
 		t.origin = ns
 		t.tcp.Origin = ns // never a typed nil
