@@ -71,7 +71,7 @@ func (k *Killer) runHook(ctx context.Context, kill prober.Kill, h *prober.Hook, 
 		}
 		return "", nil
 	case prober.HookHTTP:
-		return httpprobe.RunLifecycleGet(ctx, k.http, h.HTTP)
+		return httpprobe.RunLifecycleGet(h.Context(ctx), k.http, h.HTTP)
 	case prober.HookSleep:
 		select {
 		case <-slept:

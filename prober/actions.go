@@ -64,7 +64,7 @@ func (m *Manager) act(w *worker, output string) {
 		ContainerName: w.name, ContainerID: c.ID, Pid: c.Pid, SandboxPid: pod.Pid, ProbeType: w.typ,
 		InitContainer: pod.API.IsInitContainer(w.name),
 		Decided:       m.clock.Now(), GracePeriod: max(grace, minGracePeriod), Reason: msg,
-		PreStop: m.preStopHook(pod, c, grace),
+		PreStop: m.preStopHook(w.pod, c, grace),
 	})
 }
 

@@ -3,6 +3,7 @@
 package prober_test
 
 import (
+	"context"
 	"maps"
 	"strings"
 	"testing"
@@ -170,5 +171,47 @@ func TestProbeOriginFailureIsTriedAgain(t *testing.T) {
 	h.step(2 * time.Second)
 	if len(h.tcp.seenTargets()) == 0 {
 		t.Fatal("nothing dialled once the namespace held the pod's address")
+	}
+}
+
+// A preStop httpGet hook connects from where the pod's probes do: the
+// kill carries the pod's namespace for it.
+func TestPreStopHookFromTheProbesOrigin(t *testing.T) {
+	podNS := netnstest.New(t)
+	podNS.AddAddress(t, "10.0.0.5/32")
+	for _, tc := range []struct {
+		name      string
+		origin    probespec.Origin
+		netnsPath string
+		wantFrom  string // the namespace's path, "" for the node's
+		wantErr   string
+	}{
+		{"from the pod's namespace", probespec.OriginPod, podNS.Path, podNS.Path, ""},
+		{"from the node", probespec.OriginNode, podNS.Path, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, prober.WithProbeOrigin(tc.origin, newPins(t), nil))
+			pod := testPod("c1", probespec.ContainerProbes{Liveness: failingLiveness(h)})
+			pod.NetNSPath, pod.SandboxID = tc.netnsPath, "sandbox-1"
+			pod.Containers[0].Annotations = map[string]string{probespec.AnnotationPreStopHandler: `{"httpGet":{"path":"/drain","port":8080}}`}
+			h.update(pod)
+			h.killer.mu.Lock()
+			hooks := h.killer.preStops
+			h.killer.mu.Unlock()
+			if len(hooks) != 1 || hooks[0] == nil {
+				t.Fatalf("hooks %v, want one", hooks)
+			}
+			hook := hooks[0]
+			from := ""
+			if ns := podnet.FromContext(hook.Context(context.Background())); ns != nil {
+				from = ns.Path()
+			}
+			if from != tc.wantFrom {
+				t.Errorf("the hook connects from %q, want %q", from, tc.wantFrom)
+			}
+			if (tc.wantErr == "") != (hook.Err == nil) || (hook.Err != nil && !strings.Contains(hook.Err.Error(), tc.wantErr)) {
+				t.Errorf("hook error %v, want %q", hook.Err, tc.wantErr)
+			}
+		})
 	}
 }

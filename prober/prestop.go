@@ -17,8 +17,12 @@ var errTCPSocketHook = errors.New("invalid handler: tcpSocket is not supported a
 // preStopHook resolves container c's preStop hook for a kill whose grace
 // (before the kubelet's 2 s floor) is grace: nil when there is none or no
 // time for one (the kubelet runs it only when grace > 0). An unreadable
-// hook annotation is logged and no hook runs, as in the kubelet.
-func (m *Manager) preStopHook(pod *node.Pod, c *node.Container, grace time.Duration) *Hook {
+// hook annotation is logged and no hook runs, as in the kubelet. An
+// httpGet hook connects from where the pod's probes do (origin.go); a pod
+// origin that cannot be had fails the hook, as an unreachable target
+// would, and the kill goes on.
+func (m *Manager) preStopHook(pe *podEntry, c *node.Container, grace time.Duration) *Hook {
+	pod := &pe.pod
 	h, err := probespec.PreStop(pod, c)
 	if err != nil {
 		m.log.Warn("Unreadable preStop hook, killing without it", zap.String("pod", pod.Namespace+"/"+pod.Name),
@@ -37,6 +41,9 @@ func (m *Manager) preStopHook(pod *node.Pod, c *node.Container, grace time.Durat
 		a := h.HTTPGet
 		hook.HTTP.Scheme, hook.HTTP.Path, hook.HTTP.Headers = a.Scheme, a.Path, a.HTTPHeaders
 		hook.HTTP.Host, hook.HTTP.Port, hook.Err = endpoint(a.Host, a.Port, pod, c, m.hostScope(pod))
+		if hook.Err == nil {
+			hook.origin, _, hook.Err = m.origin(pe)
+		}
 	case h.Sleep != nil:
 		hook.Kind, hook.Sleep = HookSleep, time.Duration(h.Sleep.Seconds)*time.Second
 	default:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/node"
+	"github.com/probelet/probelet/podnet"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/execprobe"
 	"github.com/probelet/probelet/prober/probe/httpprobe"
@@ -71,6 +72,15 @@ type Hook struct {
 	// Grace is how long the kill waits for the hook: the kubelet's grace
 	// before its 2 s floor. The stop gets what is left of it.
 	Grace time.Duration
+	// origin is the pod's namespace an httpGet hook connects from, as its
+	// probes do; nil for the node's.
+	origin *podnet.Namespace
+}
+
+// Context is ctx for the hook's connection: from the pod's namespace
+// when its probes come from there.
+func (h *Hook) Context(ctx context.Context) context.Context {
+	return podnet.WithNamespace(ctx, h.origin)
 }
 
 // HookResult is what became of a kill's preStop hook.
