@@ -104,7 +104,7 @@ func wantProbeSince(t *testing.T, d *daemon, a app, typ, want, origin string, si
 // their HTTP, gRPC and TCP-dial probes fail; with the pod's annotation,
 // and then with --probe-origin pod for every pod, they pass, from the
 // pod's own namespace; a pod that opts out keeps failing; an app listening
-// on 127.0.0.1 only fails in both, as under the kubelet. A victim stays
+// on 127.0.0.1 only fails from either origin, as under the kubelet. A victim stays
 // Ready and probed on time throughout.
 func TestProbeOriginThroughAHostDenyingNetwork(t *testing.T) {
 	t.Parallel()
@@ -125,6 +125,7 @@ func TestProbeOriginThroughAHostDenyingNetwork(t *testing.T) {
 		{"optin-grpc", "pod", originApp, grpcProbes, true},
 		{"optout-web", "node", originApp, webProbes, true},
 		{"loopback-web", "pod", loopbackWebApp, webProbes, false},
+		{"loopback-node-web", "node", loopbackWebApp, webProbes, false},
 	} {
 		pods[p.name] = runOriginPod(t, bed, p.name, p.cmd, p.probes(), p.origin, p.walled)
 	}
@@ -146,6 +147,8 @@ func TestProbeOriginThroughAHostDenyingNetwork(t *testing.T) {
 		wantProbe(t, d, pods["optout-web"].app, "liveness", "i/o timeout", "node")
 		wantProbe(t, d, pods["loopback-web"].app, "readiness", "connect: connection refused", "pod net:[")
 		wantProbe(t, d, pods["loopback-web"].app, "liveness", "connect: connection refused", "pod net:[")
+		wantProbe(t, d, pods["loopback-node-web"].app, "readiness", "connect: connection refused", "node")
+		wantProbe(t, d, pods["loopback-node-web"].app, "liveness", "connect: connection refused", "node")
 		if why := victimProbedWithin(d, victim, 3*time.Second); why != "" {
 			t.Error(why)
 		}
