@@ -95,10 +95,21 @@ func threadsHome(t *testing.T, d *daemon) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checked := 0
 	for _, task := range tasks {
-		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/task/%s/ns/net", pid, task.Name())); err == nil && ns != home {
+		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/task/%s/ns/net", pid, task.Name()))
+		switch {
+		case errors.Is(err, os.ErrNotExist): // the thread ended meanwhile
+		case err != nil:
+			t.Fatal(err)
+		case ns != home:
 			t.Errorf("probelet's thread %s is in %s, not its own %s", task.Name(), ns, home)
+		default:
+			checked++
 		}
+	}
+	if checked == 0 {
+		t.Error("no thread of probelet checked")
 	}
 }
 

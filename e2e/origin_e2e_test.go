@@ -164,7 +164,8 @@ func TestProbeOriginThroughAHostDenyingNetwork(t *testing.T) {
 // TestProbeOriginReachesOnlyThePod (issue 46): a hostile pod under
 // --probe-origin pod, whose probes name the node's loopback (which
 // --allow-probe-host lets a node-origin probe dial), reaches nothing of
-// the node: not from its own namespace, not after its namespace's file is
+// the node: not from its own namespace, not with the preStop hook of
+// probelet's kill, not after its namespace's file is
 // mounted over with the node's namespace while probelet runs (the pinned
 // namespace stays), and not after a restart of probelet with the node's or
 // a victim's namespace mounted there (each refused: a prober error, no
@@ -205,6 +206,20 @@ func TestProbeOriginReachesOnlyThePod(t *testing.T) {
 	wantProbe(t, d, nosy.app, "readiness", refused, "pod net:[")
 	wantProbe(t, d, nosy.app, "liveness", refused, "pod net:[")
 	noConnection("from its own namespace")
+
+	// The preStop hook probelet runs before its own kill comes from the
+	// pod too: aimed at the node's service, it is refused there.
+	hooky := runApp(t, bed, appSpec{name: "hooky", cmd: webApp,
+		probes: probespec.ContainerProbes{Liveness: tcpProbe(9, 1, 1)}, // nothing listens: killed at once
+		ctrAnnotations: map[string]string{probespec.AnnotationPreStopHandler: fmt.Sprintf(
+			`{"httpGet":{"host":"127.0.0.1","path":"/","port":%d}}`, node.port())}})
+	eventually(t, 20*time.Second, "the hooky pod killed after its failed preStop hook", func() (bool, string) {
+		out, _, _ := d.probectl("events", "-o", "json")
+		c, _ := d.ctr(hooky.ctr)
+		return c.RestartsIssued > 0 && strings.Contains(out, probespec.EventFailedPreStopHook),
+			fmt.Sprintf("%d restarts issued", c.RestartsIssued)
+	})
+	noConnection("a preStop hook aimed at the node")
 
 	// The namespace's file now names the node's namespace: the pinned one
 	// is still what the probes come from.

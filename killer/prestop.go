@@ -71,7 +71,11 @@ func (k *Killer) runHook(ctx context.Context, kill prober.Kill, h *prober.Hook, 
 		}
 		return "", nil
 	case prober.HookHTTP:
-		return httpprobe.RunLifecycleGet(h.Context(ctx), k.http, h.HTTP)
+		hctx, err := h.Context(ctx)
+		if err != nil {
+			return "", fmt.Errorf("http lifecycle hook: %w", err)
+		}
+		return httpprobe.RunLifecycleGet(hctx, k.http, h.HTTP)
 	case prober.HookSleep:
 		select {
 		case <-slept:

@@ -98,14 +98,22 @@ func awaitConnect(ctx context.Context, f *os.File) error {
 	switch {
 	case ctx.Err() != nil:
 		return contextError(ctx.Err())
-	case werr != nil:
+	case errors.Is(werr, os.ErrDeadlineExceeded):
 		return os.ErrDeadlineExceeded
+	case werr != nil:
+		return werr
 	}
 	return soErr
 }
 
-// errCanceled is net's text for a dial whose ctx was cancelled.
-var errCanceled = errors.New("operation was canceled")
+// canceledError is net's error for a dial whose ctx was cancelled: its
+// text, and errors.Is context.Canceled.
+type canceledError struct{}
+
+func (canceledError) Error() string        { return "operation was canceled" }
+func (canceledError) Is(target error) bool { return target == context.Canceled }
+
+var errCanceled error = canceledError{}
 
 // contextError is net's word for a dial's ended ctx: "i/o timeout" for a
 // deadline, "operation was canceled" for a cancel.

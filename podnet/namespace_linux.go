@@ -75,7 +75,8 @@ func NewPins() (*Pins, error) {
 // namespace swapped for another pod's or made empty): whatever the path
 // says later, the Namespace keeps the one it opened.
 func (p *Pins) Open(sandbox, path string, ip netip.Addr) (*Namespace, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	// Non-blocking: a FIFO mounted over the file must not hang the open.
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -239,8 +240,9 @@ func (p *Pins) hop(target int, socket func() (int, error)) (int, error) {
 // setns into a namespace the process holds, with the right it has just
 // used, so only the kernel's lack of memory fails it; a thread that cannot
 // return must never run anything else, and the goroutine on it cannot be
-// moved off it: the process stops, as a restart costs the node less than a
-// probe from the wrong namespace.
+// moved off it: the process exits (not a panic, which a recover could
+// stop), as a restart costs the node less than a probe from the wrong
+// namespace.
 func (p *Pins) goHome() {
 	var err error
 	for range 3 {
@@ -248,7 +250,8 @@ func (p *Pins) goHome() {
 			return
 		}
 	}
-	panic(fmt.Sprintf("podnet: a thread cannot leave a pod's network namespace (setns: %v); stopping rather than probe from it", err))
+	fmt.Fprintf(os.Stderr, "podnet: a thread cannot leave a pod's network namespace (setns: %v); exiting rather than probe from it\n", err)
+	os.Exit(2)
 }
 
 // Close releases n: sockets asked of it afterwards get ErrGone; those it

@@ -61,15 +61,26 @@ func (h *handlers) run(ctx context.Context, t *target) (probe.Result, string, pr
 	if t.err != nil {
 		return probe.Unknown, "", method, t.err
 	}
+	if t.kind == kindTCP {
+		tt, err := t.tcpFrom()
+		if err != nil {
+			return probe.Unknown, "", method, err
+		}
+		return h.tcp.ProbeTCP(ctx, tt)
+	}
 	var res probe.Result
 	var out string
 	var err error
-	ctx = podnet.WithNamespace(ctx, t.origin)
+	if t.origin != nil {
+		ns, err := t.origin.namespace()
+		if err != nil {
+			return probe.Unknown, "", method, err
+		}
+		ctx = podnet.WithNamespace(ctx, ns)
+	}
 	switch t.kind {
 	case kindHTTP:
 		res, out, err = h.http(ctx, t.http)
-	case kindTCP:
-		return h.tcp.ProbeTCP(ctx, t.tcp)
 	case kindGRPC:
 		res, out, err = h.grpc(ctx, t.grpcHost, t.grpcPort, t.grpcService, t.timeout)
 	case kindExec:

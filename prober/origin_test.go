@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probelet/probelet/internal/testutil"
 	"github.com/probelet/probelet/internal/testutil/netnstest"
 	"github.com/probelet/probelet/podnet"
 	"github.com/probelet/probelet/prober"
@@ -150,9 +151,8 @@ func TestProbeOriginNamespaceLifecycle(t *testing.T) {
 
 	h.m.RemovePod(pod.UID)
 	h.settle()
-	if pinned := pins.Pinned(); pinned != 0 {
-		t.Fatalf("%d namespaces still pinned after the pod went", pinned)
-	}
+	// Released off the engine's lock, at once.
+	testutil.WaitFor(t, "the pod's namespace released", func() bool { return pins.Pinned() == 0 })
 }
 
 // A pod origin that failed is tried again at the next run: here the
@@ -203,7 +203,11 @@ func TestPreStopHookFromTheProbesOrigin(t *testing.T) {
 			}
 			hook := hooks[0]
 			from := ""
-			if ns := podnet.FromContext(hook.Context(context.Background())); ns != nil {
+			hctx, err := hook.Context(context.Background())
+			if err != nil {
+				t.Fatalf("the hook's context: %v", err)
+			}
+			if ns := podnet.FromContext(hctx); ns != nil {
 				from = ns.Path()
 			}
 			if from != tc.wantFrom {

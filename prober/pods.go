@@ -31,9 +31,12 @@ type podEntry struct {
 	specChangeTold bool
 	workers        []*worker
 	restarts       map[string][]Restart // nil until a probe restarts something
-	// net is the pod's network namespace, pinned at the first probe from
-	// its origin (origin.go).
-	net podNet
+	// net is the pod's network namespace for probes from its origin,
+	// made when a target first wants it, pinned by a run (origin.go).
+	net *podNet
+	// badOriginTold is set once an invalid probelet.io/probe-origin was
+	// logged.
+	badOriginTold bool
 }
 
 // worker returns the worker for container name and probe type t, or nil.
@@ -158,7 +161,11 @@ func (m *Manager) removePodLocked(pe *podEntry) {
 		}
 	}
 	delete(m.reg.pods, pe.pod.UID)
-	pe.net.release()
+	if pe.net != nil {
+		// Off the engine's lock: it may wait for a pin in progress, and
+		// closing the namespace is a system call.
+		go pe.net.close()
+	}
 }
 
 // reindex keeps the container-ID index in step with the pod's containers.

@@ -42,7 +42,7 @@ func (m *Manager) preStopHook(pe *podEntry, c *node.Container, grace time.Durati
 		hook.HTTP.Scheme, hook.HTTP.Path, hook.HTTP.Headers = a.Scheme, a.Path, a.HTTPHeaders
 		hook.HTTP.Host, hook.HTTP.Port, hook.Err = endpoint(a.Host, a.Port, pod, c, m.hostScope(pod))
 		if hook.Err == nil {
-			hook.origin, _, hook.Err = m.origin(pe)
+			hook.origin, _, hook.Err = m.originFor(pe)
 		}
 	case h.Sleep != nil:
 		hook.Kind, hook.Sleep = HookSleep, time.Duration(h.Sleep.Seconds)*time.Second

@@ -239,7 +239,13 @@ func (m *Manager) instant(j *job) (outcome, bool) {
 		o.result, o.output, o.method, ok = m.instantTCP.ProbeTCPInstant(t.tcp)
 	}
 	if !ok && m.startTCP != nil {
-		o.result, o.output, o.method, j.pending, ok = m.startTCP.StartTCP(t.tcp)
+		// From the pod's origin, pinned here, off the lock; a pin that
+		// fails leaves the probe to a runner, which reports it.
+		tt, err := t.tcpFrom()
+		if err != nil {
+			return outcome{}, false
+		}
+		o.result, o.output, o.method, j.pending, ok = m.startTCP.StartTCP(tt)
 		j.begun = o.start
 	}
 	o.duration = m.clock.Since(o.start)

@@ -121,7 +121,7 @@ func (r *registry) probeStatus(w *worker, c *node.Container) ProbeStatus {
 		LastProbeTime:    w.lastProbe,
 		LastOutput:       w.lastOutput,
 		Method:           w.method,
-		Origin:           w.origin,
+		Origin:           originText(w),
 		History:          w.history.records(),
 	}
 	if w.pending != nil && w.pending.containerID == c.ID {

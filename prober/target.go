@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/probelet/probelet/node"
-	"github.com/probelet/probelet/podnet"
 	"github.com/probelet/probelet/prober/probe"
 	"github.com/probelet/probelet/prober/probe/httpprobe"
 	"github.com/probelet/probelet/probespec"
@@ -43,12 +42,12 @@ type target struct {
 	grpcService string
 	execCmd     []string
 	timeout     time.Duration
-	// origin is the pod's network namespace HTTP, gRPC and TCP-dial
-	// probes connect from, nil for the node's; originText names it for
-	// status (applyOrigin).
-	origin     *podnet.Namespace
+	// origin is the pod origin HTTP, gRPC and TCP-dial probes connect
+	// from, pinned by the run; nil for the node's. originText names it
+	// for status (applyOrigin).
+	origin     *podOrigin
 	originText string
-	// originFailed: the pod origin could not be had this time; the next
+	// originFailed: the pod origin could not be tried this time; the next
 	// run prepares the target again rather than keep the error.
 	originFailed bool
 }
@@ -58,21 +57,35 @@ func (t *target) dials() bool {
 	return t.kind == kindHTTP || t.kind == kindTCP || t.kind == kindGRPC
 }
 
-// applyOrigin sets where t connects from (Manager.origin); a pod origin
-// that cannot be used becomes t's error, so nothing is dialled.
+// applyOrigin sets where t connects from (Manager.originFor); a pod
+// origin that cannot be tried becomes t's error, so nothing is dialled.
 func (m *Manager) applyOrigin(t *target, pe *podEntry) {
 	if !t.dials() {
 		return
 	}
-	ns, text, err := m.origin(pe)
+	o, text, err := m.originFor(pe)
 	t.originText = text
 	switch {
 	case err != nil && t.err == nil:
 		t.err, t.originFailed = err, true
-	case err == nil && ns != nil:
-		t.origin = ns
-		t.tcp.Origin = ns // never a typed nil
+	case err == nil:
+		t.origin = o
 	}
+}
+
+// tcpTarget is t's TCP target with its origin pinned: a copy, as runs of
+// one target may overlap; an origin that cannot be pinned is an error.
+func (t *target) tcpFrom() (probe.TCPTarget, error) {
+	tt := t.tcp
+	if t.origin == nil {
+		return tt, nil
+	}
+	ns, err := t.origin.namespace()
+	if err != nil {
+		return tt, err
+	}
+	tt.Origin = ns // never a typed nil: ns is set when err is nil
+	return tt, nil
 }
 
 // prepare resolves p for container c of pod. scope is what the probe may

@@ -72,15 +72,23 @@ type Hook struct {
 	// Grace is how long the kill waits for the hook: the kubelet's grace
 	// before its 2 s floor. The stop gets what is left of it.
 	Grace time.Duration
-	// origin is the pod's namespace an httpGet hook connects from, as its
+	// origin is the pod origin an httpGet hook connects from, as its
 	// probes do; nil for the node's.
-	origin *podnet.Namespace
+	origin *podOrigin
 }
 
 // Context is ctx for the hook's connection: from the pod's namespace
-// when its probes come from there.
-func (h *Hook) Context(ctx context.Context) context.Context {
-	return podnet.WithNamespace(ctx, h.origin)
+// when its probes come from there (pinned now if it is not yet); an
+// error when that namespace cannot be had, which fails the hook.
+func (h *Hook) Context(ctx context.Context) (context.Context, error) {
+	if h.origin == nil {
+		return ctx, nil
+	}
+	ns, err := h.origin.namespace()
+	if err != nil {
+		return ctx, err
+	}
+	return podnet.WithNamespace(ctx, ns), nil
 }
 
 // HookResult is what became of a kill's preStop hook.

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,5 +144,87 @@ func TestProbesDialFromTheirOrigin(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// An httpGet lifecycle hook from a pod's namespace (probelet's preStop
+// before its own kill) reaches the pod's server and never the node's
+// loopback, as the pod's probes do.
+func TestLifecycleHookDialsFromItsOrigin(t *testing.T) {
+	pod := netnstest.New(t)
+	inPod := pod.Listen(t, "tcp", "127.0.0.1:0")
+	serveHTTP(inPod)
+	onNode, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer onNode.Close()
+	serveHTTP(onNode)
+	pins, err := podnet.NewPins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := pins.Open("sandbox-a", pod.Path, netip.MustParseAddr("127.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	ctx := podnet.WithNamespace(context.Background(), ns)
+	client := httpprobe.LifecycleClient()
+	if _, err := httpprobe.RunLifecycleGet(ctx, client, httpprobe.Target{Host: "127.0.0.1", Port: port(inPod), Path: "/"}); err != nil {
+		t.Errorf("the hook to the pod's server: %v", err)
+	}
+	_, err = httpprobe.RunLifecycleGet(ctx, client, httpprobe.Target{Host: "127.0.0.1", Port: port(onNode), Path: "/"})
+	if err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("the hook to the node's loopback: %v, want connection refused from the pod", err)
+	}
+}
+
+// HTTPS probes of the same host and port from two pods' namespaces each
+// reach their own pod's server, however many run at once: no HTTP/2
+// connection dialled in one namespace answers a probe of another.
+func TestHTTPSProbesNeverShareAConnectionAcrossNamespaces(t *testing.T) {
+	a, b := netnstest.New(t), netnstest.New(t)
+	la := a.Listen(t, "tcp", "127.0.0.1:0")
+	lb := b.Listen(t, "tcp", la.Addr().String()) // the same address, in another namespace
+	for name, l := range map[string]net.Listener{"a": la, "b": lb} {
+		s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, name)
+		}))
+		s.Listener = l
+		s.EnableHTTP2 = true
+		s.StartTLS()
+		t.Cleanup(s.Close)
+	}
+	pins, err := podnet.NewPins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	origins := map[string]*podnet.Namespace{}
+	for name, ns := range map[string]*netnstest.NS{"a": a, "b": b} {
+		pinned, err := pins.Open("sandbox-"+name, ns.Path, netip.MustParseAddr("127.0.0.1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pinned.Close()
+		origins[name] = pinned
+	}
+	p := httpprobe.New()
+	target := httpprobe.Target{Scheme: "HTTPS", Host: "127.0.0.1", Port: port(la), Timeout: 5 * time.Second}
+	var wg sync.WaitGroup
+	errs := make(chan string, 200)
+	for i := range 200 {
+		name := []string{"a", "b"}[i%2]
+		wg.Go(func() {
+			res, out, err := p.Probe(podnet.WithNamespace(context.Background(), origins[name]), target)
+			if res != probe.Success || out != name || err != nil {
+				errs <- fmt.Sprintf("a probe from %s: %v %q %v", name, res, out, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }

@@ -42,6 +42,7 @@ type Socket func(netip.Addr) (int, error)
 // StartFrom is Start on a socket from sock; its error, if any, is the
 // dial's.
 func (d *Dialer) StartFrom(addr netip.AddrPort, sock Socket) (*Pending, error) {
+	addr = netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	d.lingering.sweep(time.Now())
 	c, err := dialRaw(addr, sock)
 	if err != nil {

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/probelet/probelet/prober/probe/tcpprobe"
 )
 
 // LifecycleUserAgent is the kubelet v1.37's User-Agent for httpGet
@@ -19,14 +22,19 @@ const LifecycleUserAgent = "kube-lifecycle/1.37"
 // (insecureContainerLifecycleHTTPClient): TLS unverified, as it has nothing
 // to verify against, redirects followed on the same host only, no timeout
 // of its own (the kill's grace bounds a hook, through its context). Unlike
-// the kubelet's it keeps no idle connection — a hook is one request — and
-// bounds the response's headers as probes' are (MaxResponseHeaderBytes).
+// the kubelet's it keeps no idle connection — a hook is one request —,
+// bounds the response's headers as probes' are (MaxResponseHeaderBytes),
+// and dials from the pod's network namespace when the request's context
+// carries one (a pod whose probes come from there). HTTP/1.1 only, as the
+// kubelet's (a TLS config of its own turns net/http's HTTP/2 off), so no
+// connection is ever shared between pods' namespaces.
 func LifecycleClient() *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
 			TLSClientConfig:        &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the kubelet's: nothing to verify against
 			DisableKeepAlives:      true,
 			MaxResponseHeaderBytes: MaxResponseHeaderBytes,
+			DialContext:            tcpprobe.OriginDial((&net.Dialer{}).DialContext),
 		},
 		CheckRedirect: checkRedirect,
 	}

@@ -48,6 +48,7 @@ type Prober struct {
 	// WithNetHTTPTransport or --io=std).
 	transport *http.Transport
 	direct    *httpwire.Transport
+	dialer    *tcpprobe.Dialer
 }
 
 // New returns a Prober configured like the kubelet's: TLS certificates are
@@ -60,22 +61,50 @@ func New(opts ...Option) *Prober {
 	for _, opt := range opts {
 		opt(p)
 	}
-	// SetTransportDefaults adds what the kubelet's transport has on top:
-	// HTTP/2 over TLS, handshake and idle timeouts.
-	dialer := tcpprobe.NewDialer()
-	p.transport = utilnet.SetTransportDefaults(&http.Transport{
+	p.dialer = tcpprobe.NewDialer()
+	p.transport = p.newTransport()
+	if !p.netHTTPOnly && !quietio.Off() {
+		p.direct = &httpwire.Transport{Dial: p.dialer.DialRaw, Next: p.transport, MaxHeaderBytes: MaxResponseHeaderBytes}
+	}
+	return p
+}
+
+// newTransport is the kubelet's probe transport: SetTransportDefaults
+// adds what it has on top, HTTP/2 over TLS, handshake and idle timeouts.
+func (p *Prober) newTransport() *http.Transport {
+	return utilnet.SetTransportDefaults(&http.Transport{
 		TLSClientConfig:    p.tlsConfig,
 		DisableKeepAlives:  true,
 		Proxy:              http.ProxyURL(nil),
 		DisableCompression: true,
-		DialContext:        dialer.DialContext,
+		DialContext:        p.dialer.DialContext,
 		// HTTP/2 (over TLS) takes its header list limit from this too.
 		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	})
-	if !p.netHTTPOnly && !quietio.Off() {
-		p.direct = &httpwire.Transport{Dial: dialer.DialRaw, Next: p.transport, MaxHeaderBytes: MaxResponseHeaderBytes}
+}
+
+// ownTransport is a probe's transport of its own, made at its first
+// request (a plain-HTTP probe on the quiet I/O never makes one) and
+// closed after the probe. A probe from a pod's network namespace uses
+// one: the shared transport's HTTP/2 connections are pooled by host and
+// port, which name different servers in different namespaces, and a
+// connection dialled for one pod's probe must never answer another's.
+type ownTransport struct {
+	p  *Prober
+	tr *http.Transport
+}
+
+func (o *ownTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if o.tr == nil {
+		o.tr = o.p.newTransport()
 	}
-	return p
+	return o.tr.RoundTrip(r)
+}
+
+func (o *ownTransport) close() {
+	if o.tr != nil {
+		o.tr.CloseIdleConnections()
+	}
 }
 
 // Probe sends one GET to t and judges the answer like the kubelet:
@@ -164,16 +193,25 @@ func request(ctx context.Context, t Target, userAgent, kind string) (*http.Reque
 // timer file's, not a Go timer: package deadline); httpwire.ClientTimeout
 // and BodyTimeout then word its errors as that Client would.
 func (p *Prober) client(ctx context.Context, t Target) (*http.Client, context.Context, time.Time, context.CancelFunc) {
-	c := &http.Client{Transport: p.transport, CheckRedirect: checkRedirect}
+	var next http.RoundTripper = p.transport
+	direct, done := p.direct, func() {}
+	if podnet.FromContext(ctx) != nil {
+		own := &ownTransport{p: p}
+		next, done = own, own.close
+		if direct != nil {
+			direct = &httpwire.Transport{Dial: p.dialer.DialRaw, Next: own, MaxHeaderBytes: MaxResponseHeaderBytes}
+		}
+	}
+	c := &http.Client{Transport: next, CheckRedirect: checkRedirect}
 	if p.followNonLocal {
 		c.CheckRedirect = checkRedirectCount
 	}
-	if s, err := t.scheme(); err != nil || s != "http" || p.direct == nil {
+	if s, err := t.scheme(); err != nil || s != "http" || direct == nil {
 		c.Timeout = t.Timeout
-		return c, ctx, time.Time{}, func() {}
+		return c, ctx, time.Time{}, done
 	}
-	c.Transport = p.direct
+	c.Transport = direct
 	at := time.Now().Add(t.Timeout)
 	ctx, cancel := deadline.WithDeadline(ctx, at)
-	return c, ctx, at, cancel
+	return c, ctx, at, func() { cancel(); done() }
 }

@@ -6,8 +6,25 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/probelet/probelet/podnet"
 	"github.com/probelet/probelet/prober/probe"
 )
+
+// DialFunc is how a client dials: net.Dialer.DialContext's shape.
+type DialFunc = func(ctx context.Context, network, address string) (net.Conn, error)
+
+// OriginDial is next for a ctx without a pod's network namespace, and a
+// dial from that namespace for one with it (podnet.WithNamespace): for a
+// client whose connections are not probes' own but must come from where
+// the pod's probes do (lifecycle hooks).
+func OriginDial(next DialFunc) DialFunc {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		if ns := podnet.FromContext(ctx); ns != nil {
+			return dialFrom(ctx, ns, network, address, 0)
+		}
+		return next(ctx, network, address)
+	}
+}
 
 // dialFrom dials address from ns with net's dial on a socket of ns
 // (podnet's DialTCP), within timeout when it is positive. A host that is
