@@ -73,7 +73,7 @@ func (m *Manager) applyOrigin(t *target, pe *podEntry) {
 	}
 }
 
-// tcpTarget is t's TCP target with its origin pinned: a copy, as runs of
+// tcpFrom is t's TCP target with its origin pinned: a copy, as runs of
 // one target may overlap; an origin that cannot be pinned is an error.
 func (t *target) tcpFrom() (probe.TCPTarget, error) {
 	tt := t.tcp
