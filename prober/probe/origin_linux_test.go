@@ -47,34 +47,54 @@ func serveGRPC(t *testing.T, l net.Listener) {
 
 func port(l net.Listener) int { return l.Addr().(*net.TCPAddr).Port }
 
+// originFixture is a pod's namespace with an HTTP server on its 127.0.0.1,
+// one on the node's 127.0.0.1, and the pod's namespace pinned.
+type originFixture struct {
+	pod               *netnstest.NS
+	podHTTP, nodeHTTP net.Listener
+	pins              *podnet.Pins
+	ns                *podnet.Namespace
+}
+
+func newOriginFixture(t *testing.T) *originFixture {
+	t.Helper()
+	f := &originFixture{pod: netnstest.New(t)}
+	f.podHTTP = f.pod.Listen(t, "tcp", "127.0.0.1:0")
+	serveHTTP(f.podHTTP)
+	var err error
+	if f.nodeHTTP, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.nodeHTTP.Close() })
+	serveHTTP(f.nodeHTTP)
+	if f.pins, err = podnet.NewPins(); err != nil {
+		t.Fatal(err)
+	}
+	f.ns = f.pin(t)
+	return f
+}
+
+// pin pins the pod's namespace once more for its sandbox.
+func (f *originFixture) pin(t *testing.T) *podnet.Namespace {
+	t.Helper()
+	ns, err := f.pins.Open("sandbox-a", f.pod.Path, netip.MustParseAddr("127.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Close() })
+	return ns
+}
+
 // Every kind of dialling probe, in both I/O modes, connects from the
 // namespace its origin names: the pod's servers answer, the node's
 // loopback servers are not there, and a namespace released under the
 // probe is a prober error, never a Failure.
 func TestProbesDialFromTheirOrigin(t *testing.T) {
-	pod := netnstest.New(t)
-	podHTTP, podGRPC := pod.Listen(t, "tcp", "127.0.0.1:0"), pod.Listen(t, "tcp", "127.0.0.1:0")
-	serveHTTP(podHTTP)
+	f := newOriginFixture(t)
+	podHTTP, nodeHTTP, ns := f.podHTTP, f.nodeHTTP, f.ns
+	podGRPC := f.pod.Listen(t, "tcp", "127.0.0.1:0")
 	serveGRPC(t, podGRPC)
-	nodeHTTP, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nodeHTTP.Close()
-	serveHTTP(nodeHTTP)
-	pins, err := podnet.NewPins()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns, err := pins.Open("sandbox-a", pod.Path, netip.MustParseAddr("127.0.0.1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	released, err := pins.Open("sandbox-a", pod.Path, netip.MustParseAddr("127.0.0.1"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	released := f.pin(t)
 	_ = released.Close()
 
 	const timeout = 2 * time.Second
@@ -151,30 +171,14 @@ func TestProbesDialFromTheirOrigin(t *testing.T) {
 // before its own kill) reaches the pod's server and never the node's
 // loopback, as the pod's probes do.
 func TestLifecycleHookDialsFromItsOrigin(t *testing.T) {
-	pod := netnstest.New(t)
-	inPod := pod.Listen(t, "tcp", "127.0.0.1:0")
-	serveHTTP(inPod)
-	onNode, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer onNode.Close()
-	serveHTTP(onNode)
-	pins, err := podnet.NewPins()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns, err := pins.Open("sandbox-a", pod.Path, netip.MustParseAddr("127.0.0.1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	ctx := podnet.WithNamespace(context.Background(), ns)
+	f := newOriginFixture(t)
+	inPod, onNode := f.podHTTP, f.nodeHTTP
+	ctx := podnet.WithNamespace(context.Background(), f.ns)
 	client := httpprobe.LifecycleClient()
 	if _, err := httpprobe.RunLifecycleGet(ctx, client, httpprobe.Target{Host: "127.0.0.1", Port: port(inPod), Path: "/"}); err != nil {
 		t.Errorf("the hook to the pod's server: %v", err)
 	}
-	_, err = httpprobe.RunLifecycleGet(ctx, client, httpprobe.Target{Host: "127.0.0.1", Port: port(onNode), Path: "/"})
+	_, err := httpprobe.RunLifecycleGet(ctx, client, httpprobe.Target{Host: "127.0.0.1", Port: port(onNode), Path: "/"})
 	if err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("the hook to the node's loopback: %v, want connection refused from the pod", err)
 	}
