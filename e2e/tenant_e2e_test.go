@@ -41,15 +41,7 @@ func victimApp(t *testing.T, bed *testbed.Bed, cmd []string) app {
 // victimOnTime says why the victim's readiness is not fresh and Ready,
 // or "" when it is: probed within a period and a half, and Ready.
 func victimOnTime(d *daemon, v app) string {
-	c, ok := d.ctr(v.ctr)
-	if !ok {
-		return "the victim is not listed"
-	}
-	r := c.Probes["readiness"]
-	if !c.Ready || r.LastProbeTime == nil || time.Since(*r.LastProbeTime) > 1500*time.Millisecond {
-		return fmt.Sprintf("the victim is late or not ready: ready %v, readiness %+v", c.Ready, r)
-	}
-	return ""
+	return victimProbedWithin(d, v, 1500*time.Millisecond)
 }
 
 // tenantSecret stands for a secretKeyRef value the runtime resolved into

@@ -15,7 +15,7 @@ func (m *Manager) hostScope(pod *node.Pod) probespec.HostScope {
 	s := probespec.HostScope{PodIPs: pod.IPs, CIDRs: m.hostCIDRs}
 	a := pod.API
 	switch {
-	case pod.HostNetwork || (a != nil && a.Spec != nil && a.Spec.HostNetwork):
+	case hostNetworkPod(pod):
 		s.Any = true
 	case a != nil && a.NamespaceKnown:
 		s.Any = a.ProbeHostAllowed
