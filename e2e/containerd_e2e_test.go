@@ -50,11 +50,11 @@ func TestContainerdRestart(t *testing.T) {
 	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		before := d.describe(web.ctr)
 		down := time.Now()
-		if err := bed.StopContainerd(sig); err != nil {
+		if err := bed.StopRuntime(sig); err != nil {
 			t.Fatalf("stop containerd with %v: %v", sig, err)
 		}
 		waitDowntimeRuns(t, d, web, ex, down)
-		if err := bed.StartContainerd(); err != nil {
+		if err := bed.StartRuntime(); err != nil {
 			t.Fatalf("start containerd after %v: %v", sig, err)
 		}
 		took := waitReregistered(t, d, bed, i+2)

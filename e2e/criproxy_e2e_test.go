@@ -95,7 +95,7 @@ func TestCRIProxyRunsAKubelet(t *testing.T) {
 	// containerd restarts: the kubelet's event stream, held by probelet,
 	// does not break (direct, the kubelet spends all 5 of its lifetime
 	// retries while containerd is down and gives Evented PLEG up).
-	if err := bed.RestartContainerd(); err != nil {
+	if err := bed.RestartRuntime(); err != nil {
 		t.Fatal(err)
 	}
 	waitReregistered(t, prober, bed, 2)

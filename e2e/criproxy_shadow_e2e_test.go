@@ -40,7 +40,7 @@ func TestCRIProxyShadowModeOverChurn(t *testing.T) {
 
 	for i := range shadowPods {
 		if i == shadowPods/2 {
-			if err := bed.RestartContainerd(); err != nil {
+			if err := bed.RestartRuntime(); err != nil {
 				t.Fatal(err)
 			}
 			eventually(t, 30*time.Second, "the proxy to resync with the restarted containerd", func() (bool, string) {

@@ -81,7 +81,7 @@ func (c execCost) ms(cpu float64) float64 { return cpu * 1000 / c.probes }
 func measureExec(t *testing.T, bed *testbed.Bed, d *daemon, window time.Duration) execCost {
 	t.Helper()
 	time.Sleep(5 * time.Second) // every worker started, every profile built
-	ctrd, err := bed.ContainerdPID()
+	ctrd, err := bed.RuntimePID()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestBenchKubeletExecThroughProxy(t *testing.T) {
 func measureKubeletExec(t *testing.T, bed *testbed.Bed, k *cluster.Kubelet, p *daemon, window time.Duration) execCost {
 	t.Helper()
 	time.Sleep(5 * time.Second) // the kubelet back on the proxy, every profile built
-	ctrd, err := bed.ContainerdPID()
+	ctrd, err := bed.RuntimePID()
 	if err != nil {
 		t.Fatal(err)
 	}

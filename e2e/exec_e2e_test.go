@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/probelet/probelet/internal/testbed"
+	"github.com/probelet/probelet/prober/probe/execprobe"
 	"github.com/probelet/probelet/probespec"
 )
 
-// TestExecProbeExitCodesAndTimeout: exec probes run through containerd's
+// TestExecProbeExitCodesAndTimeout: exec probes run through the runtime's
 // ExecSync; exit 0 is Success, any other exit code Failure with the
 // command's output, and a command outliving timeoutSeconds is a Failure
-// with the kubelet v1.37 timeout output (command timed out: "sleep 5" timed out after 1s).
+// with the kubelet's output on that runtime (execTimeoutOutput).
 func TestExecProbeExitCodesAndTimeout(t *testing.T) {
 	t.Parallel()
 	bed := testbed.Start(t)
@@ -38,7 +39,7 @@ func TestExecProbeExitCodesAndTimeout(t *testing.T) {
 		t.Errorf("readiness method %q, want exec", r.Method)
 	}
 
-	waitReady(t, d, slow, false, `command timed out: "sleep 5" timed out after 1s`)
+	waitReady(t, d, slow, false, execTimeoutOutput(bed, slowProbe.Exec.Command, time.Second))
 	runs := d.describe(slow.ctr).Probes["readiness"].History
 	for _, r := range runs {
 		if r.Result != "Failure" || !strings.Contains(r.Output, "timed out") || r.Error != "" {
@@ -46,6 +47,18 @@ func TestExecProbeExitCodesAndTimeout(t *testing.T) {
 		}
 	}
 	checkRunSpacing(t, runs, time.Second)
+}
+
+// execTimeoutOutput is the kubelet's output for an exec probe that outlived
+// its timeout, which differs by runtime: containerd ends the call with
+// DeadlineExceeded, which cri-client words `command timed out: "sleep 5"
+// timed out after 1s`; CRI-O answers exit code -1 with stderr "command
+// timed out" (conmon's text), which the kubelet reports as the output.
+func execTimeoutOutput(bed *testbed.Bed, cmd []string, timeout time.Duration) string {
+	if bed.Runtime() == testbed.CRIO {
+		return "command timed out"
+	}
+	return execprobe.TimeoutOutput(cmd, timeout)
 }
 
 // checkRunSpacing: a timed-out run takes its timeout, and runs keep their

@@ -23,7 +23,7 @@ func TestPodRemovedAfterContainerdRestart(t *testing.T) {
 		Readiness: execProbe(1, 1, "true"),
 	}})
 	waitReady(t, d, a, true, "")
-	if err := bed.RestartContainerd(); err != nil {
+	if err := bed.RestartRuntime(); err != nil {
 		t.Fatalf("restart containerd: %v", err)
 	}
 	waitReregistered(t, d, bed, 2)

@@ -150,7 +150,7 @@ func (p preinstalled) writeConfig(socket, metrics string) string {
 func (p preinstalled) restartContainerd() int64 {
 	p.t.Helper()
 	from := logSize(p.t, p.bed)
-	if err := p.bed.RestartContainerd(); err != nil {
+	if err := p.bed.RestartRuntime(); err != nil {
 		p.t.Fatal(err)
 	}
 	return from
@@ -175,7 +175,7 @@ func (p preinstalled) waitLaunched(binary string) int {
 		return pid != 0, "no such process"
 	})
 	ppid, err := parentPID(pid)
-	cpid, cerr := p.bed.ContainerdPID()
+	cpid, cerr := p.bed.RuntimePID()
 	if err != nil || cerr != nil || ppid != cpid {
 		p.t.Errorf("plugin pid %d has parent %d (%v), containerd is %d (%v)", pid, ppid, err, cpid, cerr)
 	}

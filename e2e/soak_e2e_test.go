@@ -401,7 +401,7 @@ func (s *soak) churnOne() {
 }
 
 func (s *soak) restartContainerd() {
-	if err := s.bed.RestartContainerd(); err != nil {
+	if err := s.bed.RestartRuntime(); err != nil {
 		s.errorf("soak: containerd restart: %v", err)
 		return
 	}

@@ -1,22 +1,37 @@
 #!/usr/bin/env bash
 # down.sh DIR: stops the test bed in DIR and removes every trace of it:
-# pods, containerd, its shims and containers, mounts, cgroups, the bridge
+# pods, the runtime (containerd and its shims, or CRI-O and its conmons),
+# containers, mounts, cgroups, the bridge
 # and DIR itself. Touches only processes and objects of this bed, by PID and
 # by name. Idempotent: safe on a half-started or already removed bed.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-# remove_pods: lets containerd stop and remove every pod while it still runs,
+# remove_pods: lets the runtime stop and remove every pod while it still runs,
 # so shims, mounts and CNI state go away the normal way.
 remove_pods() {
-	containerd_pid >/dev/null || return 0
+	runtime_pid >/dev/null || return 0
 	crictl_bed rmp --all --force >/dev/null 2>&1 || log "removing pods failed; cleaning up by force"
 }
 
-# stop_containerd: SIGTERM, SIGKILL after 10 s; one that survives even that
+# stop_runtime: SIGTERM, SIGKILL after 10 s; one that survives even that
 # is left to the steps after it (shims, runc, cgroups).
-stop_containerd() { stop_pid "$BED_PIDFILE" "$BED_CONFIG" containerd || true; }
+stop_runtime() { stop_pid "$BED_PIDFILE" "$BED_CONFIG" "$BED_RUNTIME" || true; }
+
+# kill_conmons: kills CRI-O's container monitors of this bed: conmon
+# processes whose exit directory is this bed's.
+kill_conmons() {
+	local p pid
+	while read -r p; do
+		pid=${p#/proc/}
+		pid=${pid%/cmdline}
+		[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = conmon ] || continue
+		log "killing leftover conmon $pid"
+		kill -KILL "$pid" 2>/dev/null || true
+		wait_gone "$pid" 5 || true
+	done < <(grep -laF -- "$BED_DIR/run/exits" /proc/[0-9]*/cmdline 2>/dev/null || true)
+}
 
 # shim_arg PID NAME: the value after flag NAME in PID's command line, empty
 # when PID has exited meanwhile (shims exit on their own as their
@@ -85,8 +100,9 @@ main() {
 	bed_paths "$dir"
 	if [ -d "$BED_DIR" ]; then
 		remove_pods
-		stop_containerd
+		stop_runtime
 		kill_shims
+		kill_conmons
 		kill_containers
 		remove_cgroups
 		unmount_all "$BED_DIR"

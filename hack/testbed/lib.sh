@@ -25,6 +25,9 @@ CONTAINERD_VERSION=v2.4.2
 RUNC_VERSION=v1.5.2
 CRICTL_VERSION=v1.34.0
 CNI_VERSION=v1.9.1
+# CRI-O, the second runtime (PROBELET_TESTBED_RUNTIME=crio). The module proxy
+# serves this exact version (no version list, no later 1.34 patch).
+CRIO_VERSION=v1.34.0
 
 PAUSE_IMAGE=localhost/probelet/pause:testbed
 BUSYBOX_IMAGE=localhost/probelet/busybox:testbed
@@ -37,12 +40,16 @@ CONTAINERD_DIR=$TESTBED_CACHE/containerd@$CONTAINERD_VERSION
 RUNC_DIR=$TESTBED_CACHE/runc@$RUNC_VERSION
 CRICTL_DIR=$TESTBED_CACHE/crictl@$CRICTL_VERSION
 CNI_DIR=$TESTBED_CACHE/cni-plugins@$CNI_VERSION
+CRIO_DIR=$TESTBED_CACHE/crio@$CRIO_VERSION
 
 CONTAINERD_BIN=$CONTAINERD_DIR/bin/containerd
 CTR_BIN=$CONTAINERD_DIR/bin/ctr
 RUNC_BIN=$RUNC_DIR/bin/runc
 CRICTL_BIN=$CRICTL_DIR/bin/crictl
 CNI_BIN_DIR=$CNI_DIR/bin
+CRIO_BIN=$CRIO_DIR/bin/crio
+PINNS_BIN=$CRIO_DIR/bin/pinns
+COPYIMG_BIN=$CRIO_DIR/bin/copyimg
 
 # bed_hash DIR: a stable hex digest of a test dir, used for names that must
 # differ between concurrent beds (bridge, subnet, cgroup parent).
@@ -79,14 +86,25 @@ images_dir() {
 	printf '%s/images@%s\n' "$TESTBED_CACHE" "$key"
 }
 
-# bed_paths DIR: sets the per-bed paths every script agrees on.
+# bed_runtime DIR: the runtime of the bed in DIR: the one it was first
+# started with (DIR/runtime), else $PROBELET_TESTBED_RUNTIME, else containerd.
+bed_runtime() {
+	local r=${PROBELET_TESTBED_RUNTIME:-containerd}
+	[ -f "$1/runtime" ] && r=$(cat "$1/runtime")
+	case $r in containerd | crio) printf '%s\n' "$r" ;; *) die "unknown runtime '$r' (containerd or crio)" ;; esac
+}
+
+# bed_paths DIR: sets the per-bed paths every script agrees on. The runtime's
+# files are named after it (containerd.sock, crio.sock, ...).
 bed_paths() {
 	BED_DIR=$1
-	BED_SOCK=$BED_DIR/containerd.sock
+	BED_RUNTIME=$(bed_runtime "$BED_DIR")
+	BED_SOCK=$BED_DIR/$BED_RUNTIME.sock
 	BED_NRI_SOCK=$BED_DIR/nri.sock
 	BED_CONFIG=$BED_DIR/config.toml
-	BED_PIDFILE=$BED_DIR/containerd.pid
-	BED_LOG=$BED_DIR/containerd.log
+	[ "$BED_RUNTIME" = crio ] && BED_CONFIG=$BED_DIR/crio.conf
+	BED_PIDFILE=$BED_DIR/$BED_RUNTIME.pid
+	BED_LOG=$BED_DIR/$BED_RUNTIME.log
 	BED_ENVFILE=$BED_DIR/testbed.env
 	BED_CRICTL_CONFIG=$BED_DIR/crictl.yaml
 	BED_BRIDGE=$(bridge_name "$BED_DIR")
@@ -95,11 +113,11 @@ bed_paths() {
 	BED_RUNTIME_CGROUP=$BED_CGROUP_PARENT-runtime
 }
 
-# containerd_pid: prints the PID of this bed's containerd if it is running;
-# the command line must name this bed's config, so a reused PID is ignored.
-containerd_pid() { pid_of "$BED_PIDFILE" "$BED_CONFIG"; }
+# runtime_pid: prints the PID of this bed's runtime if it is running; the
+# command line must name this bed's config, so a reused PID is ignored.
+runtime_pid() { pid_of "$BED_PIDFILE" "$BED_CONFIG"; }
 
-# crictl_bed ARGS...: crictl against this bed's containerd.
+# crictl_bed ARGS...: crictl against this bed's runtime.
 crictl_bed() { "$CRICTL_BIN" --config "$BED_CRICTL_CONFIG" --runtime-endpoint "unix://$BED_SOCK" --image-endpoint "unix://$BED_SOCK" --timeout 10s "$@"; }
 
 # join_cgroup NAME: moves the calling shell into cgroup NAME (a path from

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# up.sh DIR: starts a private containerd with CRI, NRI (socket DIR/nri.sock)
-# and a CNI bridge, all state under DIR, and imports the test images.
-# Builds what is missing first. Idempotent: a running bed is left alone.
+# up.sh DIR: starts a private containerd (or, with PROBELET_TESTBED_RUNTIME=crio,
+# CRI-O) with CRI, NRI (socket DIR/nri.sock) and a CNI bridge, all state
+# under DIR, and imports the test images. Builds what is missing first.
+# Idempotent: a running bed is left alone; a bed keeps its first runtime.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=crio.sh
+. "$(dirname "$0")/crio.sh"
 
 # Unix socket paths are limited to 108 bytes; the longest one is the ttrpc socket.
 MAX_DIR_LEN=80
@@ -159,22 +162,22 @@ start_containerd() {
 
 # wait_ready: polls CRI until the runtime and the network are ready. It
 # watches the started PID itself: right after the fork its command line is
-# still the shell's, so containerd_pid would not know it yet.
+# still the shell's, so runtime_pid would not know it yet.
 wait_ready() {
 	local i status pid
 	pid=$(cat "$BED_PIDFILE")
 	for i in $(seq 1 300); do
-		alive "$pid" || die "containerd exited; its log:
+		alive "$pid" || die "$BED_RUNTIME exited; its log:
 $(tail -c "+$LOG_START" "$BED_LOG" | grep -v 'level=info' | tail -n 20)"
 		status=$(crictl_bed info 2>/dev/null | jq -r '[.status.conditions[] | select(.status) | .type] | join(",")' 2>/dev/null || true)
 		case ",$status," in *,RuntimeReady,*NetworkReady,* | *,NetworkReady,*RuntimeReady,*)
-			containerd_pid >/dev/null || die "pid $pid is not this bed's containerd"
+			runtime_pid >/dev/null || die "pid $pid is not this bed's $BED_RUNTIME"
 			return 0
 			;;
 		esac
 		sleep 0.1
 	done
-	die "containerd at $BED_SOCK not ready after 30s; its log:
+	die "$BED_RUNTIME at $BED_SOCK not ready after 30s; its log:
 $(tail -c "+$LOG_START" "$BED_LOG" | tail -n 20)"
 }
 
@@ -201,24 +204,34 @@ main() {
 	dir=$(marked_dir "$BED_MARKER" "$1")
 	bed_paths "$dir"
 	[ ${#BED_DIR} -le $MAX_DIR_LEN ] || die "$BED_DIR is longer than $MAX_DIR_LEN bytes; unix socket paths under it would not fit"
-	"$TESTBED_HACK/build.sh" >/dev/null
+	PROBELET_TESTBED_RUNTIME=$BED_RUNTIME "$TESTBED_HACK/build.sh" >/dev/null
 	IMAGES=$("$TESTBED_HACK/images.sh")
 	go_env
 	mkdir -p "$BED_DIR"
 	touch "$BED_DIR/$BED_MARKER"
+	printf '%s\n' "$BED_RUNTIME" >"$BED_DIR/runtime"
 	mkdir -p "$BED_DIR"/{root,state,runc,cni/conf,cni/ipam,nri/plugins,nri/conf}
-	if pid=$(containerd_pid); then
-		log "containerd already running (pid $pid) for $BED_DIR"
+	if pid=$(runtime_pid); then
+		log "$BED_RUNTIME already running (pid $pid) for $BED_DIR"
 	else
 		setup_network
 		write_cni_config
-		write_containerd_config
 		write_crictl_config
-		start_containerd
+		if [ "$BED_RUNTIME" = crio ]; then
+			write_crio_config
+			start_crio
+		else
+			write_containerd_config
+			start_containerd
+		fi
 		wait_ready
-		log "containerd pid $(cat "$BED_PIDFILE") ready at $BED_SOCK"
+		log "$BED_RUNTIME pid $(cat "$BED_PIDFILE") ready at $BED_SOCK"
 	fi
-	import_images
+	if [ "$BED_RUNTIME" = crio ]; then
+		import_images_crio
+	else
+		import_images
+	fi
 	"$TESTBED_HACK/env.sh" "$BED_DIR"
 }
 

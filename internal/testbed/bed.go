@@ -1,6 +1,8 @@
 package testbed
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -21,23 +23,38 @@ const (
 	bedMarker = ".probelet-testbed"
 )
 
-// bedKind is how hack/testbed names, marks and tears down a bed's directory.
-var bedKind = harness.Kind{
-	Noun:   "test bed",
-	Prefix: "pbt-",
-	Marker: bedMarker,
-	Down:   []string{"down.sh"},
-	Logs:   []harness.Log{{File: "containerd.log", Lines: 30}},
+// bedKind is how hack/testbed names, marks and tears down a bed's
+// directory of runtime.
+func bedKind(runtime string) harness.Kind {
+	return harness.Kind{
+		Noun:   runtime + " test bed",
+		Prefix: "pbt-",
+		Marker: bedMarker,
+		Down:   []string{"down.sh"},
+		Logs:   []harness.Log{{File: runtime + ".log", Lines: 30}},
+	}
 }
 
-// Bed is one running containerd test bed. Its methods are safe for
-// concurrent use.
+// DefaultRuntime is the runtime Start runs unless told (WithRuntime):
+// $PROBELET_TESTBED_RUNTIME, else containerd. The e2e suite's core runs
+// once per runtime this way.
+func DefaultRuntime() string {
+	if r := os.Getenv("PROBELET_TESTBED_RUNTIME"); r != "" {
+		return r
+	}
+	return Containerd
+}
+
+// Bed is one running test bed: containerd or CRI-O. Its methods are safe
+// for concurrent use.
 type Bed struct {
 	t            testing.TB
+	runtime      string
 	scripts      harness.Scripts
 	owned        *harness.Owned
 	crictl       string
 	ctr          string
+	copyimg      string // CRI-O beds only
 	bridge       string
 	cgroupParent string
 
@@ -46,46 +63,51 @@ type Bed struct {
 	seq  int
 }
 
-// Start builds what is missing, starts a containerd test bed in a fresh
-// directory and registers its teardown with t.Cleanup. It never returns on
-// failure: the test is failed (or, without root outside CI, skipped).
+// Start builds what is missing, starts a test bed (containerd unless
+// $PROBELET_TESTBED_RUNTIME or WithRuntime says crio) in a fresh directory
+// and registers its teardown with t.Cleanup. It never returns on failure:
+// the test is failed (or, without root outside CI, skipped).
 func Start(t testing.TB, opts ...Option) *Bed {
 	t.Helper()
-	harness.RequireRoot(t, "testbed: the containerd test bed")
+	harness.RequireRoot(t, "testbed: the test bed")
 	b, err := newBed(t, opts)
 	if err != nil {
 		t.Fatalf("testbed: %v", err)
 	}
 	if err := b.up(); err != nil {
-		t.Fatalf("testbed: cannot start the containerd test bed: %v", err)
+		t.Fatalf("testbed: cannot start the %s test bed: %v", b.runtime, err)
 	}
 	return b
 }
 
 func newBed(t testing.TB, opts []Option) (*Bed, error) {
-	b := &Bed{t: t, scripts: harness.NewScripts("testbed", defaultStartTimeout), pods: map[string]*podRecord{}}
+	b := &Bed{t: t, runtime: DefaultRuntime(), scripts: harness.NewScripts("testbed", defaultStartTimeout), pods: map[string]*podRecord{}}
 	for _, opt := range opts {
 		if err := opt(b); err != nil {
 			return nil, err
 		}
 	}
+	if b.runtime != Containerd && b.runtime != CRIO {
+		return nil, fmt.Errorf("unknown runtime %q (%s or %s)", b.runtime, Containerd, CRIO)
+	}
+	b.scripts.Env = append(b.scripts.Env, "PROBELET_TESTBED_RUNTIME="+b.runtime)
 	if err := b.scripts.Locate(); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-// up builds, claims a fresh directory and starts containerd in it.
+// up builds, claims a fresh directory and starts the runtime in it.
 func (b *Bed) up() error {
 	bins, err := b.scripts.Build("crictl", "ctr")
 	if err != nil {
 		return err
 	}
-	b.crictl, b.ctr = bins["crictl"], bins["ctr"]
-	if b.owned, err = harness.Claim(b.t, b.scripts, bedKind); err != nil {
+	b.crictl, b.ctr, b.copyimg = bins["crictl"], bins["ctr"], bins["copyimg"]
+	if b.owned, err = harness.Claim(b.t, b.scripts, bedKind(b.runtime)); err != nil {
 		return err
 	}
-	b.t.Logf("testbed: starting containerd in %s", b.Dir())
+	b.t.Logf("testbed: starting %s in %s", b.runtime, b.Dir())
 	return b.startIn(b.Dir())
 }
 
@@ -102,18 +124,23 @@ func (b *Bed) startIn(dir string) error {
 	return nil
 }
 
-// Stop tears the bed down: every pod, containerd, its shims and containers,
-// mounts, cgroups, the bridge and the directory. Idempotent; Start
-// registers it with t.Cleanup, so tests call it only to check the result.
+// Stop tears the bed down: every pod, the runtime, its shims (conmons) and
+// containers, mounts, cgroups, the bridge and the directory. Idempotent;
+// Start registers it with t.Cleanup, so tests call it only to check the
+// result.
 func (b *Bed) Stop() error { return b.owned.Stop() }
 
-// Dir is the bed's directory; every file of this containerd lives under it.
+// Dir is the bed's directory; every file of its runtime lives under it.
 func (b *Bed) Dir() string { return b.owned.Dir() }
 
-// CRIEndpoint is containerd's CRI endpoint, unix://DIR/containerd.sock.
+// Runtime is the bed's runtime: Containerd or CRIO.
+func (b *Bed) Runtime() string { return b.runtime }
+
+// CRIEndpoint is the runtime's CRI endpoint, unix://DIR/containerd.sock
+// (or crio.sock).
 func (b *Bed) CRIEndpoint() string { return "unix://" + b.socket() }
 
-// NRISocket is the path where containerd accepts NRI plugins.
+// NRISocket is the path where the runtime accepts NRI plugins.
 func (b *Bed) NRISocket() string { return filepath.Join(b.Dir(), "nri.sock") }
 
 // Bridge is the name of the bed's CNI bridge (created with the first pod).
@@ -126,7 +153,7 @@ func (b *Bed) CgroupParent() string { return b.cgroupParent }
 // pointing it at other CRI sockets.
 func (b *Bed) CrictlPath() string { return b.crictl }
 
-// LogPath is containerd's log file.
-func (b *Bed) LogPath() string { return filepath.Join(b.Dir(), "containerd.log") }
+// LogPath is the runtime's log file.
+func (b *Bed) LogPath() string { return filepath.Join(b.Dir(), b.runtime+".log") }
 
-func (b *Bed) socket() string { return filepath.Join(b.Dir(), "containerd.sock") }
+func (b *Bed) socket() string { return filepath.Join(b.Dir(), b.runtime+".sock") }

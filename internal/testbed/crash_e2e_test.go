@@ -29,7 +29,7 @@ func TestStopAfterContainerdCrash(t *testing.T) {
 	if _, err := os.Stat(shimSocket); err != nil {
 		t.Fatalf("shim socket of pod %s: %v", podID, err)
 	}
-	if err := bed.StopContainerd(syscall.SIGKILL); err != nil {
+	if err := bed.StopRuntime(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	if err := bed.Stop(); err != nil {

@@ -21,3 +21,9 @@ func WithScriptsDir(dir string) Option {
 func WithStartTimeout(d time.Duration) Option {
 	return func(b *Bed) error { return b.scripts.SetStartTimeout(d) }
 }
+
+// WithRuntime sets the bed's runtime, Containerd or CRIO (default
+// DefaultRuntime).
+func WithRuntime(runtime string) Option {
+	return func(b *Bed) error { b.runtime = runtime; return nil }
+}

@@ -13,6 +13,7 @@ import (
 type podRecord struct {
 	spec     PodSpec
 	dir      string         // where its JSON configs are
+	logDir   string         // the pod's log directory
 	attempts map[string]int // containers created per name
 }
 
@@ -50,6 +51,11 @@ func (b *Bed) runSandbox(p PodSpec, withContainer bool) (*podRecord, string, err
 	}
 	dir := filepath.Join(b.Dir(), "specs", strconv.Itoa(seq))
 	logDir := filepath.Join(b.Dir(), "logs", fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID))
+	// The kubelet makes the pod's log directory (and each container's in
+	// it) before it asks the runtime; CRI-O's conmon does not.
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, "", err
+	}
 	if err := writeJSON(filepath.Join(dir, "pod.json"), buildPodConfig(p, logDir, b.cgroupParent)); err != nil {
 		return nil, "", err
 	}
@@ -57,7 +63,7 @@ func (b *Bed) runSandbox(p PodSpec, withContainer bool) (*podRecord, string, err
 	if err != nil {
 		return nil, "", fmt.Errorf("testbed: pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	rec := &podRecord{spec: p, dir: dir, attempts: map[string]int{}}
+	rec := &podRecord{spec: p, dir: dir, logDir: logDir, attempts: map[string]int{}}
 	b.mu.Lock()
 	b.pods[podID] = rec
 	b.mu.Unlock()
@@ -96,6 +102,9 @@ func (b *Bed) startContainer(podID string, rec *podRecord, c ContainerSpec) (str
 		return "", fmt.Errorf("%s: %w", where, err)
 	}
 	file := filepath.Join(rec.dir, fmt.Sprintf("%s-%d.json", c.Name, attempt))
+	if err := os.MkdirAll(filepath.Join(rec.logDir, c.Name), 0o755); err != nil {
+		return "", err
+	}
 	if err := writeJSON(file, cfg); err != nil {
 		return "", err
 	}

@@ -54,7 +54,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil || st.Pid == 0 {
 		t.Fatalf("second pod: state %+v, %v", st, err)
 	}
-	pid, err := bed.ContainerdPID()
+	pid, err := bed.RuntimePID()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,29 +222,29 @@ func checkAnnotations(t *testing.T, bed *testbed.Bed, podID, ctrID string) {
 // checkRestartContainerd: containerd comes back with a new PID while the
 // pod keeps serving.
 func checkRestartContainerd(t *testing.T, bed *testbed.Bed, ip string) {
-	before, err := bed.ContainerdPID()
+	before, err := bed.RuntimePID()
 	if err != nil {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	if err := bed.RestartContainerd(); err != nil {
+	if err := bed.RestartRuntime(); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("containerd restarted in %v", time.Since(began).Round(time.Millisecond))
-	after, err := bed.ContainerdPID()
+	after, err := bed.RuntimePID()
 	if err != nil || after == before {
 		t.Errorf("containerd pid %d → %d (%v), want a new process", before, after, err)
 	}
 	if got := httpGet(t, ip); got != indexHTML {
 		t.Errorf("after the restart GET = %q", got)
 	}
-	if err := bed.StopContainerd(syscall.SIGKILL); err != nil {
+	if err := bed.StopRuntime(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bed.ContainerdPID(); err == nil {
+	if _, err := bed.RuntimePID(); err == nil {
 		t.Error("containerd still running after SIGKILL")
 	}
-	if err := bed.StartContainerd(); err != nil {
+	if err := bed.StartRuntime(); err != nil {
 		t.Fatal(err)
 	}
 	dialNRI(t, bed)

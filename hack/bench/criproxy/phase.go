@@ -113,7 +113,7 @@ func (b *bench) phase(mode string) (phaseResult, error) {
 		return res, err
 	}
 	b.r.Logf("   restarting containerd")
-	if err := b.bed.RestartContainerd(); err != nil {
+	if err := b.bed.RestartRuntime(); err != nil {
 		return res, err
 	}
 	if _, err := waitPods(b.ctx, k, b.c.pods, 1); err != nil {
@@ -132,7 +132,7 @@ func (b *bench) phase(mode string) (phaseResult, error) {
 
 // steady measures CPU and relist durations over the window.
 func (b *bench) steady(k *cluster.Kubelet, pl *probeletProc, res *phaseResult) error {
-	ctrd, err := b.bed.ContainerdPID()
+	ctrd, err := b.bed.RuntimePID()
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,8 @@ type Scripts struct {
 	// StartTimeout bounds build.sh and the scripts that start things,
 	// including a cold build.
 	StartTimeout time.Duration
+	// Env is added to every script's environment (KEY=VALUE).
+	Env []string
 }
 
 // NewScripts is hack/name's scripts with the default cache (CacheDir).
@@ -77,7 +79,7 @@ func (s Scripts) Run(timeout time.Duration, name string, args ...string) ([]byte
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(s.Dir, name), args...)
-	cmd.Env = append(os.Environ(), "PROBELET_TESTBED_CACHE="+s.CacheDir)
+	cmd.Env = append(append(os.Environ(), "PROBELET_TESTBED_CACHE="+s.CacheDir), s.Env...)
 	// What the scripts start logs to files, but a stray inherited pipe
 	// must not hang us.
 	cmd.WaitDelay = 5 * time.Second
