@@ -36,6 +36,10 @@ type Runtime interface {
 	StopContainer(ctx context.Context, id string, grace time.Duration) error
 }
 
+// runtimePider is a Runtime that knows the runtime's pid as this process
+// sees it (cri/client: SO_PEERCRED of its connection).
+type runtimePider interface{ RuntimePid() int32 }
+
 // Killer stops containers through CRI StopContainer, with the grace
 // period as its timeout; the kubelet then restarts them by the pod's
 // restart policy.
@@ -151,6 +155,20 @@ func (k *Killer) KillContainer(ctx context.Context, kill prober.Kill, report cha
 	}
 }
 
+// witness is a process that outlives the container and shows, while it is
+// visible, that this process sees the container's pids at all: the pod's
+// sandbox process, else the runtime's own (CRI-O without an infra
+// container has no sandbox process, and its NRI reports pid 0).
+func (k *Killer) witness(kill prober.Kill) uint32 {
+	if kill.SandboxPid != 0 {
+		return kill.SandboxPid
+	}
+	if rp, ok := k.rt.(runtimePider); ok && rp.RuntimePid() > 0 {
+		return uint32(rp.RuntimePid())
+	}
+	return 0
+}
+
 // Running is the first stage: the kubelet only kills a container that
 // runs, and the engine decided on its own view, which the container's exit
 // may not have reached yet. So the runtime is asked (ContainerStatus), and
@@ -175,9 +193,12 @@ func (k *Killer) Running(ctx context.Context, kill prober.Kill) error {
 		return fmt.Errorf("%w: container %s is %s (exit code %d)", node.ErrNotRunning, kill.ContainerID,
 			st.GetState(), st.GetExitCode())
 	}
-	if k.procs.exited(kill.Pid, kill.SandboxPid) {
+	witness := k.witness(kill)
+	if k.procs.exited(kill.Pid, witness) {
 		return fmt.Errorf("%w: the init process (pid %d) of container %s is exiting or has exited; the runtime has not processed the exit yet",
 			node.ErrNotRunning, kill.Pid, kill.ContainerID)
 	}
+	k.log.Debug("The container to kill runs", zap.String("containerID", kill.ContainerID),
+		zap.Uint32("pid", kill.Pid), zap.Uint32("witnessPid", witness))
 	return nil
 }

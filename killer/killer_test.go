@@ -29,10 +29,13 @@ type fakeRuntime struct {
 	status    *runtimeapi.ContainerStatusResponse // nil: c1 is unknown (NotFound)
 	statusErr error
 	stopErr   error
+	pid       int32 // the runtime's pid as seen here (RuntimePid)
 
 	mu    sync.Mutex
 	stops []time.Duration // the grace of each StopContainer
 }
+
+func (f *fakeRuntime) RuntimePid() int32 { return f.pid }
 
 func (f *fakeRuntime) ContainerStatus(_ context.Context, id string) (*runtimeapi.ContainerStatusResponse, error) {
 	switch {
@@ -117,7 +120,12 @@ func TestAKillAsksTheRuntimeThenTheKernelFirst(t *testing.T) {
 		statusErr error
 		stopErr   error
 		procs     map[uint32]task // the fake /proc; init is 100, sandbox 50
-		want      string          // the outcomes
+		// noSandbox: the pod has no sandbox process (CRI-O without an
+		// infra container; its NRI says pid 0); runtimePid is the
+		// runtime's pid, the witness then.
+		noSandbox  bool
+		runtimePid int32
+		want       string // the outcomes
 	}{
 		{name: "running", status: running(), want: "Issued,Done"},
 		{name: "exited on its own", status: &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{
@@ -135,15 +143,24 @@ func TestAKillAsksTheRuntimeThenTheKernelFirst(t *testing.T) {
 		{name: "init sleeping", status: running(), procs: map[uint32]task{50: sleeping, 100: sleeping}, want: "Issued,Done"},
 		{name: "init sleeping, stat unreadable", status: running(), procs: map[uint32]task{50: sleeping, 100: {state: "S", malformed: true}}, want: "Issued,Done"},
 		{name: "pids not visible (no hostPID)", status: running(), procs: map[uint32]task{}, want: "Issued,Done"},
+		{name: "no sandbox process: init reaped, the runtime visible", status: running(), noSandbox: true, runtimePid: 60,
+			procs: map[uint32]task{60: sleeping}, want: "NotRunning"},
+		{name: "no sandbox process: init sleeping", status: running(), noSandbox: true, runtimePid: 60,
+			procs: map[uint32]task{60: sleeping, 100: sleeping}, want: "Issued,Done"},
+		{name: "no sandbox process, runtime not visible", status: running(), noSandbox: true, procs: map[uint32]task{}, want: "Issued,Done"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rt := &fakeRuntime{status: tc.status, statusErr: tc.statusErr, stopErr: tc.stopErr}
+			rt := &fakeRuntime{status: tc.status, statusErr: tc.statusErr, stopErr: tc.stopErr, pid: tc.runtimePid}
 			k, err := killer.New(rt, killer.WithProcRoot(fakeProc(t, tc.procs)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := kill(t, k, prober.Kill{ContainerID: "c1", GracePeriod: time.Second, Pid: 100, SandboxPid: 50})
+			sandboxPid := uint32(50)
+			if tc.noSandbox {
+				sandboxPid = 0
+			}
+			got := kill(t, k, prober.Kill{ContainerID: "c1", GracePeriod: time.Second, Pid: 100, SandboxPid: sandboxPid})
 			if kinds(got) != tc.want {
 				t.Fatalf("outcomes %s (%+v), want %s", kinds(got), got, tc.want)
 			}

@@ -12,9 +12,10 @@ import (
 type procs struct{ root string }
 
 // exited reports whether the process pid has exited or is exiting: it has
-// the PF_EXITING flag, it is a zombie, or it is gone while sandboxPid (the
-// pod's sandbox process, which outlives the containers) is visible — so
-// this process can see the pod's processes at all. Unknown pids, or pids
+// the PF_EXITING flag, it is a zombie, or it is gone while sandboxPid (a
+// witness: the pod's sandbox process, which outlives the containers, or the
+// runtime's) is visible — so this process can see the pod's processes at
+// all. Unknown pids, or pids
 // this process cannot see, say nothing: false. A pid the kernel reused
 // within the moment between exit and check would read as running; the kill
 // then goes ahead, as it did before this check.

@@ -118,11 +118,13 @@ func (c *Cache) upsertContainer(ct Container) (*podEntry, *ctrEntry, node.EventT
 		c.ctrs[ct.ID] = ce
 		pe.ctrs[ct.ID] = ce
 		c.dropSuperseded(pe, ce)
+		c.askFacts(ce)
 		return pe, ce, firstEvent(ct.State), true
 	}
 	old := ce.c.State
 	ce.c = mergeContainer(ce.c, ct.Container)
 	ce.seen = c.clock.Now()
+	c.askFacts(ce)
 	typ, changed := transition(old, ce.c.State)
 	return c.pods[ce.sandboxID], ce, typ, changed
 }
@@ -196,6 +198,7 @@ func (c *Cache) removeContainer(id string) (*podEntry, *ctrEntry) {
 		return nil, nil
 	}
 	delete(c.ctrs, id)
+	delete(c.unfilled, id)
 	pe := c.pods[ce.sandboxID]
 	if pe != nil {
 		delete(pe.ctrs, id)

@@ -40,8 +40,11 @@ type Cache struct {
 	removed       map[string]time.Time
 
 	// undated signals (buffer 1, never blocking) that a sandbox without a
-	// creation time was recorded; the Reconciler asks CRI for it.
+	// creation time, or a container without the facts of its state, was
+	// recorded; the Reconciler asks CRI for them.
 	undated chan struct{}
+	// unfilled are the containers whose facts the Reconciler is to read.
+	unfilled map[string]bool
 }
 
 // podEntry is one sandbox and what was derived from it.
@@ -69,6 +72,10 @@ type ctrEntry struct {
 	// orphan marks an exited container kept through a Synchronize: after
 	// a runtime restart nobody announces its removal (containerd #8426).
 	orphan bool
+	// factsAsked is the state the reconciler was last asked to fill facts
+	// for; askedFacts says whether it was asked at all.
+	factsAsked node.ContainerState
+	askedFacts bool
 }
 
 // Option configures a Cache.
@@ -119,7 +126,8 @@ func New(sink Sink, opts ...Option) (*Cache, error) {
 		ctrs:  map[string]*ctrEntry{},
 		api:   map[string]*node.APIPod{},
 
-		undated: make(chan struct{}, 1),
+		undated:  make(chan struct{}, 1),
+		unfilled: map[string]bool{},
 	}
 	for _, o := range opts {
 		if err := o(c); err != nil {

@@ -49,3 +49,55 @@ func TestAskDateOncePerSandbox(t *testing.T) {
 		}
 	}
 }
+
+// A container is asked about once per state, and only when NRI left out a
+// fact of that state: containerd's events carry them all, CRI-O's none.
+func TestAskFactsOncePerState(t *testing.T) {
+	at := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	sb := Sandbox{ID: "sbA", UID: "uidA", CreatedAt: at}
+	full := func(state node.ContainerState) Container {
+		c := Container{SandboxID: "sbA", Container: node.Container{ID: "a1", Name: "web", State: state, CreatedAt: at}}
+		if state != node.StateCreated {
+			c.StartedAt, c.Pid = at, 42
+		}
+		if state == node.StateExited {
+			c.FinishedAt, c.ExitCode, c.Pid = at, 1, 0
+		}
+		return c
+	}
+	bare := func(id string, state node.ContainerState) Container {
+		return Container{SandboxID: "sbA", Container: node.Container{ID: id, Name: "web", State: state}}
+	}
+	steps := []struct {
+		name string
+		ctr  Container
+		want bool
+	}{
+		{"containerd: created", full(node.StateCreated), false},
+		{"containerd: running", full(node.StateRunning), false},
+		{"containerd: exited", full(node.StateExited), false},
+		{"CRI-O: created", bare("b1", node.StateCreated), true},
+		{"CRI-O: created again", bare("b1", node.StateCreated), false},
+		{"CRI-O: running", bare("b1", node.StateRunning), true},
+		{"CRI-O: running again", bare("b1", node.StateRunning), false},
+		{"CRI-O: exited", bare("b1", node.StateExited), true},
+	}
+	c, err := New(nopSink{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.RunPod(at, sb)
+	for _, s := range steps {
+		c.UpdateContainer(at, sb, s.ctr)
+		asked := len(c.undated) > 0
+		if asked != s.want {
+			t.Errorf("%s: asked %v, want %v", s.name, asked, s.want)
+		}
+		if asked {
+			<-c.undated
+			if ids := c.takeUnfilled(); len(ids) != 1 || ids[0] != s.ctr.ID {
+				t.Errorf("%s: unfilled %v, want [%s]", s.name, ids, s.ctr.ID)
+			}
+		}
+	}
+}

@@ -18,6 +18,10 @@ type ListedSandbox struct {
 	Ready bool
 }
 
+// ErrNotFound is what RuntimeLister's Status calls wrap when the runtime
+// does not know the item (any more).
+var ErrNotFound = errors.New("not found by the runtime")
+
 // RuntimeLister is the runtime's own account (CRI) that the safety
 // reconcile compares the cache with. Listings may leave fields zero; the
 // Status calls return everything the runtime knows about one item.

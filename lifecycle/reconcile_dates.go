@@ -1,7 +1,9 @@
 package lifecycle
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -53,8 +55,42 @@ func (c *Cache) fillCreated(sbs []ListedSandbox) int {
 	return n
 }
 
-// dater runs dateSandboxes when the cache asks, retrying a failed listing
-// with capped exponential backoff.
+// fillContainers reads CRI's status of every container the cache asked
+// about and fills what NRI did not carry. A container gone meanwhile is
+// dropped; one whose status failed otherwise is asked about again, and so
+// is one whose CRI state is behind its NRI state (CRI-O reports a container
+// CREATED for a while after NRI's PostStartContainer): it reports later.
+func (r *Reconciler) fillContainers(ctx context.Context) (later bool, err error) {
+	ids := r.cache.takeUnfilled()
+	var failed, behindIDs []string
+	var firstErr error
+	n := 0
+	for _, id := range ids {
+		st, err := r.rt.ContainerStatus(ctx, id)
+		if err != nil {
+			if !errors.Is(err, ErrNotFound) {
+				failed = append(failed, id)
+				firstErr = cmp.Or(firstErr, fmt.Errorf("container %s status: %w", id, err))
+			}
+			continue
+		}
+		filled, behind := r.cache.fillFacts(st)
+		if filled {
+			n++
+		}
+		if behind {
+			behindIDs = append(behindIDs, id)
+		}
+	}
+	if n > 0 {
+		r.log.Debug("Filled container facts from CRI", zap.Int("containers", n))
+	}
+	r.cache.retryUnfilled(append(failed, behindIDs...))
+	return len(behindIDs) > 0, firstErr
+}
+
+// dater runs dateSandboxes and fillContainers when the cache asks,
+// retrying a failed call with capped exponential backoff.
 type dater struct {
 	r     *Reconciler
 	wait  time.Duration
@@ -63,17 +99,21 @@ type dater struct {
 }
 
 func (d *dater) run(ctx context.Context) {
-	err := d.r.dateSandboxes(ctx)
+	later, ferr := d.r.fillContainers(ctx)
+	err := errors.Join(d.r.dateSandboxes(ctx), ferr)
 	if err == nil || ctx.Err() != nil {
 		d.wait, d.fails, d.retry = 0, 0, nil
+		if later && ctx.Err() == nil {
+			d.retry = d.r.clock.After(dateRetryMin)
+		}
 		return
 	}
 	d.fails++
 	d.wait = min(max(2*d.wait, dateRetryMin), dateRetryMax)
 	d.retry = d.r.clock.After(d.wait)
 	if d.fails == 1 {
-		d.r.log.Warn("Cannot read pod creation times from CRI yet, retrying", zap.Error(err))
+		d.r.log.Warn("Cannot read pod and container times from CRI yet, retrying", zap.Error(err))
 	} else {
-		d.r.log.Debug("Pod creation times: CRI listing failed", zap.Int("attempt", d.fails), zap.Error(err))
+		d.r.log.Debug("Pod and container times: CRI failed", zap.Int("attempt", d.fails), zap.Error(err))
 	}
 }

@@ -3,6 +3,7 @@ package lifecycle_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"sync"
 	"testing"
@@ -22,6 +23,8 @@ type fakeRuntime struct {
 	sbStatus map[string]lifecycle.Sandbox
 	listErr  error
 	lists    int
+	// statusCalls counts ContainerStatus calls.
+	statusCalls int
 	// failLists makes the first failLists sandbox listings fail.
 	failLists int
 	// during runs inside ListContainers, after the listing is taken.
@@ -53,10 +56,29 @@ func (f *fakeRuntime) SandboxStatus(_ context.Context, id string) (lifecycle.San
 }
 
 func (f *fakeRuntime) ContainerStatus(_ context.Context, id string) (lifecycle.Container, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.statusCalls++
 	if c, ok := f.status[id]; ok {
 		return c, nil
 	}
-	return lifecycle.Container{}, errors.New("not found")
+	return lifecycle.Container{}, fmt.Errorf("container %s: %w", id, lifecycle.ErrNotFound)
+}
+
+// setStatus changes what ContainerStatus answers for c.ID.
+func (f *fakeRuntime) setStatus(c lifecycle.Container) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.status == nil {
+		f.status = map[string]lifecycle.Container{}
+	}
+	f.status[c.ID] = c
+}
+
+func (f *fakeRuntime) statusCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.statusCalls
 }
 
 func (f *fakeRuntime) listCount() int {

@@ -1,15 +1,23 @@
 package plugin
 
 import (
+	"cmp"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
 	"github.com/containerd/nri/pkg/api"
 
 	"github.com/probelet/probelet/lifecycle"
 	"github.com/probelet/probelet/node"
 )
 
-// annotationImageName is where containerd records a container's image
-// reference, used when the NRI message has no image.
-const annotationImageName = "io.kubernetes.cri.image-name"
+// Where the runtimes record a container's image reference as the pod spec
+// named it, used when the NRI message has no image (CRI-O's never has).
+const (
+	annotationImageName     = "io.kubernetes.cri.image-name" // containerd
+	annotationCRIOImageName = "io.kubernetes.cri-o.Image"    // CRI-O
+)
 
 // sandboxFrom translates an NRI pod. A nil pod gives a zero Sandbox.
 func sandboxFrom(p *api.PodSandbox) lifecycle.Sandbox {
@@ -43,18 +51,44 @@ func netNS(nss []*api.LinuxNamespace, pid uint32) string {
 
 // network tells from the sandbox's namespaces whether it has a network
 // namespace of its own: containerd lists every namespace the sandbox was
-// created with, and none of type network for a hostNetwork pod. No
-// namespaces at all says nothing.
+// created with, and none of type network for a hostNetwork pod; CRI-O lists
+// the node's own namespace (pinned like a pod's) for one. No namespaces at
+// all says nothing.
 func network(nss []*api.LinuxNamespace) lifecycle.Network {
 	if len(nss) == 0 {
 		return lifecycle.NetworkUnknown
 	}
 	for _, ns := range nss {
 		if ns.GetType() == "network" {
+			if isNodeNetNS(ns.GetPath()) {
+				return lifecycle.NetworkHost
+			}
 			return lifecycle.NetworkPod
 		}
 	}
 	return lifecycle.NetworkHost
+}
+
+// nodeNetNS is the identity of this process's network namespace, which the
+// DaemonSet shares with the node (hostNetwork); read once.
+var nodeNetNS = sync.OnceValue(func() nsID { return statNS("/proc/self/ns/net") })
+
+// nsID identifies a namespace: the device and inode of its nsfs file.
+type nsID struct{ dev, ino uint64 }
+
+func statNS(path string) nsID {
+	var st unix.Stat_t
+	if path == "" || unix.Stat(path, &st) != nil {
+		return nsID{}
+	}
+	return nsID{dev: st.Dev, ino: st.Ino}
+}
+
+// isNodeNetNS reports whether path names the node's network namespace (a
+// stat of a namespace file: it never blocks an NRI handler).
+func isNodeNetNS(path string) bool {
+	id := statNS(path)
+	return id != nsID{} && id == nodeNetNS()
 }
 
 // containerFrom translates an NRI container.
@@ -62,10 +96,7 @@ func containerFrom(c *api.Container) lifecycle.Container {
 	if c == nil {
 		return lifecycle.Container{}
 	}
-	image := c.GetImage().GetName()
-	if image == "" {
-		image = c.GetAnnotations()[annotationImageName]
-	}
+	image := cmp.Or(c.GetImage().GetName(), c.GetAnnotations()[annotationImageName], c.GetAnnotations()[annotationCRIOImageName])
 	return lifecycle.Container{
 		SandboxID: c.GetPodSandboxId(),
 		Container: node.Container{

@@ -22,7 +22,10 @@ func (m *Manager) decide(w *worker, now time.Time) verdict {
 	if !ok || c.ID == "" || c.State == node.StateCreated {
 		return verdictWait // not there yet; UpdatePod wakes the worker
 	}
-	m.follow(w, c)
+	m.follow(w, c, now)
+	if !w.seedDue.IsZero() {
+		m.settleSeed(w, c, now)
+	}
 	d := w.decide(c, w.pod.pod.Deleting, m.reg.started(w.pod, c), restartsAfterExit(&w.pod.pod, c), now)
 	if d.note != "" {
 		m.log.Debug(d.note, m.fields(w)...)
@@ -34,8 +37,9 @@ func (m *Manager) decide(w *worker, now time.Time) verdict {
 }
 
 // follow moves w to c when c is a new container: the old result goes and
-// the type's initial value is seeded.
-func (m *Manager) follow(w *worker, c *node.Container) {
+// the type's initial value is seeded, or, when the runtime has not told c's
+// start time yet, the seed waits for it (settleSeed).
+func (m *Manager) follow(w *worker, c *node.Container, now time.Time) {
 	left, moved := w.follow(c)
 	if !moved {
 		return
@@ -46,10 +50,37 @@ func (m *Manager) follow(w *worker, c *node.Container) {
 	if left.ContainerID != "" {
 		m.reg.cache.Remove(left)
 	}
+	if c.Running() && c.StartedAt.IsZero() {
+		w.seedDue = now
+		return
+	}
 	if m.startedBeforeAgent(c) {
 		// Like the kubelet after its own restart: do not flip a container
 		// that was already running (and maybe Ready) back to the seed.
 		m.log.Debug("Container predates the agent, not seeding", m.fields(w)...)
+		return
+	}
+	m.publish(w, w.initialValue(), "")
+}
+
+// settleSeed seeds w once c's start time is known, unless c predates the
+// agent. CRI-O's NRI (1.34) carries no start time: the lifecycle cache
+// reads it from CRI within milliseconds, and seeding before that would flip
+// every container that ran across a restart of probelet. A start time still
+// unknown after restartGrace counts as new; a result of the worker's own
+// meanwhile makes the seed moot.
+func (m *Manager) settleSeed(w *worker, c *node.Container, now time.Time) {
+	switch {
+	case !c.StartedAt.IsZero():
+		w.seedDue = time.Time{}
+		if m.startedBeforeAgent(c) {
+			m.log.Debug("Container predates the agent, not seeding", m.fields(w)...)
+			return
+		}
+	case now.Sub(w.seedDue) >= restartGrace:
+		w.seedDue = time.Time{}
+		m.log.Debug("Container start time still unknown, seeding as new", m.fields(w)...)
+	default:
 		return
 	}
 	m.publish(w, w.initialValue(), "")
@@ -75,6 +106,7 @@ func (r *registry) started(pe *podEntry, c *node.Container) bool {
 // A startup success wakes the container's readiness worker, so readiness
 // follows at once (the kubelet triggers it manually).
 func (m *Manager) publish(w *worker, r results.Result, output string) {
+	w.seedDue = time.Time{} // a result, seed or run, settles a waiting seed
 	if !m.reg.cache.Set(w.key(), r) {
 		return
 	}

@@ -1,6 +1,7 @@
 package prober_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -252,6 +253,45 @@ func TestSeedSkippedForContainerRunningBeforeAgentRestart(t *testing.T) {
 	fresh := withContainerID(pod, "c2", epoch)
 	h.update(fresh)
 	h.wantResult("c2", probespec.Readiness, results.Failure)
+}
+
+// CRI-O's NRI tells no start time; the lifecycle cache reads it from CRI
+// a moment later. The seed waits for it, so a container that ran across
+// the agent's restart is not flipped to the seed, and a new one is seeded
+// as soon as its time is known (or restartGrace later, never told).
+func TestSeedWaitsForAnUnknownStartTime(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		started time.Time // the start time told later; zero: never
+		wait    time.Duration
+		want    []results.Result
+	}{
+		{name: "predates the agent", started: epoch.Add(-time.Hour), want: nil},
+		{name: "new", started: epoch, want: []results.Result{results.Failure}},
+		{name: "never told", wait: 11 * time.Second, want: []results.Result{results.Failure}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, prober.WithAgentStartTime(epoch))
+			pod := withContainerID(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withInitialDelay(7200), withPeriod(1))}),
+				"c1", time.Time{})
+			h.update(pod)
+			h.step(time.Second) // the worker's first tick, after its jitter
+			if ch := h.drainChanges(); len(ch) != 0 {
+				t.Fatalf("seeded before the start time was known: %+v", ch)
+			}
+			if !tc.started.IsZero() {
+				h.update(withContainerID(pod, "c1", tc.started))
+			}
+			h.step(tc.wait)
+			var got []results.Result
+			for _, ch := range h.drainChanges() {
+				got = append(got, ch.Result)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("published %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
 
 func TestWarningIsSuccessWithProbeWarningEvent(t *testing.T) {

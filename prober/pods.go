@@ -218,8 +218,9 @@ func (m *Manager) startConfigured(pe *podEntry) {
 }
 
 // wakeChanged wakes each worker whose container ID or state changed, whose
-// pod started deleting or got new addresses (or host exceptions), so it
-// acts at once instead of at its next tick. A container that is merely created has nothing to
+// pod started deleting or got new addresses (or host exceptions), or whose
+// seed waited for the start time that came, so it acts at once instead of
+// at its next tick. A container that is merely created has nothing to
 // probe yet; the worker wakes when it runs.
 func (m *Manager) wakeChanged(pe *podEntry, netChanged bool) {
 	for _, w := range pe.workers {
@@ -232,8 +233,9 @@ func (m *Manager) wakeChanged(pe *podEntry, netChanged bool) {
 		}
 		changed := c.ID != w.seenID || c.State != w.seenState || netChanged
 		deleting := pe.pod.Deleting != w.seenDeleting
+		seedable := !w.seedDue.IsZero() && !c.StartedAt.IsZero()
 		w.seenID, w.seenState, w.seenDeleting = c.ID, c.State, pe.pod.Deleting
-		if (changed && c.State != node.StateCreated) || deleting {
+		if (changed && c.State != node.StateCreated) || deleting || seedable {
 			m.sched.wake(w)
 		}
 	}

@@ -94,7 +94,7 @@ func (w *worker) follow(c *node.Container) (left results.Key, moved bool) {
 	}
 	w.containerID = c.ID
 	w.onHold = false
-	w.seenRunning = time.Time{}
+	w.seenRunning, w.seedDue = time.Time{}, time.Time{}
 	w.lastProbe, w.lastOutput, w.method = time.Time{}, "", ""
 	return left, true
 }

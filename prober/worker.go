@@ -51,6 +51,9 @@ type worker struct {
 	// seenRunning is when the worker first saw containerID run, used
 	// only when the runtime gives no start time.
 	seenRunning time.Time
+	// seedDue is set while the seed of a container waits for its start
+	// time (Manager.settleSeed): when it was first seen.
+	seedDue time.Time
 
 	// What troubleshooting reads.
 	lastProbe  time.Time

@@ -6,6 +6,8 @@ package client
 import (
 	"errors"
 	"fmt"
+	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +43,9 @@ type Client struct {
 	wire    *grpcwire.Pool
 	timeout time.Duration
 	log     *zap.Logger
+	// runtimePid is the runtime's pid as this process sees it, learned
+	// from each new connection (0: not known, or not visible).
+	runtimePid atomic.Int32
 }
 
 // Option configures a Client.
@@ -84,13 +89,24 @@ func New(ep string, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
-	conn, err := endpoint.DialRuntime(ep, maxMsgSize, maxMsgSize)
+	conn, err := endpoint.DialRuntimeObserved(ep, maxMsgSize, maxMsgSize, func(nc net.Conn) {
+		pid, err := endpoint.PeerPid(nc)
+		if err != nil {
+			c.log.Debug("Cannot read the runtime's pid from its socket", zap.Error(err))
+		}
+		c.runtimePid.Store(pid)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	c.conn, c.rt = conn, runtimeapi.NewRuntimeServiceClient(conn)
 	return c, nil
 }
+
+// RuntimePid is the pid of the runtime serving the client's connection as
+// this process's PID namespace numbers it (SO_PEERCRED): 0 before the first
+// call, or when the runtime's processes are not visible here.
+func (c *Client) RuntimePid() int32 { return c.runtimePid.Load() }
 
 // SocketPath returns the file path of a unix endpoint (endpoint.UnixPath's
 // rule).

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probelet/probelet/lifecycle"
@@ -81,6 +84,9 @@ func (l *Lister) SandboxStatus(ctx context.Context, id string) (lifecycle.Sandbo
 // container, including its pid and environment from the verbose info.
 func (l *Lister) ContainerStatus(ctx context.Context, id string) (lifecycle.Container, error) {
 	resp, err := l.c.ContainerStatus(ctx, id)
+	if status.Code(err) == codes.NotFound { // status.Code sees through the wrapping
+		return lifecycle.Container{}, fmt.Errorf("%w: %w", lifecycle.ErrNotFound, err)
+	}
 	if err != nil {
 		return lifecycle.Container{}, err
 	}

@@ -28,6 +28,12 @@ var runtimeBackoff = grpc.ConnectParams{
 // not dial: the first call does, and the connection reconnects on its own
 // after a runtime restart.
 func DialRuntime(endpoint string, maxRecv, maxSend int) (*grpc.ClientConn, error) {
+	return DialRuntimeObserved(endpoint, maxRecv, maxSend, nil)
+}
+
+// DialRuntimeObserved is DialRuntime that hands every new connection to
+// the runtime to observe (when not nil) before gRPC uses it.
+func DialRuntimeObserved(endpoint string, maxRecv, maxSend int, observe func(net.Conn)) (*grpc.ClientConn, error) {
 	path, err := UnixPath(endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("runtime endpoint %w", err)
@@ -36,11 +42,18 @@ func DialRuntime(endpoint string, maxRecv, maxSend int) (*grpc.ClientConn, error
 		// Reads and writes as raw system calls: an exec probe is a call
 		// per period, and net's would wake the idle agent's sysmon on each.
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			var c net.Conn
+			var err error
 			if quietio.Off() {
 				var d net.Dialer
-				return d.DialContext(ctx, "unix", path)
+				c, err = d.DialContext(ctx, "unix", path)
+			} else {
+				c, err = rawconn.DialUnix(ctx, path)
 			}
-			return rawconn.DialUnix(ctx, path)
+			if err == nil && observe != nil {
+				observe(c)
+			}
+			return c, err
 		}),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecv), grpc.MaxCallSendMsgSize(maxSend)),
