@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -30,15 +31,19 @@ type hostMount struct {
 	ebpfOnly    bool // needed only when eBPF may load (--tcp-mode auto|ebpf)
 }
 
-// agentMounts are the agent's host paths, and the only ones it may have.
-// Sockets are reached through their directories: a bind-mounted socket
-// file keeps pointing at the old inode after containerd re-creates it.
-var agentMounts = map[string]hostMount{
-	"/var/run/nri":      {pathType: corev1.HostPathDirectory, readOnly: true},
-	"/run/containerd":   {pathType: corev1.HostPathDirectory, readOnly: true, propagation: corev1.MountPropagationHostToContainer},
-	"/run/probelet":     {pathType: corev1.HostPathDirectoryOrCreate},
-	"/var/lib/probelet": {pathType: corev1.HostPathDirectoryOrCreate},
-	"/sys/kernel/btf":   {pathType: corev1.HostPathDirectory, readOnly: true, ebpfOnly: true},
+// agentMounts are the agent's host paths, and the only ones it may have,
+// with the directory of the runtime's CRI socket (runtimeDir: containerd's
+// /run/containerd, CRI-O's /var/run/crio). Sockets are reached through their
+// directories: a bind-mounted socket file keeps pointing at the old inode
+// after the runtime re-creates it.
+func agentMounts(runtimeDir string) map[string]hostMount {
+	return map[string]hostMount{
+		"/var/run/nri":      {pathType: corev1.HostPathDirectory, readOnly: true},
+		runtimeDir:          {pathType: corev1.HostPathDirectory, readOnly: true, propagation: corev1.MountPropagationHostToContainer},
+		"/run/probelet":     {pathType: corev1.HostPathDirectoryOrCreate},
+		"/var/lib/probelet": {pathType: corev1.HostPathDirectoryOrCreate},
+		"/sys/kernel/btf":   {pathType: corev1.HostPathDirectory, readOnly: true, ebpfOnly: true},
+	}
 }
 
 // requiredFlags are the flags the DaemonSet always sets explicitly, so the
@@ -74,7 +79,7 @@ func checkAgent(ds *appsv1.DaemonSet) error {
 	}
 	mode := flags["--tcp-mode"]
 	errs = append(errs, checkAgentSecurity(c, mode)...)
-	errs = append(errs, checkAgentMounts(pod, c, mode)...)
+	errs = append(errs, checkAgentMounts(pod, c, mode, agentMounts(filepath.Dir(unixPath(flags["--runtime-endpoint"]))))...)
 	errs = append(errs, checkSocketFlags(c, flags)...)
 	errs = append(errs, checkHealth(c, flags["--metrics-bind-address"])...)
 	errs = append(errs, checkResources(c)...)
@@ -161,7 +166,7 @@ func checkAgentSecurity(c *corev1.Container, tcpMode string) []error {
 	return errs
 }
 
-func checkAgentMounts(pod *corev1.PodSpec, c *corev1.Container, tcpMode string) []error {
+func checkAgentMounts(pod *corev1.PodSpec, c *corev1.Container, tcpMode string, agentMounts map[string]hostMount) []error {
 	vols := map[string]corev1.Volume{}
 	for _, v := range pod.Volumes {
 		vols[v.Name] = v
@@ -175,7 +180,7 @@ func checkAgentMounts(pod *corev1.PodSpec, c *corev1.Container, tcpMode string) 
 			continue
 		}
 		seen[hp.Path] = true
-		errs = append(errs, checkHostMount(m, hp, tcpMode)...)
+		errs = append(errs, checkHostMount(m, hp, tcpMode, agentMounts)...)
 	}
 	for p, want := range agentMounts {
 		if !seen[p] && (!want.ebpfOnly || tcpMode != "dial") {
@@ -185,7 +190,7 @@ func checkAgentMounts(pod *corev1.PodSpec, c *corev1.Container, tcpMode string) 
 	return errs
 }
 
-func checkHostMount(m corev1.VolumeMount, hp *corev1.HostPathVolumeSource, tcpMode string) []error {
+func checkHostMount(m corev1.VolumeMount, hp *corev1.HostPathVolumeSource, tcpMode string, agentMounts map[string]hostMount) []error {
 	want, ok := agentMounts[hp.Path]
 	switch {
 	case !ok:

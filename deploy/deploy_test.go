@@ -55,6 +55,8 @@ func TestKustomizations(t *testing.T) {
 			want: expect{agent: true, image: "probelet:latest", flags: map[string]string{"--liveness-action": "report"}}},
 		{name: "components/tcp-dial", wrap: withComponents("tcp-dial"),
 			want: expect{agent: true, image: "probelet:latest", flags: map[string]string{"--tcp-mode": "dial"}}},
+		{name: "components/crio", wrap: withComponents("crio"),
+			want: expect{agent: true, image: "probelet:latest", flags: map[string]string{"--runtime-endpoint": "unix:///var/run/crio/crio.sock"}}},
 		{name: "all components", wrap: withComponents("metrics-on-all-interfaces", "report-only", "tcp-dial"),
 			want: expect{agent: true, image: "probelet:latest", flags: map[string]string{
 				"--tcp-mode": "dial", "--liveness-action": "report", "--metrics-bind-address": "0.0.0.0:9809"}}},

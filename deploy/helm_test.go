@@ -136,6 +136,7 @@ func TestHelmChartMatchesKustomize(t *testing.T) {
 		{"all components", "agent: {flags: {liveness-action: report, tcp-mode: dial, metrics-bind-address: '0.0.0.0:9809'}}",
 			wrap(all, "metrics-on-all-interfaces", "report-only", "tcp-dial")},
 		{"preinstalled", "agent: {mode: preinstalled}", wrap([]string{"overlays/preinstalled", "controller"})},
+		{"crio", "agent: {runtime: crio}", wrap(all, "crio")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -197,6 +198,10 @@ func TestHelmValues(t *testing.T) {
 			want: []string{`"image":"registry.example.com/probelet@sha256:0123"`}},
 		{name: "the NRI socket in containerd's directory", values: "agent: {hostPaths: {nri: /run/containerd}, flags: {nri-socket: /run/containerd/nri.sock}}",
 			want: []string{`"volumeMounts":[{"mountPath":"/run/containerd","mountPropagation":"HostToContainer","name":"containerd","readOnly":true},{"mountPath":"/run/probelet"`}},
+		{name: "CRI-O with its socket elsewhere", values: "agent: {runtime: crio, hostPaths: {crio: /run/crio}, flags: {runtime-endpoint: 'unix:///run/crio/crio.sock'}}",
+			want:    []string{`"--runtime-endpoint=unix:///run/crio/crio.sock"`, `{"hostPath":{"path":"/run/crio","type":"Directory"},"name":"crio"}`},
+			wantNot: []string{`/run/containerd`}},
+		{name: "an unknown runtime", values: "agent: {runtime: docker}", wantErr: "/agent/runtime"},
 		{name: "a misspelt flag", values: "agent: {flags: {tcp-mod: dial}}", wantErr: "additional properties 'tcp-mod' not allowed"},
 		{name: "a flag of the wrong type", values: "agent: {flags: {kill-guard-burst: many}}", wantErr: "/agent/flags/kill-guard-burst"},
 		{name: "an unknown tcp mode", values: "agent: {flags: {tcp-mode: magic}}", wantErr: "/agent/flags/tcp-mode"},

@@ -1,7 +1,8 @@
 // Command probelet-nri-install installs probelet as a pre-installed NRI
 // plugin, on a host or from the installer DaemonSet in
-// deploy/overlays/preinstalled. containerd launches pre-installed plugins
-// only when it starts: restart it after an install.
+// deploy/overlays/preinstalled. containerd and CRI-O (--runtime crio) both
+// launch pre-installed plugins from /opt/nri/plugins, only when they start:
+// restart the runtime after an install.
 package main
 
 import (
@@ -23,7 +24,14 @@ type options struct {
 	pluginDir, configDir string
 	stagingDir           string
 	index, name          string
+	runtime              string
 	uninstall, wait      bool
+}
+
+// restartHint is what to restart after a change, per --runtime.
+var restartHint = map[string]string{
+	"containerd": "containerd launches pre-installed NRI plugins when it starts: restart containerd on this node to apply",
+	"crio":       "CRI-O launches pre-installed NRI plugins when it starts: restart crio on this node to apply",
 }
 
 func main() {
@@ -56,8 +64,9 @@ func parse(args []string) (options, error) {
 	fs := flag.NewFlagSet("probelet-nri-install", flag.ContinueOnError)
 	fs.StringVar(&o.binary, "binary", "/usr/local/bin/probelet", "probelet executable to install")
 	fs.StringVar(&o.config, "config", "", "file whose content becomes the plugin configuration (empty: none)")
-	fs.StringVar(&o.pluginDir, "plugin-dir", nriinstall.DefaultPluginDir, "containerd's NRI plugin_path")
-	fs.StringVar(&o.configDir, "config-dir", nriinstall.DefaultConfigDir, "containerd's NRI plugin_config_path")
+	fs.StringVar(&o.runtime, "runtime", "containerd", "the node's runtime: containerd or crio (what the output says to restart)")
+	fs.StringVar(&o.pluginDir, "plugin-dir", nriinstall.DefaultPluginDir, "the runtime's NRI plugin directory (containerd's plugin_path, CRI-O's nri_plugin_dir)")
+	fs.StringVar(&o.configDir, "config-dir", nriinstall.DefaultConfigDir, "the runtime's NRI plugin configuration directory (containerd's plugin_config_path, CRI-O's nri_plugin_config_dir)")
 	fs.StringVar(&o.stagingDir, "staging-dir", "", "same-filesystem directory for the temporary copy (default: parent of --plugin-dir)")
 	fs.StringVar(&o.index, "index", nriinstall.DefaultIndex, "two-digit plugin index")
 	fs.StringVar(&o.name, "name", nriinstall.DefaultName, "plugin name")
@@ -68,6 +77,9 @@ func parse(args []string) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if _, ok := restartHint[o.runtime]; !ok {
+		return o, fmt.Errorf("--runtime %q: want containerd or crio", o.runtime)
 	}
 	return o, nil
 }
@@ -83,7 +95,7 @@ func newInstaller(o options) (*nriinstall.Installer, error) {
 func apply(o options, inst *nriinstall.Installer, out io.Writer) error {
 	if o.uninstall {
 		res, err := inst.Uninstall()
-		report(out, inst, res, "removed")
+		report(out, inst, res, "removed", o.runtime)
 		return err
 	}
 	config, err := readConfig(o.config)
@@ -91,7 +103,7 @@ func apply(o options, inst *nriinstall.Installer, out io.Writer) error {
 		return err
 	}
 	res, err := inst.Install(o.binary, config)
-	report(out, inst, res, "installed")
+	report(out, inst, res, "installed", o.runtime)
 	if err != nil {
 		return err
 	}
@@ -113,7 +125,7 @@ func readConfig(path string) ([]byte, error) {
 	return b, nil
 }
 
-func report(out io.Writer, inst *nriinstall.Installer, res nriinstall.Result, verb string) {
+func report(out io.Writer, inst *nriinstall.Installer, res nriinstall.Result, verb, runtime string) {
 	line := func(changed bool, path string) {
 		if changed {
 			fmt.Fprintf(out, "%s %s\n", verb, path)
@@ -124,7 +136,7 @@ func report(out io.Writer, inst *nriinstall.Installer, res nriinstall.Result, ve
 	line(res.PluginChanged, inst.PluginPath())
 	line(res.ConfigChanged, inst.ConfigPath())
 	if res.Changed() {
-		fmt.Fprintln(out, "containerd launches pre-installed NRI plugins when it starts: restart containerd on this node to apply")
+		fmt.Fprintln(out, restartHint[runtime])
 	}
 }
 

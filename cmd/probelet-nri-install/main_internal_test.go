@@ -31,6 +31,9 @@ func TestRun(t *testing.T) {
 			"unchanged " + plugins + "/10-probelet", "unchanged " + confDir + "/10-probelet.conf"}},
 		{name: "uninstall", args: append([]string{"--uninstall"}, common...), want: []string{
 			"removed " + plugins + "/10-probelet", "removed " + confDir + "/10-probelet.conf", "restart containerd"}},
+		{name: "CRI-O", args: append([]string{"--runtime=crio", "--config=" + conf}, common...), want: []string{
+			"installed " + plugins + "/10-probelet", "installed " + confDir + "/10-probelet.conf", "restart crio"}},
+		{name: "unknown runtime", args: append([]string{"--runtime=docker"}, common...), wantErr: `--runtime "docker": want containerd or crio`},
 		{name: "bad index", args: append([]string{"--index=7"}, common...), wantErr: `invalid plugin index "7"`},
 		{name: "missing config", args: append([]string{"--config=" + root + "/nope"}, common...), wantErr: "read plugin configuration"},
 		{name: "stray argument", args: append([]string{"now"}, common...), wantErr: "unexpected arguments"},

@@ -85,10 +85,14 @@ flag.
 
 {{/*
 probelet.agentFlags is the agent's flags as YAML, with the lease namespace
-filled in when the namespace is not the daemon's default.
+filled in when the namespace is not the daemon's default, and the
+runtime's CRI endpoint when none is given.
 */}}
 {{- define "probelet.agentFlags" -}}
 {{- $flags := deepCopy .Values.agent.flags -}}
+{{- if kindIs "invalid" (index $flags "runtime-endpoint") }}
+{{- $_ := set $flags "runtime-endpoint" (ternary "unix:///var/run/crio/crio.sock" "unix:///run/containerd/containerd.sock" (eq .Values.agent.runtime "crio")) }}
+{{- end }}
 {{- $ns := include "probelet.namespace" . -}}
 {{- if and (kindIs "invalid" (index $flags "lease-namespace")) (ne $ns "probelet-system") }}
 {{- $_ := set $flags "lease-namespace" $ns }}
@@ -187,4 +191,12 @@ host name; $(NODE_NAME) is a pod's).
 
 {{- define "probelet.nriConfigName" -}}
 probelet-nri-config-{{ include "probelet.nriConfig" . | sha256sum | trunc 10 }}
+{{- end }}
+
+{{/*
+probelet.runtimeDir is the host directory of the runtime's CRI socket,
+mounted into the agent: hostPaths.containerd or hostPaths.crio.
+*/}}
+{{- define "probelet.runtimeDir" -}}
+{{- ternary .Values.agent.hostPaths.crio .Values.agent.hostPaths.containerd (eq .Values.agent.runtime "crio") -}}
 {{- end }}
