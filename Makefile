@@ -23,7 +23,7 @@ DEMO_CLUSTER_DIR ?= /tmp/pdc
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build image image-reproducible test testbed unit vm fuzz e2e e2e-std e2e-kubelet-diff soak lint helm bench generate demo demo-down demo-cluster demo-cluster-down clean
+.PHONY: all build image image-reproducible test testbed unit vm fuzz e2e e2e-crio e2e-std e2e-kubelet-diff soak lint helm bench generate demo demo-down demo-cluster demo-cluster-down clean
 
 all: build
 
@@ -59,16 +59,18 @@ image-reproducible:
 ## digest, (as root) the eBPF kernel tests in VMs on a kernel matrix, a short fuzz
 ## run, and (as root) the e2e suite, the differential against the kubelet
 ## and the node-scale soak (110 pods, 2 minutes with 10 chaos rounds, the
-## density of make soak's 4 and 20) on a real containerd test bed; prints
-## the time of each step (CI's budget: under 60 minutes on a 2-core machine)
+## density of make soak's 4 and 20) on a real containerd test bed, and the
+## suite's core on a CRI-O test bed (e2e-crio); prints the time of each
+## step (CI's budget: under 60 minutes on a 2-core machine)
 test:
-	@hack/steps.sh lint helm testbed unit "image-reproducible IMAGE_PLATFORMS=$$($(GO) env GOARCH)" vm fuzz "e2e E2E_VET=0" "e2e-kubelet-diff E2E_VET=0" "soak SOAK_DURATION=2m SOAK_CHAOS=10"
+	@hack/steps.sh lint helm testbed unit "image-reproducible IMAGE_PLATFORMS=$$($(GO) env GOARCH)" vm fuzz "e2e E2E_VET=0" "e2e-crio E2E_VET=0" "e2e-kubelet-diff E2E_VET=0" "soak SOAK_DURATION=2m SOAK_CHAOS=10"
 
-## testbed: build the containerd test bed's binaries and images, and the
-## control plane and kubelet (hack/cluster, ~10-13 min cold), into the cache
-## (root only; the unit tests that drive the real crictl and containerd use it)
+## testbed: build the test beds' binaries (containerd's, and CRI-O's, ~3 min
+## cold) and images, and the control plane and kubelet (hack/cluster, ~10-13
+## min cold), into the cache (root only; the unit tests that drive the real
+## crictl and containerd use it)
 testbed:
-	@if [ "$$(id -u)" -eq 0 ]; then hack/testbed/build.sh >/dev/null && hack/testbed/images.sh >/dev/null && hack/cluster/build.sh >/dev/null; \
+	@if [ "$$(id -u)" -eq 0 ]; then PROBELET_TESTBED_RUNTIME=crio hack/testbed/build.sh >/dev/null && hack/testbed/images.sh >/dev/null && hack/cluster/build.sh >/dev/null; \
 	elif . hack/lib/ci.sh && ci_set; then echo "testbed: CI needs root to build the containerd test bed" >&2; exit 1; \
 	else echo "testbed: not root, skipping the test bed build (tests that need it skip too)"; fi
 
@@ -134,6 +136,17 @@ e2e:
 ## $$PROBELET_DIFF_OUT/kubelet-diff.txt when set
 e2e-kubelet-diff:
 	E2E_RUN='^TestKubeletDifferential$$' E2E_SKIP= hack/e2e.sh
+
+## e2e-crio: the suite's core on a CRI-O test bed (PROBELET_TESTBED_RUNTIME=crio):
+## lifecycle, each probe kind and its kubelet rules, kills, restarts of the
+## runtime and of probelet, crictl and probectl, the CRI proxy under a real
+## kubelet, and the readiness gate on a control plane. The rest of the
+## suite tests what does not depend on the runtime, or containerd's own
+## parts (ctr, its bundles for --exec-mode direct, its non-CRI services):
+## E2E_CRIO_TESTS='.*' runs all of it on CRI-O (README "CRI-O").
+E2E_CRIO_TESTS ?= ^(TestProbeKindsOnBothIO|TestReadinessFollowsTheApp|TestLivenessFailureStopsTheContainer|TestLivenessFailureCausedByTheExitDoesNotKill|TestStartupGatesLivenessAndReadiness|TestExecProbeExitCodesAndTimeout|TestTCPShortCircuit|TestContainerExitingByItself|TestInvalidAnnotation|TestRuntimeRestart|TestPodRemovedAfterRuntimeRestart|TestProbeletRestart|TestHistorySurvivesARestart|TestCrictlAndProbectl|TestCRIProxyRunsAKubelet|TestCRIProxySurvivesItsOwnRestarts|TestClusterReadinessGateAndEvents)$$
+e2e-crio:
+	PROBELET_TESTBED_RUNTIME=crio E2E_RUN='$(E2E_CRIO_TESTS)' E2E_SKIP= hack/e2e.sh
 
 ## e2e-std: the kubelet-rule probe tests once more with the agents on
 ## --io=std (not in make test since 2026-12-06, for CI's budget: the suite's

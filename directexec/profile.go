@@ -50,7 +50,9 @@ const containerdTaskDir = "io.containerd.runtime.v2.task"
 var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
 // findBundle returns the container's bundle directory under the state
-// directory, whatever containerd namespace it is in.
+// directory, whatever containerd namespace it is in. A state directory
+// without containerd's task directory is the wrong one (reasonState); a
+// container without a bundle in the right one is reasonBundle.
 func findBundle(stateDir, id string) (string, error) {
 	if !validID.MatchString(id) {
 		return "", unsupportedf(reasonBundle, "container ID %q", id)
@@ -58,7 +60,7 @@ func findBundle(stateDir, id string) (string, error) {
 	tasks := filepath.Join(stateDir, containerdTaskDir)
 	namespaces, err := os.ReadDir(tasks)
 	if err != nil {
-		return "", unsupportedf(reasonBundle, "%v", err)
+		return "", unsupportedf(reasonState, "%v", err)
 	}
 	for _, ns := range namespaces {
 		dir := filepath.Join(tasks, ns.Name(), id)
@@ -103,7 +105,7 @@ func checkRuntime(bundle string) (runcOptions, error) {
 // what runc would give an exec in it. An *unsupported error says why the
 // runtime must run it instead.
 func (r *Runner) buildProfile(ctx context.Context, id string) (*profile, error) {
-	bundle, err := findBundle(r.stateDir, id)
+	bundle, err := r.state.bundle(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/semaphore"
+	"k8s.io/utils/clock"
 
 	"github.com/probelet/probelet/prober/probe/execprobe"
 )
@@ -53,7 +54,7 @@ type Runner struct {
 	budgetSize int64
 	helper     string
 	helperErr  error
-	stateDir   string
+	state      *stateDir
 	procRoot   string
 	fallback   execprobe.Runner
 	log        *zap.Logger
@@ -99,7 +100,22 @@ func WithStateDir(dir string) Option {
 		if !filepath.IsAbs(dir) {
 			return fmt.Errorf("directexec: state dir %q is not an absolute path", dir)
 		}
-		r.stateDir = dir
+		r.state.dir = dir
+		return nil
+	}
+}
+
+// WithStateLearner makes the runner ask learn for containerd's state
+// directory again whenever the one it has holds no bundles (a runtime that
+// was down when the runner started, or moved), at most every few seconds.
+// learn wrapping runtimestate.ErrCRIO sends every exec to the fallback
+// (reason runtime). Without it the directory is fixed (--runtime-state-dir).
+func WithStateLearner(learn func(context.Context) (string, error)) Option {
+	return func(r *Runner) error {
+		if learn == nil {
+			return errors.New("directexec: nil state learner")
+		}
+		r.state.learn = learn
 		return nil
 	}
 }
@@ -147,7 +163,7 @@ func New(fallback execprobe.Runner, opts ...Option) (*Runner, error) {
 		return nil, errors.New("directexec: nil fallback runner")
 	}
 	r := &Runner{
-		stateDir: DefaultStateDir, procRoot: "/proc", fallback: fallback, maxOutput: maxOutput,
+		state: &stateDir{dir: DefaultStateDir, clock: clock.RealClock{}}, procRoot: "/proc", fallback: fallback, maxOutput: maxOutput,
 		log: zap.NewNop(), metrics: NewMetrics(),
 		entries: map[string]*entry{}, logged: map[string]map[string]bool{},
 	}
@@ -156,6 +172,7 @@ func New(fallback execprobe.Runner, opts ...Option) (*Runner, error) {
 			return nil, err
 		}
 	}
+	r.state.log = r.log
 	if r.helper == "" {
 		r.helper, r.helperErr = defaultHelper()
 	}
@@ -304,8 +321,9 @@ func (r *Runner) profile(ctx context.Context, id string) (*profile, error) {
 	e.prof, e.err = r.buildProfile(bctx, id)
 	cancel()
 	close(e.ready)
-	if errors.Is(e.err, errNotRunning) {
-		r.Forget(id)
+	var u *unsupported
+	if errors.Is(e.err, errNotRunning) || (errors.As(e.err, &u) && u.reason == reasonState) {
+		r.Forget(id) // not kept: the directory may be learned by the next exec
 	}
 	return e.prof, e.err
 }

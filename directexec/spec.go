@@ -21,7 +21,8 @@ func (u *unsupported) Error() string { return u.reason + ": " + u.detail }
 const (
 	reasonHelper    = "helper"    // the helper is missing or broken
 	reasonBundle    = "bundle"    // no readable OCI bundle for the container
-	reasonRuntime   = "runtime"   // not runc (kata, gVisor, crun, ...)
+	reasonState     = "state"     // the runtime's state directory holds no bundles (not learned yet, or wrong)
+	reasonRuntime   = "runtime"   // not runc (kata, gVisor, crun, ...), or not containerd (CRI-O)
 	reasonSpec      = "spec"      // a field of config.json probelet does not know
 	reasonProcess   = "process"   // a process setting the helper does not apply
 	reasonNamespace = "namespace" // a namespace type the helper does not know

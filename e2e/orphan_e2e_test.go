@@ -11,11 +11,12 @@ import (
 	"github.com/probelet/probelet/probespec"
 )
 
-// TestPodRemovedAfterContainerdRestart: containerd announces no
+// TestPodRemovedAfterRuntimeRestart: containerd announces no
 // StopPodSandbox or RemovePodSandbox for pods from before its restart
 // (containerd #8426). Such a pod leaves probelet's socket with its last
-// container, not at the next safety reconcile (turned off here).
-func TestPodRemovedAfterContainerdRestart(t *testing.T) {
+// container, not at the next safety reconcile (turned off here). CRI-O
+// announces them; the pod leaves the same way.
+func TestPodRemovedAfterRuntimeRestart(t *testing.T) {
 	t.Parallel()
 	bed := testbed.Start(t)
 	d := startProbelet(t, bed, "--reconcile-interval", "0")
@@ -24,7 +25,7 @@ func TestPodRemovedAfterContainerdRestart(t *testing.T) {
 	}})
 	waitReady(t, d, a, true, "")
 	if err := bed.RestartRuntime(); err != nil {
-		t.Fatalf("restart containerd: %v", err)
+		t.Fatalf("restart %s: %v", bed.Runtime(), err)
 	}
 	waitReregistered(t, d, bed, 2)
 	if out := crictlOn(t, d, "pods", "-q"); !strings.Contains(out, a.pod) {

@@ -20,6 +20,10 @@ import (
 // runtime's own state directory.
 const criPluginID = "io.containerd.grpc.v1.cri"
 
+// ErrCRIO is StateDir's answer for CRI-O, whose status config is its own
+// (a "crio" section): it keeps no containerd bundles to read.
+var ErrCRIO = errors.New("the runtime is CRI-O: it keeps no containerd bundles")
+
 // StateDir reads the state directory out of a verbose Status response's
 // info: its config's stateDir is <state>/io.containerd.grpc.v1.cri.
 func StateDir(info map[string]string) (string, error) {
@@ -28,10 +32,14 @@ func StateDir(info map[string]string) (string, error) {
 		return "", errors.New("the runtime's status has no config (not containerd's CRI plugin?)")
 	}
 	var cfg struct {
-		StateDir string `json:"stateDir"`
+		StateDir string          `json:"stateDir"`
+		CRIO     json.RawMessage `json:"crio"`
 	}
 	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
 		return "", fmt.Errorf("the runtime's status config: %w", err)
+	}
+	if len(cfg.CRIO) > 0 {
+		return "", ErrCRIO
 	}
 	dir := filepath.Clean(cfg.StateDir)
 	if !filepath.IsAbs(cfg.StateDir) || filepath.Base(dir) != criPluginID {
@@ -65,8 +73,12 @@ func Resolve(ctx context.Context, override, def string, ask func(context.Context
 	ctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
 	dir, err := ask(ctx)
+	if errors.Is(err, ErrCRIO) {
+		log.Info("Direct exec reads containerd's bundles only: on CRI-O every exec goes through the runtime (reason runtime)")
+		return def
+	}
 	if err != nil {
-		log.Warn("Cannot learn containerd's state directory; direct exec assumes the default (--runtime-state-dir sets it)",
+		log.Warn("Cannot learn containerd's state directory yet; direct exec assumes the default and asks again when it finds no bundles there (--runtime-state-dir sets it)",
 			zap.String("dir", def), zap.Error(err))
 		return def
 	}

@@ -21,6 +21,7 @@ func TestStateDir(t *testing.T) {
 		{name: "not JSON", info: map[string]string{"config": "{"}, wantErr: "status config"},
 		{name: "relative", info: map[string]string{"config": `{"stateDir":"state/io.containerd.grpc.v1.cri"}`}, wantErr: "is not <state>"},
 		{name: "another layout", info: map[string]string{"config": `{"stateDir":"/run/crio"}`}, wantErr: "is not <state>"},
+		{name: "CRI-O", info: map[string]string{"config": `{"sandboxImage":"registry.k8s.io/pause:3.10","crio":{"default_runtime":"crun"}}`}, wantErr: "is CRI-O"},
 		{name: "empty", info: map[string]string{"config": `{}`}, wantErr: "is not <state>"},
 	}
 	for _, tt := range tests {

@@ -26,6 +26,9 @@ func (a *Agent) execRunner(ctx context.Context, p *parts) (execprobe.Runner, err
 		directexec.WithLogger(a.log.Named("exec")),
 		directexec.WithMetrics(m),
 	}
+	if a.cfg.RuntimeStateDir == "" { // learned: again whenever it holds no bundles
+		opts = append(opts, directexec.WithStateLearner(p.cri.StateDir))
+	}
 	if a.cfg.ExecHelper != "" {
 		opts = append(opts, directexec.WithHelper(a.cfg.ExecHelper))
 	}

@@ -210,6 +210,9 @@ func newDirectExec(ctx context.Context, cfg Config, p *proxy.Proxy, reg promethe
 		directexec.WithMaxOutput(execSyncMaxOutput),
 		directexec.WithOutputLimits(proxy.MaxReplySize, int64(cfg.ExecOutputBudgetMiB)<<20),
 	}
+	if cfg.RuntimeStateDir == "" { // learned: again whenever it holds no bundles
+		opts = append(opts, directexec.WithStateLearner(p.RuntimeStateDir))
+	}
 	if cfg.ExecHelper != "" {
 		opts = append(opts, directexec.WithHelper(cfg.ExecHelper))
 	}

@@ -23,13 +23,14 @@ const (
 	engineHistory = 10
 )
 
-// TestContainerdRestart: containerd is stopped under running containers,
-// gracefully (SIGTERM) and then as a crash (SIGKILL), and kept down until
-// an exec probe has failed to run. Those errored runs are not counted, so
-// an exec liveness probe with failureThreshold 1 kills nothing; HTTP and
-// TCP probes go on. Once containerd is back probelet registers again
-// within 2 s, and every container stays ready with its results kept.
-func TestContainerdRestart(t *testing.T) {
+// TestRuntimeRestart: the runtime (containerd, or CRI-O on a CRI-O bed) is
+// stopped under running containers, gracefully (SIGTERM) and then as a
+// crash (SIGKILL), and kept down until an exec probe has failed to run.
+// Those errored runs are not counted, so an exec liveness probe with
+// failureThreshold 1 kills nothing; HTTP and TCP probes go on. Once the
+// runtime is back probelet registers again within 2 s, and every container
+// stays ready with its results kept.
+func TestRuntimeRestart(t *testing.T) {
 	t.Parallel()
 	bed := testbed.Start(t)
 	d := startProbelet(t, bed)
@@ -51,21 +52,21 @@ func TestContainerdRestart(t *testing.T) {
 		before := d.describe(web.ctr)
 		down := time.Now()
 		if err := bed.StopRuntime(sig); err != nil {
-			t.Fatalf("stop containerd with %v: %v", sig, err)
+			t.Fatalf("stop %s with %v: %v", bed.Runtime(), sig, err)
 		}
 		waitDowntimeRuns(t, d, web, ex, down)
 		if err := bed.StartRuntime(); err != nil {
-			t.Fatalf("start containerd after %v: %v", sig, err)
+			t.Fatalf("start %s after %v: %v", bed.Runtime(), sig, err)
 		}
 		took := waitReregistered(t, d, bed, i+2)
-		t.Logf("containerd stopped with %v, down %v: probelet registered again %v after the NRI socket came back",
-			sig, time.Since(down).Round(time.Millisecond), took.Round(time.Millisecond))
+		t.Logf("%s stopped with %v, down %v: probelet registered again %v after the NRI socket came back",
+			bed.Runtime(), sig, time.Since(down).Round(time.Millisecond), took.Round(time.Millisecond))
 		if took > maxReconnect {
 			t.Errorf("reconnect after %v took %v, want ≤ %v", sig, took, maxReconnect)
 		}
 		checkResultsKept(t, d, web, before)
 	}
-	// Let the exec probes run against the new containerd too.
+	// Let the exec probes run against the new runtime too.
 	waitProbe(t, d, ex, "liveness", "Success")
 	violations, polls := watch.stop()
 	if len(violations) > 0 || polls == 0 {
