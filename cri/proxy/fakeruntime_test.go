@@ -44,6 +44,9 @@ type fakeRuntime struct {
 	execStdout []byte
 	// streamOpened receives a value when a GetContainerEvents stream opens.
 	streamOpened chan struct{}
+	// endStreams ends every GetContainerEvents stream at once, sending
+	// nothing: CRI-O without enable_pod_events.
+	endStreams bool
 }
 
 func startFakeRuntime(t testing.TB) *fakeRuntime {
@@ -280,6 +283,12 @@ func (f *fakeRuntime) StopContainer(ctx context.Context, req *runtimeapi.StopCon
 func (f *fakeRuntime) GetContainerEvents(_ *runtimeapi.GetEventsRequest, s grpc.ServerStreamingServer[runtimeapi.ContainerEventResponse]) error {
 	if err := f.enter(s.Context(), "GetContainerEvents"); err != nil {
 		return err
+	}
+	f.mu.Lock()
+	end := f.endStreams
+	f.mu.Unlock()
+	if end {
+		return nil
 	}
 	ch := make(chan *runtimeapi.ContainerEventResponse, 64)
 	f.mu.Lock()

@@ -289,6 +289,39 @@ func TestUnknownMethodsInvalidate(t *testing.T) {
 	}
 }
 
+// TestMemoStaysOffWhileTheRuntimeEndsItsStreamAtOnce: CRI-O without
+// enable_pod_events answers GetContainerEvents with a stream that ends at
+// once. Every read is forwarded, and the stream is asked for again every
+// 30 s, not at the reconnect pace of a runtime that went away.
+func TestMemoStaysOffWhileTheRuntimeEndsItsStreamAtOnce(t *testing.T) {
+	rt := startFakeRuntime(t)
+	rt.addPod("sb1", "c1", running)
+	rt.mu.Lock()
+	rt.endStreams = true
+	rt.mu.Unlock()
+	clk := clocktesting.NewFakeClock(time.Now())
+	h := startProxy(t, rt, proxy.WithClock(clk))
+	itu.WaitFor(t, "the proxy to wait after the stream ended", func() bool {
+		return rt.count("GetContainerEvents") == 1 && clk.HasWaiters() &&
+			h.counter("probelet_cri_proxy_invalidations_total", "source", "runtime_stream") == 1
+	})
+	for range 3 {
+		listContainers(t, h, nil)
+	}
+	if n := rt.count("ListContainers"); n < 3 {
+		t.Errorf("runtime answered %d of 3 reads", n)
+	}
+	clk.Step(29 * time.Second)
+	for range 3 {
+		listContainers(t, h, nil)
+	}
+	if n := rt.count("GetContainerEvents"); n != 1 {
+		t.Errorf("the stream was asked for %d times within 29 s, want once", n)
+	}
+	clk.Step(time.Second)
+	itu.WaitFor(t, "the stream asked for again after 30 s", func() bool { return rt.count("GetContainerEvents") == 2 })
+}
+
 // TestMemoStaysOffWithoutARuntimeEventStream: a runtime that does not
 // implement GetContainerEvents gets every call forwarded, nothing cached.
 func TestMemoStaysOffWithoutARuntimeEventStream(t *testing.T) {

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"errors"
+	"io"
 	"time"
 
 	"go.uber.org/zap"
@@ -18,6 +20,9 @@ const (
 	// second or so, and the memo serves nothing until the stream is.
 	watchMinBackoff = 50 * time.Millisecond
 	watchMaxBackoff = time.Second
+	// noEventsRetry is how often a runtime that ends the stream at once
+	// (CRI-O without enable_pod_events) is asked for it again.
+	noEventsRetry = 30 * time.Second
 )
 
 // watchRuntime follows containerd's own container event stream until ctx
@@ -28,9 +33,12 @@ const (
 // announcer list again and announce what changed while it was down.
 func (p *Proxy) watchRuntime(ctx context.Context) {
 	backoff := retry.Backoff(watchMinBackoff, watchMaxBackoff)
+	saidNoEvents := false
 	for ctx.Err() == nil {
+		wait := time.Duration(0)
 		stream, err := p.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
 		if err == nil {
+			opened := p.clock.Now()
 			backoff = retry.Backoff(watchMinBackoff, watchMaxBackoff)
 			// The gauge goes up before the memo may keep answers and
 			// down after it stopped: a memo answer is never seen with
@@ -53,12 +61,27 @@ func (p *Proxy) watchRuntime(ctx context.Context) {
 				p.log.Error("The runtime has no container event stream; the CRI proxy forwards every call and caches nothing", zap.Error(err))
 				return
 			}
-			p.log.Warn("The runtime's container event stream ended; answering from the runtime until it is back", zap.Error(err))
+			switch {
+			case errors.Is(err, io.EOF) && p.clock.Since(opened) < time.Second:
+				// Ended at once with nothing sent: CRI-O's answer unless
+				// enable_pod_events is set. Asked again now and then.
+				wait = noEventsRetry
+				if !saidNoEvents {
+					saidNoEvents = true
+					p.log.Error("The runtime ends its container event stream at once (CRI-O does unless enable_pod_events = true); the CRI proxy forwards every call and caches nothing until it streams",
+						zap.Duration("askingEvery", noEventsRetry))
+				}
+			default:
+				p.log.Warn("The runtime's container event stream ended; answering from the runtime until it is back", zap.Error(err))
+			}
+		}
+		if wait == 0 {
+			wait = backoff.Step()
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-p.clock.After(backoff.Step()):
+		case <-p.clock.After(wait):
 		}
 	}
 }

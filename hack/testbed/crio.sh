@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # LOG_START is for up.sh, which sources this
 # crio.sh: up.sh's CRI-O half. Sourced after lib.sh, never run. Every file
 # CRI-O keeps lives under the bed's directory; nothing in /etc, /var/lib or
 # /var/run is read or written (CRI-O's defaults all point there).
@@ -37,6 +37,9 @@ hooks_dir = ["$BED_DIR/hooks"]
 cdi_spec_dirs = ["$BED_DIR/cdi"]
 decryption_keys_path = "$BED_DIR/keys"
 enable_criu_support = false
+# GetContainerEvents, off by default: the kubelet's Evented PLEG and the CRI
+# proxy's memo (dropped on the runtime's own events) need it.
+enable_pod_events = true
 irqbalance_config_file = ""
 irqbalance_config_restore_file = "disable"
 seccomp_profile = ""
@@ -74,6 +77,32 @@ nri_plugin_request_timeout = "2s"
 TOML
 }
 
+# mount_hugetlb: on a cgroup v1 machine whose hugetlb controller sits
+# unmounted on the unified hierarchy (this VM's hybrid layout), mounts it
+# as a v1 hierarchy, as systemd mounts every v1 controller on a node.
+# CRI-O sees hugetlb in /proc/cgroups and passes the kubelet's hugepage
+# limits to runc, which cannot apply them without the v1 mount ("cannot
+# set hugetlb limit"); containerd leaves them out. Host-wide and
+# idempotent, under the network lock every bed takes.
+mount_hugetlb() {
+	[ -f /sys/fs/cgroup/cgroup.controllers ] && return 0 # cgroup v2: nothing to do
+	grep -q '^hugetlb' /proc/cgroups || return 0
+	hugetlb_mounted && return 0
+	(
+		flock 8
+		hugetlb_mounted && exit 0
+		mkdir -p /sys/fs/cgroup/hugetlb
+		mount -t cgroup -o hugetlb cgroup /sys/fs/cgroup/hugetlb ||
+			die "cannot mount the hugetlb cgroup hierarchy (CRI-O would pass hugepage limits runc cannot apply)"
+		log "mounted the hugetlb cgroup v1 hierarchy at /sys/fs/cgroup/hugetlb"
+	) 8>"$TESTBED_CACHE/.network.lock"
+}
+
+# hugetlb_mounted: whether a cgroup v1 hierarchy with hugetlb is mounted.
+hugetlb_mounted() {
+	awk '/ - cgroup / && $NF ~ /(^|,)hugetlb(,|$)/ {found = 1} END {exit !found}' /proc/self/mountinfo
+}
+
 # start_crio: as start_containerd, for CRI-O; its registries configuration
 # has no key in crio.conf, only a flag.
 start_crio() {
@@ -99,6 +128,7 @@ import_images_crio() {
 			--signature-policy "$BED_DIR/policy.json" --import-from "oci-archive:$file" --image-name "$ref" 2>&1) ||
 			die "importing $file into CRI-O failed: $out"
 	done <<<"$IMAGES"
-	crictl_bed inspecti "$PAUSE_IMAGE" >/dev/null 2>&1 && crictl_bed inspecti "$BUSYBOX_IMAGE" >/dev/null 2>&1 ||
+	if ! crictl_bed inspecti "$PAUSE_IMAGE" >/dev/null 2>&1 || ! crictl_bed inspecti "$BUSYBOX_IMAGE" >/dev/null 2>&1; then
 		die "images not visible to CRI-O after import: $(crictl_bed images 2>&1 | tail -n 5)"
+	fi
 }

@@ -218,6 +218,7 @@ main() {
 		write_cni_config
 		write_crictl_config
 		if [ "$BED_RUNTIME" = crio ]; then
+			mount_hugetlb
 			write_crio_config
 			start_crio
 		else
