@@ -48,8 +48,8 @@ func TestSoak(t *testing.T) {
 	s := newSoak(t)
 	steady, chaos := s.duration/2, s.duration-s.duration/2
 	s.start()
-	s.logf("soak: %d pods running; steady phase %v, chaos phase %v with %d containerd restarts and %d probelet SIGKILLs",
-		len(s.pods), steady, chaos, s.chaos, s.chaos)
+	s.logf("soak: %d pods running on %s; steady phase %v, chaos phase %v with %d runtime restarts and %d probelet SIGKILLs",
+		len(s.pods), s.bed.Runtime(), steady, chaos, s.chaos, s.chaos)
 
 	s.warmUntil = time.Now().Add(2 * soakMaxPeriod * time.Second)
 	s.runPhase(steady, false)
@@ -402,7 +402,7 @@ func (s *soak) churnOne() {
 
 func (s *soak) restartContainerd() {
 	if err := s.bed.RestartRuntime(); err != nil {
-		s.errorf("soak: containerd restart: %v", err)
+		s.errorf("soak: %s restart: %v", s.bed.Runtime(), err)
 		return
 	}
 	s.mu.Lock()
@@ -706,7 +706,7 @@ func (s *soak) checkChaos() {
 	defer s.mu.Unlock()
 	s.checkKills(time.Now(), false)
 	if len(s.restarts) != s.chaos || s.ctrdRestarts != s.chaos {
-		s.errorf("soak: %d probelet SIGKILLs and %d containerd restarts done, %d of each planned", len(s.restarts), s.ctrdRestarts, s.chaos)
+		s.errorf("soak: %d probelet SIGKILLs and %d %s restarts done, %d of each planned", len(s.restarts), s.ctrdRestarts, s.bed.Runtime(), s.chaos)
 	}
 	for _, v := range s.readyViolations {
 		s.errorf("soak: %s", v)
@@ -723,7 +723,7 @@ func (s *soak) checkChaos() {
 	}
 	slices.Sort(s.nriGaps)
 	if n := len(s.nriGaps); n > 0 {
-		s.logf("soak: registered with containerd again after a probelet restart: median %v, max %v",
+		s.logf("soak: registered with the runtime again after a probelet restart: median %v, max %v",
 			s.nriGaps[n/2].Round(time.Millisecond), s.nriGaps[n-1].Round(time.Millisecond))
 	}
 }
@@ -847,7 +847,7 @@ func (s *soak) repeatReportOnFailure() {
 }
 
 func (s *soak) report() {
-	s.logf("soak: %d pods created in all, %d probelet restarts, %d containerd restarts", s.seq, len(s.restarts), s.ctrdRestarts)
+	s.logf("soak: %d pods created in all, %d probelet restarts, %d %s restarts", s.seq, len(s.restarts), s.ctrdRestarts, s.bed.Runtime())
 }
 
 func absDuration(d time.Duration) time.Duration {

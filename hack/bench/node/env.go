@@ -122,7 +122,7 @@ func (e *env) close(keep bool) error {
 	return errors.Join(errs...)
 }
 
-func (e *env) criEndpoint() string { return "unix://" + filepath.Join(e.bed, "containerd.sock") }
+func (e *env) criEndpoint() string { return "unix://" + filepath.Join(e.bed, e.c.runtime+".sock") }
 func (e *env) nriSocket() string   { return filepath.Join(e.bed, "nri.sock") }
 
 // startBed starts a containerd test bed in a fresh short directory, owned
@@ -136,7 +136,7 @@ func (e *env) startBed(ctx context.Context) error {
 	if err := testbed.MarkOwned(dir, bedMarker); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "node bench: starting a containerd test bed in %s (a first run builds containerd: minutes)\n", dir)
+	fmt.Fprintf(os.Stderr, "node bench: starting a %s test bed in %s (a first run builds it: minutes)\n", e.c.runtime, dir)
 	_, err = script(ctx, e.root, "testbed/up.sh", dir)
 	return err
 }
@@ -160,6 +160,8 @@ func (e *env) goBuild(ctx context.Context, name, pkg string) (string, error) {
 // script runs hack/NAME and returns its stdout; the error carries stderr.
 func script(ctx context.Context, root, name string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", name), args...)
+	// up.sh reads the runtime of a new bed from PROBELET_TESTBED_RUNTIME
+	// (main sets it from -runtime); a bed keeps its own afterwards.
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	// The daemons log to files, but a stray inherited pipe must not hang us.

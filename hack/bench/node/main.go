@@ -54,6 +54,7 @@ type config struct {
 	ios       []string // probelet's --io modes, each kind measured in each
 	keep      bool
 	verbose   bool
+	runtime   string // the test bed's: containerd or crio
 }
 
 func main() {
@@ -68,6 +69,11 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "node bench:", err)
 		os.Exit(2)
+	}
+	// hack/testbed's scripts take the runtime of a new bed from here.
+	if err := os.Setenv("PROBELET_TESTBED_RUNTIME", c.runtime); err != nil {
+		fmt.Fprintln(os.Stderr, "node bench:", err)
+		os.Exit(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -99,6 +105,7 @@ func parseFlags(args []string) (config, error) {
 	})
 	ios := fs.String("io", quietio.Quiet, "probelet's --io modes, comma-separated: quiet,std measures each kind in both, side by side")
 	fs.BoolVar(&c.keep, "keep", false, "keep the test bed and kubelet afterwards")
+	fs.StringVar(&c.runtime, "runtime", "containerd", "the test bed's runtime: containerd or crio (the kubelet and probelet on it)")
 	fs.BoolVar(&c.verbose, "v", false, "log each step to stderr")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -125,6 +132,8 @@ func parseFlags(args []string) (config, error) {
 		c.ios = append(c.ios, io)
 	}
 	switch {
+	case c.runtime != "containerd" && c.runtime != "crio":
+		return c, fmt.Errorf("-runtime %q: want containerd or crio", c.runtime)
 	case c.window < time.Second:
 		return c, fmt.Errorf("-window %v: want at least 1s", c.window)
 	case c.parts < 1 || c.window/time.Duration(c.parts) < time.Second:
