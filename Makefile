@@ -166,19 +166,21 @@ lint:
 	$(GO) vet -tags '$(LINT_TAGS)' ./...
 	@sc=$$(hack/tools.sh staticcheck) && $$sc -tags '$(LINT_TAGS)' ./...
 
-## soak: the node-scale soak and chaos run on a real containerd (root):
-## SOAK_PODS pods, SOAK_DURATION in all, SOAK_CHAOS containerd restarts and
+## soak: the node-scale soak and chaos run on a real containerd (root;
+## PROBELET_TESTBED_RUNTIME=crio: CRI-O): SOAK_PODS pods, SOAK_DURATION in
+## all, SOAK_CHAOS runtime restarts (SOAK_RUNTIME_RESTARTS, when set) and
 ## probelet SIGKILLs; a report, and a failure on any breach
 SOAK_DURATION ?= 4m
 SOAK_PODS     ?= 110
 SOAK_CHAOS    ?= 20
+SOAK_RUNTIME_RESTARTS ?= $(SOAK_CHAOS)
 SOAK_EXEC_MODE ?= direct
 SOAK_IO       ?=
 soak:
 	@if [ "$$(id -u)" -ne 0 ]; then \
 		if . hack/lib/ci.sh && ci_set; then echo "soak: CI needs root for the containerd test bed" >&2; exit 1; fi; \
 		echo "soak: skipped: needs root (a private containerd test bed)"; exit 0; fi
-	PROBELET_E2E=1 PROBELET_E2E_IO=$(SOAK_IO) SOAK_DURATION=$(SOAK_DURATION) SOAK_PODS=$(SOAK_PODS) SOAK_CHAOS=$(SOAK_CHAOS) SOAK_EXEC_MODE=$(SOAK_EXEC_MODE) \
+	PROBELET_E2E=1 PROBELET_E2E_IO=$(SOAK_IO) SOAK_DURATION=$(SOAK_DURATION) SOAK_PODS=$(SOAK_PODS) SOAK_CHAOS=$(SOAK_CHAOS) SOAK_RUNTIME_RESTARTS=$(SOAK_RUNTIME_RESTARTS) SOAK_EXEC_MODE=$(SOAK_EXEC_MODE) \
 		$(GO) test -tags 'e2e soak' -count=1 -timeout 60m -run '^TestSoak$$' -v ./e2e/
 
 ## bench: engine, eBPF and CRI benchmarks, side by side

@@ -34,7 +34,8 @@ import (
 // deleted all along. Phase one (steady) measures RSS, goroutines and open
 // files (flat), period drift and missed ticks, and how fast dead apps are
 // killed; phase two (chaos) restarts containerd and SIGKILLs probelet
-// SOAK_CHAOS times each and checks that nothing is killed that should not
+// SOAK_CHAOS times each (SOAK_RUNTIME_RESTARTS, when set, restarts the
+// runtime that many times instead) and checks that nothing is killed that should not
 // be, nothing that should be is missed, nothing shown READY is not, and the
 // socket answers within 2 s of each probelet restart. It fails on a breach
 // and logs a report. SOAK_DURATION (default 4m) is the whole run.
@@ -49,7 +50,7 @@ func TestSoak(t *testing.T) {
 	steady, chaos := s.duration/2, s.duration-s.duration/2
 	s.start()
 	s.logf("soak: %d pods running on %s; steady phase %v, chaos phase %v with %d runtime restarts and %d probelet SIGKILLs",
-		len(s.pods), s.bed.Runtime(), steady, chaos, s.chaos, s.chaos)
+		len(s.pods), s.bed.Runtime(), steady, chaos, s.runtimeRestarts, s.chaos)
 
 	s.warmUntil = time.Now().Add(2 * soakMaxPeriod * time.Second)
 	s.runPhase(steady, false)
@@ -106,7 +107,10 @@ type soak struct {
 	d        *daemon
 	duration time.Duration
 	chaos    int
-	npods    int
+	// runtimeRestarts is how many of the chaos phase's runtime slots
+	// restart the runtime (SOAK_RUNTIME_RESTARTS, default chaos).
+	runtimeRestarts int
+	npods           int
 
 	// bedMu serialises what changes the bed: churn, containerd restarts
 	// and probelet kills.
@@ -159,7 +163,8 @@ type memorySample struct {
 }
 
 func newSoak(t *testing.T) *soak {
-	s := &soak{t: t, duration: envDuration("SOAK_DURATION", 4*time.Minute), chaos: envInt("SOAK_CHAOS", 20),
+	chaos := envInt("SOAK_CHAOS", 20)
+	s := &soak{t: t, duration: envDuration("SOAK_DURATION", 4*time.Minute), chaos: chaos, runtimeRestarts: envInt("SOAK_RUNTIME_RESTARTS", chaos),
 		npods: envInt("SOAK_PODS", 110), pods: map[string]*soakPod{}, runs: map[string]map[string][]soakRun{},
 		rng: rand.New(rand.NewPCG(1, 2))}
 	// Registered first, so it runs last: the report then follows the
@@ -344,7 +349,9 @@ func (s *soak) runPhase(d time.Duration, chaos bool) {
 		if chaos && events < 2*s.chaos && now.After(next) {
 			s.bedMu.Lock()
 			if events%2 == 0 {
-				s.restartContainerd()
+				if s.ctrdRestarts < s.runtimeRestarts {
+					s.restartContainerd()
+				}
 			} else {
 				s.killProbelet()
 			}
@@ -705,8 +712,8 @@ func (s *soak) checkChaos() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.checkKills(time.Now(), false)
-	if len(s.restarts) != s.chaos || s.ctrdRestarts != s.chaos {
-		s.errorf("soak: %d probelet SIGKILLs and %d %s restarts done, %d of each planned", len(s.restarts), s.ctrdRestarts, s.bed.Runtime(), s.chaos)
+	if len(s.restarts) != s.chaos || s.ctrdRestarts != s.runtimeRestarts {
+		s.errorf("soak: %d probelet SIGKILLs and %d %s restarts done, %d and %d planned", len(s.restarts), s.ctrdRestarts, s.bed.Runtime(), s.chaos, s.runtimeRestarts)
 	}
 	for _, v := range s.readyViolations {
 		s.errorf("soak: %s", v)
