@@ -2,9 +2,6 @@ package plugin
 
 import (
 	"cmp"
-	"sync"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/containerd/nri/pkg/api"
 
@@ -51,44 +48,24 @@ func netNS(nss []*api.LinuxNamespace, pid uint32) string {
 
 // network tells from the sandbox's namespaces whether it has a network
 // namespace of its own: containerd lists every namespace the sandbox was
-// created with, and none of type network for a hostNetwork pod; CRI-O lists
-// the node's own namespace (pinned like a pod's) for one. No namespaces at
-// all says nothing.
+// created with, and none of type network for a hostNetwork pod. No
+// namespaces at all says nothing. CRI-O lists the node's namespace (pinned
+// like a pod's) for a hostNetwork pod; that is not taken to mean
+// hostNetwork here: a namespace file is what a process able to mount over
+// it could forge, and hostNetwork widens what a pod's probes may reach. With
+// the API server the pod's spec says it; node-only, such a pod counts as
+// having a network of its own whose namespace is the node's, which the
+// probe-origin checks refuse.
 func network(nss []*api.LinuxNamespace) lifecycle.Network {
 	if len(nss) == 0 {
 		return lifecycle.NetworkUnknown
 	}
 	for _, ns := range nss {
 		if ns.GetType() == "network" {
-			if isNodeNetNS(ns.GetPath()) {
-				return lifecycle.NetworkHost
-			}
 			return lifecycle.NetworkPod
 		}
 	}
 	return lifecycle.NetworkHost
-}
-
-// nodeNetNS is the identity of this process's network namespace, which the
-// DaemonSet shares with the node (hostNetwork); read once.
-var nodeNetNS = sync.OnceValue(func() nsID { return statNS("/proc/self/ns/net") })
-
-// nsID identifies a namespace: the device and inode of its nsfs file.
-type nsID struct{ dev, ino uint64 }
-
-func statNS(path string) nsID {
-	var st unix.Stat_t
-	if path == "" || unix.Stat(path, &st) != nil {
-		return nsID{}
-	}
-	return nsID{dev: st.Dev, ino: st.Ino}
-}
-
-// isNodeNetNS reports whether path names the node's network namespace (a
-// stat of a namespace file: it never blocks an NRI handler).
-func isNodeNetNS(path string) bool {
-	id := statNS(path)
-	return id != nsID{} && id == nodeNetNS()
 }
 
 // containerFrom translates an NRI container.

@@ -178,8 +178,24 @@ func (b *Bed) PodNetNS(podID string) (string, error) {
 	return "", fmt.Errorf("testbed: pod %s has no network namespace in its status", podID)
 }
 
-// StopPod stops the pod's containers (with their grace period) and sandbox.
+// StopPod stops the pod's containers and sandbox as containerd's
+// StopPodSandbox does: the containers are killed at once. CRI-O's instead
+// waits for each container to end after SIGTERM until the call's deadline
+// (busybox as pid 1 ignores SIGTERM), so on CRI-O the containers are
+// stopped first with timeout 0, as the kubelet stops them before the
+// sandbox.
 func (b *Bed) StopPod(podID string) error {
+	if b.runtime == CRIO {
+		out, err := b.Crictl("ps", "--quiet", "--pod", podID)
+		if err != nil {
+			return err
+		}
+		for _, id := range strings.Fields(string(out)) {
+			if _, err := b.Crictl("stop", "--timeout", "0", id); err != nil {
+				return err
+			}
+		}
+	}
 	_, err := b.Crictl("stopp", podID)
 	return err
 }
