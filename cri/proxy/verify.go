@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"time"
@@ -87,7 +88,10 @@ func (v *verifier) compare(method string, req []byte, e *entry) string {
 
 // same compares two answers to one request as the kubelet reads them:
 // list items in any order (containerd lists from a map, so its own order
-// changes from call to call), everything else exactly.
+// changes from call to call), the verbose info's JSON by its content
+// (CRI-O writes its maps in a different order on each call), a status's
+// timestamp not at all (CRI-O stamps each answer with the time of the
+// call), everything else exactly.
 func same(method string, a, b []byte) bool {
 	if bytes.Equal(a, b) {
 		return true
@@ -96,9 +100,36 @@ func same(method string, a, b []byte) bool {
 	if x == nil || proto.Unmarshal(a, x) != nil || proto.Unmarshal(b, y) != nil {
 		return false
 	}
-	sortItems(x)
-	sortItems(y)
+	normalize(x)
+	normalize(y)
 	return proto.Equal(x, y)
+}
+
+// normalize puts an answer in the form same compares: items sorted, no
+// timestamp, the info's JSON values re-encoded with sorted keys.
+func normalize(m proto.Message) {
+	sortItems(m)
+	switch r := m.(type) {
+	case *runtimeapi.PodSandboxStatusResponse:
+		r.Timestamp = 0
+		canonicalInfo(r.Info)
+	case *runtimeapi.ContainerStatusResponse:
+		canonicalInfo(r.Info)
+	}
+}
+
+// canonicalInfo re-encodes each JSON value of a verbose info map (Go's
+// encoder sorts map keys); a value that is not JSON stays as it is.
+func canonicalInfo(info map[string]string) {
+	for k, v := range info {
+		var decoded any
+		if json.Unmarshal([]byte(v), &decoded) != nil {
+			continue
+		}
+		if b, err := json.Marshal(decoded); err == nil {
+			info[k] = string(b)
+		}
+	}
 }
 
 func newResponse(method string) proto.Message {
