@@ -18,9 +18,13 @@ const (
 )
 
 // dateSandboxes lists the runtime's sandboxes and gives every cached one
-// without a creation time the runtime's. It runs in the reconciler's
+// without a creation time the runtime's; with none such it lists nothing
+// (the request may have been a container's). It runs in the reconciler's
 // goroutine, never in an NRI handler.
 func (r *Reconciler) dateSandboxes(ctx context.Context) error {
+	if !r.cache.hasUndated() {
+		return nil
+	}
 	sbs, err := r.rt.ListSandboxes(ctx)
 	if err != nil {
 		return fmt.Errorf("list pod sandboxes for their creation times: %w", err)
@@ -29,6 +33,18 @@ func (r *Reconciler) dateSandboxes(ctx context.Context) error {
 		r.log.Debug("Filled pod creation times from CRI", zap.Int("pods", n))
 	}
 	return nil
+}
+
+// hasUndated reports whether a cached sandbox has no creation time.
+func (c *Cache) hasUndated() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, pe := range c.pods {
+		if pe.sb.CreatedAt.IsZero() {
+			return true
+		}
+	}
+	return false
 }
 
 // fillCreated sets the creation time of cached sandboxes that have none

@@ -163,6 +163,9 @@ func TestReconcilerFillsContainerFacts(t *testing.T) {
 			if n := rt.statusCount(); n != tt.calls {
 				t.Errorf("status calls = %d, want %d", n, tt.calls)
 			}
+			if n := rt.listCount(); n != 0 {
+				t.Errorf("sandbox listings = %d for dated sandboxes, want 0", n)
+			}
 			if v := testutil.Metric(t, e.reg, "probelet_lifecycle_reconcile_drift_total", map[string]string{"kind": lifecycle.DriftContainerState}); v != 0 {
 				t.Errorf("drift = %v, want 0", v)
 			}
