@@ -103,6 +103,9 @@ func (r *Runner) run(ctx context.Context, p *profile, cmd []string, timeout time
 	line, err := exchange(ctx, ctl, p.request(cmd, ms), deadline.Add(statusGrace))
 	if err != nil {
 		stop()
+		if ctx.Err() == nil {
+			return result{}, fmt.Errorf("%w: %w", errHelperLost, err)
+		}
 		return result{}, fmt.Errorf("exec helper: %w", err)
 	}
 	code, err := outcome(ctx, line, cmd, timeout)

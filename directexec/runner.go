@@ -43,6 +43,14 @@ var errNotRunning = errors.New("container is not running")
 // these words (ExecSync returns them wrapped in the runtime's error).
 var errPaused = errors.New("cannot exec in a paused container")
 
+// errHelperLost: the helper's process for a probe ended (crashed, was
+// killed) or hung without writing the probe's status.
+var errHelperLost = errors.New("the exec helper gave no status")
+
+// lostLogEvery is how often a container's lost probes are logged: a
+// command that kills the helper on each run must not flood the log.
+const lostLogEvery = time.Minute
+
 // Runner runs exec probes directly, falling back to another runner (CRI
 // ExecSync) for containers it cannot run them in exactly as the runtime
 // would. It implements execprobe.Runner.
@@ -68,6 +76,7 @@ type Runner struct {
 	mu      sync.Mutex
 	entries map[string]*entry
 	logged  map[string]map[string]bool // container → fallback reasons logged
+	lost    map[string]time.Time       // container → when a lost probe was last logged
 }
 
 var _ execprobe.Runner = (*Runner)(nil)
@@ -165,7 +174,7 @@ func New(fallback execprobe.Runner, opts ...Option) (*Runner, error) {
 	r := &Runner{
 		state: &stateDir{dir: DefaultStateDir, clock: clock.RealClock{}}, procRoot: "/proc", fallback: fallback, maxOutput: maxOutput,
 		log: zap.NewNop(), metrics: NewMetrics(),
-		entries: map[string]*entry{}, logged: map[string]map[string]bool{},
+		entries: map[string]*entry{}, logged: map[string]map[string]bool{}, lost: map[string]time.Time{},
 	}
 	for _, o := range opts {
 		if err := o(r); err != nil {
@@ -283,6 +292,9 @@ func (r *Runner) Exec(ctx context.Context, containerID string, cmd []string, tim
 	case errors.Is(err, errNotRunning):
 		r.Forget(containerID)
 		return nil, fmt.Errorf("exec in container %s: %w", containerID, err)
+	case errors.Is(err, errHelperLost):
+		r.sayLost(containerID, cmd, err)
+		return nil, fmt.Errorf("exec in container %s: %w", containerID, err)
 	case err != nil:
 		return nil, fmt.Errorf("exec in container %s: %w", containerID, err)
 	}
@@ -296,6 +308,7 @@ func (r *Runner) Forget(containerID string) {
 	r.mu.Lock()
 	delete(r.entries, containerID)
 	delete(r.logged, containerID)
+	delete(r.lost, containerID)
 	r.mu.Unlock()
 }
 
@@ -326,6 +339,24 @@ func (r *Runner) profile(ctx context.Context, id string) (*profile, error) {
 		r.Forget(id) // not kept: the directory may be learned by the next exec
 	}
 	return e.prof, e.err
+}
+
+// sayLost counts a probe the helper lost and logs it, at most every
+// lostLogEvery per container: the probe's result is only an error.
+func (r *Runner) sayLost(id string, cmd []string, err error) {
+	r.metrics.lost.Inc()
+	now := time.Now()
+	r.mu.Lock()
+	last, seen := r.lost[id]
+	say := !seen || now.Sub(last) >= lostLogEvery
+	if say {
+		r.lost[id] = now
+	}
+	r.mu.Unlock()
+	if say {
+		r.log.Warn("The exec helper's process for a probe ended without its status (crashed or killed); the probe's result is an error",
+			zap.String("containerID", id), zap.Strings("command", cmd), zap.Error(err))
+	}
 }
 
 // fallBack runs the probe through the runtime, counting why and logging it

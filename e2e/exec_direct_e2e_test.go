@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -438,5 +439,65 @@ func noLastingZombies(t *testing.T, parents []int) {
 		if n == 10 {
 			t.Errorf("process %d stayed a zombie under the exec helper", pid)
 		}
+	}
+}
+
+// TestExecHelperLostProbeIsSaid: the helper's process for a probe killed
+// mid-command leaves that probe an error, said in the log (naming the
+// container and command) and counted; the next probe runs through a fresh
+// process and succeeds.
+func TestExecHelperLostProbeIsSaid(t *testing.T) {
+	t.Parallel()
+	bed := testbed.Start(t)
+	// The command outlives the poll below by far; its timeout is the
+	// window the helper has to answer in.
+	probe := execProbe(4, 100, "sleep", "2")
+	probe.TimeoutSeconds = 10
+	a := runApp(t, bed, appSpec{name: "lost", cmd: sleeper, probes: probespec.ContainerProbes{Readiness: probe}})
+	d := startProbelet(t, bed, "--exec-mode", "direct", "--runtime-state-dir", filepath.Join(bed.Dir(), "state"))
+	eventually(t, 30*time.Second, "the first direct run", func() (bool, string) {
+		r := d.describe(a.ctr).Probes["readiness"]
+		return len(r.History) > 0 && r.History[0].Result == "success", fmt.Sprintf("%+v", r)
+	})
+
+	// Kill every helper process under the server (the probe's, outside
+	// the container) while a command runs: the next period's.
+	var killed []int
+	eventually(t, 2*time.Duration(probe.PeriodSeconds)*time.Second, "a probe's helper process to kill", func() (bool, string) {
+		pids := helperPIDs(t, d)
+		for _, pid := range pids {
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+			if strings.TrimSpace(string(comm)) == "probelet-exec" && procStat(pid).ppid != d.cmd.Process.Pid {
+				if syscall.Kill(pid, syscall.SIGKILL) == nil {
+					killed = append(killed, pid)
+				}
+			}
+		}
+		return len(killed) > 0, fmt.Sprintf("helper processes %v", pids)
+	})
+	at := time.Now()
+	t.Logf("killed the probe's helper processes %v", killed)
+
+	eventually(t, time.Duration(probe.TimeoutSeconds)*time.Second+5*time.Second, "the lost probe in the log", func() (bool, string) {
+		for _, e := range d.logsMatching("ended without its status") {
+			if e.str("containerID") == a.ctr && strings.Contains(fmt.Sprint(e["command"]), "sleep") {
+				return true, ""
+			}
+		}
+		return false, d.logTail(20)
+	})
+	if n := d.sum("probelet_exec_direct_lost_total"); n < 1 {
+		t.Errorf("probelet_exec_direct_lost_total %v, want at least 1", n)
+	}
+	eventually(t, 3*time.Duration(probe.PeriodSeconds)*time.Second, "a successful run after the lost one", func() (bool, string) {
+		r := d.describe(a.ctr).Probes["readiness"]
+		if len(r.History) == 0 {
+			return false, "no runs"
+		}
+		last := r.History[len(r.History)-1] // oldest first
+		return last.Time.After(at) && last.Result == "success", fmt.Sprintf("%+v", r.History)
+	})
+	if n := d.sum("probelet_exec_direct_fallbacks_total"); n != 0 {
+		t.Errorf("%v probes went to the runtime:\n%s", n, d.logTail(40))
 	}
 }
