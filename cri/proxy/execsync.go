@@ -40,9 +40,10 @@ type ExecRunner interface {
 // to the runtime (directexec.New's fallback, in the proxy).
 var ErrForward = errors.New("proxy: the runtime answers this call")
 
-// WithDirectExec serves the kubelet's ExecSync calls through r (exec
-// probes, exec lifecycle hooks) and forwards to the runtime every call r
-// does not answer.
+// WithDirectExec serves the kubelet's exec probes' ExecSync calls through
+// r and forwards to the runtime every call r does not answer. Exec
+// lifecycle hooks come without a timeout, which r needs: they go to the
+// runtime (once per container, they cost little there).
 func WithDirectExec(r ExecRunner) Option {
 	return func(p *Proxy) error {
 		if r == nil {

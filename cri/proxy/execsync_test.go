@@ -81,7 +81,7 @@ func TestExecSyncThroughTheDirectExecutor(t *testing.T) {
 			wantStatus: codes.NotFound, wantMessage: "an error occurred when try to find container \"gone\": not found", wantExec: 1, wantRuntime: 1},
 		{name: "a helper that crashed", exec: &fakeExec{err: errors.New("exec helper: reading its status: EOF")}, timeout: 1,
 			wantStdout: "runtime ran [true]", wantCode: 7, wantExec: 1, wantRuntime: 1},
-		{name: "no timeout", exec: &fakeExec{stdout: []byte("direct")}, timeout: 0,
+		{name: "no timeout (an exec lifecycle hook)", exec: &fakeExec{stdout: []byte("direct")}, timeout: 0,
 			wantStdout: "runtime ran [true]", wantCode: 7, wantRuntime: 1},
 		{name: "a negative exit code", exec: &fakeExec{stdout: []byte("direct"), code: -1}, timeout: 1,
 			wantStdout: "direct", wantCode: -1, wantExec: 1},
