@@ -142,10 +142,9 @@ e2e-kubelet-diff:
 ## runtime and of probelet, crictl and probectl, the CRI proxy under a real
 ## kubelet, and the readiness gate on a control plane. The rest of the
 ## suite tests what does not depend on the runtime, or containerd's own
-## parts (ctr, its bundles for --exec-mode direct, its non-CRI services);
-## TestCRIProxySurvivesItsOwnRestarts fails on CRI-O (README "On CRI-O").
+## parts (ctr, its bundles for --exec-mode direct, its non-CRI services).
 ## E2E_CRIO_TESTS='.*' runs all of it on CRI-O.
-E2E_CRIO_TESTS ?= ^(TestProbeKindsOnBothIO|TestReadinessFollowsTheApp|TestLivenessFailureStopsTheContainer|TestLivenessFailureCausedByTheExitDoesNotKill|TestStartupGatesLivenessAndReadiness|TestExecProbeExitCodesAndTimeout|TestTCPShortCircuit|TestContainerExitingByItself|TestInvalidAnnotation|TestRuntimeRestart|TestPodRemovedAfterRuntimeRestart|TestProbeletRestart|TestHistorySurvivesARestart|TestCrictlAndProbectl|TestCRIProxyRunsAKubelet|TestClusterReadinessGateAndEvents)$$
+E2E_CRIO_TESTS ?= ^(TestProbeKindsOnBothIO|TestReadinessFollowsTheApp|TestLivenessFailureStopsTheContainer|TestLivenessFailureCausedByTheExitDoesNotKill|TestStartupGatesLivenessAndReadiness|TestExecProbeExitCodesAndTimeout|TestTCPShortCircuit|TestContainerExitingByItself|TestInvalidAnnotation|TestRuntimeRestart|TestPodRemovedAfterRuntimeRestart|TestProbeletRestart|TestHistorySurvivesARestart|TestCrictlAndProbectl|TestCRIProxyRunsAKubelet|TestCRIProxySurvivesItsOwnRestarts|TestClusterReadinessGateAndEvents)$$
 e2e-crio:
 	PROBELET_TESTBED_RUNTIME=crio E2E_RUN='$(E2E_CRIO_TESTS)' E2E_SKIP= hack/e2e.sh
 

@@ -17,8 +17,11 @@ type frame struct {
 	parts [][]byte
 }
 
-// rawCodec moves frames without (un)marshalling. It calls itself "proto" so
-// the content-type on both hops stays application/grpc+proto.
+// rawCodec moves frames without (un)marshalling. Its name is empty so that
+// forwarded calls say content-type application/grpc, as the kubelet's do:
+// CRI-O's socket (cmux) matches a connection by its first call's
+// content-type, exactly, and drops it — and every call on it — for
+// application/grpc+proto, the type a codec named "proto" would send.
 type rawCodec struct{}
 
 var _ encoding.CodecV2 = rawCodec{}
@@ -47,4 +50,4 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	return nil
 }
 
-func (rawCodec) Name() string { return "proto" }
+func (rawCodec) Name() string { return "" }

@@ -58,6 +58,11 @@ func TestForwardKeepsEverything(t *testing.T) {
 	if got := md.Get("x-kubelet"); len(got) != 1 || got[0] != "k1" {
 		t.Errorf("runtime saw x-kubelet = %q", got)
 	}
+	// What the kubelet sends: CRI-O's socket (cmux) drops a connection
+	// whose first call says anything else.
+	if got := md.Get("content-type"); len(got) != 1 || got[0] != "application/grpc" {
+		t.Errorf("runtime saw content-type %q, want the kubelet's application/grpc", got)
+	}
 }
 
 // TestForwardKeepsErrors: codes, messages and details arrive unchanged,
