@@ -217,11 +217,13 @@ func (m *Manager) startConfigured(pe *podEntry) {
 	}
 }
 
-// wakeChanged wakes each worker whose container ID or state changed, whose
-// pod started deleting or got new addresses (or host exceptions), or whose
-// seed waited for the start time that came, so it acts at once instead of
-// at its next tick. A container that is merely created has nothing to
-// probe yet; the worker wakes when it runs.
+// wakeChanged wakes each worker whose container ID or state changed, or
+// whose pod started deleting or got new addresses (or host exceptions), so
+// it acts at once instead of at its next tick. A container that is merely
+// created has nothing to probe yet; the worker wakes when it runs. A start
+// time that came settles a seed waiting for it without a probe: a run in
+// flight settles it with its own result, and waking it would run it again
+// at once, off its period's grid.
 func (m *Manager) wakeChanged(pe *podEntry, netChanged bool) {
 	for _, w := range pe.workers {
 		if netChanged {
@@ -233,10 +235,13 @@ func (m *Manager) wakeChanged(pe *podEntry, netChanged bool) {
 		}
 		changed := c.ID != w.seenID || c.State != w.seenState || netChanged
 		deleting := pe.pod.Deleting != w.seenDeleting
-		seedable := !w.seedDue.IsZero() && !c.StartedAt.IsZero()
 		w.seenID, w.seenState, w.seenDeleting = c.ID, c.State, pe.pod.Deleting
-		if (changed && c.State != node.StateCreated) || deleting || seedable {
+		if (changed && c.State != node.StateCreated) || deleting {
 			m.sched.wake(w)
+			continue
+		}
+		if !w.seedDue.IsZero() && !c.StartedAt.IsZero() && c.ID == w.containerID && !w.inFlight {
+			m.settleSeed(w, c, m.clock.Now())
 		}
 	}
 }

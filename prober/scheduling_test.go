@@ -183,3 +183,39 @@ func TestEngineOnTheRealClock(t *testing.T) {
 	}
 	stop()
 }
+
+// TestStartTimeToldMidRunRunsNothingMore: on CRI-O the start time comes
+// from CRI after the container runs, often while its first probe is in
+// flight (a loaded node). It settles the seed; it is no reason to probe
+// again, off the period's grid (the soak on CRI-O saw runs milliseconds
+// apart). Told between runs, it probes nothing either.
+func TestStartTimeToldMidRunRunsNothingMore(t *testing.T) {
+	for _, midRun := range []bool{true, false} {
+		t.Run(fmt.Sprintf("mid-run=%v", midRun), func(t *testing.T) {
+			// The agent runs for an hour already: no first-tick jitter.
+			h := newHarness(t, prober.WithAgentStartTime(epoch.Add(-time.Hour)))
+			h.tcp.always(readyPort, success)
+			release := h.tcp.block(readyPort)
+			pod := withContainerID(testPod("c1", probespec.ContainerProbes{Readiness: tcpProbe(readyPort, withPeriod(10))}), "c1", time.Time{})
+			h.m.UpdatePod(pod)
+			waitEntered(t, h.tcp, readyPort)
+			if !midRun {
+				release()
+				h.settle()
+			}
+			h.m.UpdatePod(withContainerID(pod, "c1", epoch))
+			if midRun {
+				release()
+				h.settle()
+			}
+			if got := h.tcp.count(readyPort); got != 1 {
+				t.Fatalf("probes = %d, want the one run", got)
+			}
+			h.wantResult("c1", probespec.Readiness, results.Success)
+			h.step(10 * time.Second)
+			if got := h.tcp.count(readyPort); got != 2 {
+				t.Fatalf("probes a period later = %d, want 2", got)
+			}
+		})
+	}
+}
