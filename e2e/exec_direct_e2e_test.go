@@ -457,7 +457,7 @@ func TestExecHelperLostProbeIsSaid(t *testing.T) {
 	d := startProbelet(t, bed, "--exec-mode", "direct", "--runtime-state-dir", filepath.Join(bed.Dir(), "state"))
 	eventually(t, 30*time.Second, "the first direct run", func() (bool, string) {
 		r := d.describe(a.ctr).Probes["readiness"]
-		return len(r.History) > 0 && r.History[0].Result == "success", fmt.Sprintf("%+v", r)
+		return len(r.History) > 0 && r.History[0].Result == "Success", fmt.Sprintf("%+v", r)
 	})
 
 	// Kill every helper process under the server (the probe's, outside
@@ -495,7 +495,7 @@ func TestExecHelperLostProbeIsSaid(t *testing.T) {
 			return false, "no runs"
 		}
 		last := r.History[len(r.History)-1] // oldest first
-		return last.Time.After(at) && last.Result == "success", fmt.Sprintf("%+v", r.History)
+		return last.Time.After(at) && last.Result == "Success", fmt.Sprintf("%+v", r.History)
 	})
 	if n := d.sum("probelet_exec_direct_fallbacks_total"); n != 0 {
 		t.Errorf("%v probes went to the runtime:\n%s", n, d.logTail(40))
