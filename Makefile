@@ -140,9 +140,10 @@ e2e-kubelet-diff:
 ## e2e-crio: the suite's core on a CRI-O test bed (PROBELET_TESTBED_RUNTIME=crio):
 ## lifecycle, each probe kind and its kubelet rules, kills, restarts of the
 ## runtime and of probelet, crictl and probectl, the CRI proxy under a real
-## kubelet, and the readiness gate on a control plane. The rest of the
-## suite tests what does not depend on the runtime, or containerd's own
-## parts (ctr, its bundles for --exec-mode direct, its non-CRI services).
+## kubelet and through its own restarts, and the readiness gate on a
+## control plane. The rest of the suite tests what does not depend on the
+## runtime, or containerd's own parts (ctr, its bundles for --exec-mode
+## direct, its non-CRI services).
 ## E2E_CRIO_TESTS='.*' runs all of it on CRI-O.
 E2E_CRIO_TESTS ?= ^(TestProbeKindsOnBothIO|TestReadinessFollowsTheApp|TestLivenessFailureStopsTheContainer|TestLivenessFailureCausedByTheExitDoesNotKill|TestStartupGatesLivenessAndReadiness|TestExecProbeExitCodesAndTimeout|TestTCPShortCircuit|TestContainerExitingByItself|TestInvalidAnnotation|TestRuntimeRestart|TestPodRemovedAfterRuntimeRestart|TestProbeletRestart|TestHistorySurvivesARestart|TestCrictlAndProbectl|TestCRIProxyRunsAKubelet|TestCRIProxySurvivesItsOwnRestarts|TestClusterReadinessGateAndEvents)$$
 e2e-crio:
