@@ -37,6 +37,7 @@ import (
 	"github.com/probelet/probelet/controller/slim"
 	"github.com/probelet/probelet/controller/webhook/certs"
 	"github.com/probelet/probelet/controller/zones"
+	"github.com/probelet/probelet/internal/apicount"
 	"github.com/probelet/probelet/internal/httpserve"
 	"github.com/probelet/probelet/internal/kubeconfig"
 	"github.com/probelet/probelet/probespec"
@@ -113,6 +114,11 @@ func run(args []string) error {
 	// puts it on every request but watches; a clientset would put it on
 	// the HTTP client and cut every informer's watch at that age.
 	cfg.Timeout = 0
+	// Every call counted by verb and resource: the controller's own load
+	// on the API server, as the API server names it.
+	requests, countRequest := apicount.Counter("probelet_controller_api_requests_total",
+		"Calls this replica made to the API server, by verb and resource as the API server names them (watch: each watch started).")
+	cfg.Wrap(apicount.Wrapper(countRequest))
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -129,7 +135,7 @@ func run(args []string) error {
 	marked := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "probelet_controller_pods_marked_total",
 		Help: "Pods this replica marked probelet.io/ready=False, by reason (ProbeletUnavailable, ProbeletNotRunning)."},
 		[]string{"reason"})
-	for _, c := range []prometheus.Collector{zoneState, marked} {
+	for _, c := range []prometheus.Collector{zoneState, marked, requests} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
