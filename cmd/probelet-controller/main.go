@@ -56,7 +56,7 @@ func main() {
 // options are the command line.
 type options struct {
 	kubeconfig, leaseNamespace, metricsAddr string
-	grace                                   time.Duration
+	grace, renew                            time.Duration
 	leaderElect                             bool
 	zones                                   zones.Config
 	webhook                                 webhookOptions
@@ -72,8 +72,12 @@ func parse(args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if o.grace <= 0 {
-		return o, fmt.Errorf("--grace-period: %s must be positive", o.grace)
+	if o.renew < time.Second || o.renew > 5*time.Minute {
+		return o, fmt.Errorf("--lease-renew-interval: %s is not between 1s and 5m", o.renew)
+	}
+	// A healthy Lease is seen changed at least every renewal and a pass.
+	if least := o.renew + zones.MonitorPeriod; o.grace <= least {
+		return o, fmt.Errorf("--grace-period: %s must be longer than --lease-renew-interval and a monitor pass (%s), or healthy probelets look silent", o.grace, least)
 	}
 	return o, errors.Join(o.zones.Validate(), o.webhook.validate(), o.probeAPI.validate(o.webhook))
 }
@@ -84,6 +88,7 @@ func flagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server; empty: the in-cluster configuration")
 	fs.StringVar(&o.leaseNamespace, "lease-namespace", probespec.LeaseNamespace, "namespace of probelet's node Leases (and of the leader election Lease)")
 	fs.DurationVar(&o.grace, "grace-period", monitor.DefaultGracePeriod, "how long a probelet Lease may go unrenewed, as this controller observes it, before its node's gated pods are marked not Ready")
+	fs.DurationVar(&o.renew, "lease-renew-interval", zones.RenewInterval, "how often the probelets renew their Leases (their --lease-renew-interval): probelets not renewing for the grace period less one of these and a monitor pass count as silent in their zone's census")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among the replicas; only the leader marks pods")
 	fs.Float32Var(&o.zones.UnhealthyZoneThreshold, "unhealthy-zone-threshold", o.zones.UnhealthyZoneThreshold, "share of a zone's probelets silent (more than 2 of them) that makes a PartialDisruption")
 	fs.IntVar(&o.zones.LargeClusterSizeThreshold, "large-cluster-size-threshold", o.zones.LargeClusterSizeThreshold, "zone size above which a PartialDisruption marks at the secondary rate rather than not at all")
@@ -148,7 +153,7 @@ func run(args []string) error {
 	// the webhook's report, keeping only the fields they read.
 	shared := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(slim.Transform))
 	defer shared.Shutdown()
-	m, err := monitor.New(monitor.Options{Client: client, Namespace: o.leaseNamespace, Grace: o.grace, Zones: o.zones,
+	m, err := monitor.New(monitor.Options{Client: client, Namespace: o.leaseNamespace, Grace: o.grace, Renew: o.renew, Zones: o.zones,
 		Recorder: recorder, Log: log.Named("monitor"), Informers: shared,
 		OnState: func(zone string, s zones.State) {
 			for _, st := range []zones.State{zones.Normal, zones.PartialDisruption, zones.FullDisruption} {

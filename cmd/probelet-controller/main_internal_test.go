@@ -19,6 +19,11 @@ func TestParse(t *testing.T) {
 		{args: []string{"--webhook-manage-cert=false", "--webhook-cert-hosts="}}, // the Secret is provided
 		{args: []string{"--webhook-cert-secret="}, wantErr: "--webhook-cert-secret"},
 		{args: []string{"--grace-period=0s"}, wantErr: "--grace-period"},
+		{args: []string{"--grace-period=15s"}, wantErr: "--grace-period: 15s must be longer than --lease-renew-interval and a monitor pass (15s)"},
+		{args: []string{"--grace-period=16s"}},
+		{args: []string{"--lease-renew-interval=36s"}, wantErr: "--grace-period: 40s must be longer than"},
+		{args: []string{"--lease-renew-interval=30s", "--grace-period=2m"}},
+		{args: []string{"--lease-renew-interval=100ms"}, wantErr: "--lease-renew-interval: 100ms is not between 1s and 5m"},
 		{args: []string{"--marking-rate=-1", "--webhook-cert-validity=1s"}, wantErr: "--marking-rate"},
 		{args: []string{"stray"}, wantErr: `unexpected argument "stray"`},
 	}

@@ -116,14 +116,14 @@ func TestFlagsOverrideConfigFileOverrideDefaults(t *testing.T) {
 			"--kill-guard=off", "--kill-guard-rate=2", "--kill-guard-burst=7", "--kill-guard-secondary-rate=0.5",
 			"--kill-guard-partial-threshold=0.2", "--kill-guard-unhealthy-threshold=0.6", "--kill-guard-min-failing=4",
 			"--kill-guard-ceiling=3m", "--exec-mode=direct", "--runtime-state-dir=/run/k3s/containerd",
-			"--exec-helper=/opt/probelet/probelet-exec", "--lease-namespace=probelet-leases", "--io=std", "--probe-origin=pod"},
+			"--exec-helper=/opt/probelet/probelet-exec", "--lease-namespace=probelet-leases", "--lease-renew-interval=30s", "--io=std", "--probe-origin=pod"},
 			agent.Config{NRISocket: "/run/nri.sock", PluginIndex: "05", RuntimeEndpoint: "unix:///c.sock", Listen: "unix:///p.sock",
 				MetricsBindAddress: ":9", TCPMode: "ebpf", TCPVerify: true, LivenessAction: "report", LogFormat: "json", LogLevel: "warn",
 				Kubeconfig: "/etc/kubeconfig", NodeName: "node-7", StateDir: "/srv/probelet",
 				KillGuard: "off", KillGuardRate: 2, KillGuardBurst: 7, KillGuardSecondaryRate: 0.5, KillGuardPartialThreshold: 0.2,
 				KillGuardUnhealthyThreshold: 0.6, KillGuardMinFailing: 4, KillGuardCeiling: agent.Duration{Duration: 3 * time.Minute},
 				ExecMode: "direct", RuntimeStateDir: "/run/k3s/containerd", ExecHelper: "/opt/probelet/probelet-exec",
-				LeaseNamespace: "probelet-leases", IO: "std", ProbeOrigin: "pod"}},
+				LeaseNamespace: "probelet-leases", LeaseRenewInterval: agent.Duration{Duration: 30 * time.Second}, IO: "std", ProbeOrigin: "pod"}},
 		{"config file", []string{"--config", file}, want(func(c *agent.Config) {
 			c.TCPMode, c.LogLevel, c.ReconcileInterval = "dial", "debug", agent.Duration{Duration: time.Minute}
 		})},

@@ -64,10 +64,13 @@ type Options struct {
 	Client    kubernetes.Interface
 	Namespace string // the Leases' (--lease-namespace)
 	Grace     time.Duration
-	Zones     zones.Config
-	Recorder  record.EventRecorder // Warning Events on marked pods; nil: none
-	Clock     clock.WithTicker     // default real
-	Log       *zap.Logger
+	// Renew is how often probelets renew their Leases
+	// (--lease-renew-interval; default zones.RenewInterval).
+	Renew    time.Duration
+	Zones    zones.Config
+	Recorder record.EventRecorder // Warning Events on marked pods; nil: none
+	Clock    clock.WithTicker     // default real
+	Log      *zap.Logger
 	// OnState is told each zone's state after every pass (metrics), the
 	// zone as region/zone ("" for unlabelled nodes).
 	OnState func(zone string, s zones.State)
@@ -139,6 +142,9 @@ func New(o Options) (*Monitor, error) {
 	if o.Grace <= 0 {
 		o.Grace = DefaultGracePeriod
 	}
+	if o.Renew <= 0 {
+		o.Renew = zones.RenewInterval
+	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
@@ -178,7 +184,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 		return nil
 	}
 	// The judgement starts now: every node gets the whole grace period.
-	m.tracker = zones.NewTracker(m.o.Clock, m.o.Grace)
+	m.tracker = zones.NewTracker(m.o.Clock, m.o.Grace, m.o.Renew)
 	m.lim = zones.NewLimiters(m.o.Clock)
 	m.mon = zones.NewMonitor(m.o.Zones, m.tracker, m.lim)
 	m.o.Log.Info("Monitoring probelet Leases", zap.String("namespace", m.o.Namespace), zap.Duration("grace", m.o.Grace))

@@ -33,18 +33,19 @@ func (h Health) String() string {
 	return [...]string{"Unknown", "Healthy", "Unavailable", "Pending", "NotRunning", "Suspect"}[h]
 }
 
-// RenewInterval is probelet's Lease renewal period (heartbeat.RenewInterval;
-// a copy, a test holds them equal) and MonitorPeriod how often the
-// controller looks at the Leases (its passes): a healthy probelet's Lease
-// is seen changed at least every RenewInterval + MonitorPeriod.
+// RenewInterval is probelet's default Lease renewal period
+// (heartbeat.RenewInterval; a copy, a test holds them equal; both sides'
+// --lease-renew-interval) and MonitorPeriod how often the controller
+// looks at the Leases (its passes): a healthy probelet's Lease is seen
+// changed at least every renew interval + MonitorPeriod.
 const (
 	RenewInterval = 10 * time.Second
 	MonitorPeriod = 5 * time.Second
 )
 
-// SuspectAfter is how long a Lease may go unchanged before its probelet
-// counts as silent in its zone's census: the grace period less a renew
-// interval and a monitor pass, the most by which the silences of
+// SuspectAfter is how long a Lease renewed every renew may go unchanged
+// before its probelet counts as silent in its zone's census: the grace
+// period less a renew interval and a monitor pass, the most by which the silences of
 // probelets stopped at the same moment are observed apart, but never
 // below two renew intervals (a healthy Lease is not suspected) nor above
 // the grace period. Without it the first of many probelets stopped
@@ -52,8 +53,8 @@ const (
 // still counted healthy, and its zone looks Normal long enough to mark
 // its pods: the node lifecycle controller has that race; probelet's
 // controller does not copy it (README "When probelet is down").
-func SuspectAfter(grace time.Duration) time.Duration {
-	return min(grace, max(grace-RenewInterval-MonitorPeriod, 2*RenewInterval))
+func SuspectAfter(grace, renew time.Duration) time.Duration {
+	return min(grace, max(grace-renew-MonitorPeriod, 2*renew))
 }
 
 // Tracker judges silence as the node lifecycle controller does: by when
@@ -78,9 +79,10 @@ type observed struct {
 	leased bool
 }
 
-// NewTracker returns a Tracker whose nodes are silent after grace.
-func NewTracker(c clock.PassiveClock, grace time.Duration) *Tracker {
-	return &Tracker{clock: c, grace: grace, suspect: SuspectAfter(grace), nodes: map[string]*observed{}}
+// NewTracker returns a Tracker whose nodes, renewing every renew, are
+// silent after grace.
+func NewTracker(c clock.PassiveClock, grace, renew time.Duration) *Tracker {
+	return &Tracker{clock: c, grace: grace, suspect: SuspectAfter(grace, renew), nodes: map[string]*observed{}}
 }
 
 func (t *Tracker) node(name string) *observed {

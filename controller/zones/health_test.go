@@ -24,7 +24,7 @@ func wantHealth(t *testing.T, tr *zones.Tracker, node string, want zones.Health)
 func TestSilenceIsJudgedByObservedTime(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(t0)
-	tr := zones.NewTracker(clk, grace)
+	tr := zones.NewTracker(clk, grace, zones.RenewInterval)
 	behind, ahead := t0.Add(-3*time.Hour), t0.Add(2*time.Hour)
 	tr.ObserveLease("behind", behind)
 	tr.ObserveLease("ahead", ahead)
@@ -40,11 +40,11 @@ func TestSilenceIsJudgedByObservedTime(t *testing.T) {
 
 	// Up to SuspectAfter it is healthy, then suspect; exactly at the grace
 	// period it is not silent yet; just after, it is.
-	clk.Step(zones.SuspectAfter(grace))
+	clk.Step(zones.SuspectAfter(grace, zones.RenewInterval))
 	wantHealth(t, tr, "behind", zones.Healthy)
 	clk.Step(time.Nanosecond)
 	wantHealth(t, tr, "behind", zones.Suspect)
-	clk.Step(grace - zones.SuspectAfter(grace) - time.Nanosecond)
+	clk.Step(grace - zones.SuspectAfter(grace, zones.RenewInterval) - time.Nanosecond)
 	wantHealth(t, tr, "behind", zones.Suspect)
 	clk.Step(time.Nanosecond)
 	wantHealth(t, tr, "behind", zones.Unavailable)
@@ -60,7 +60,7 @@ func TestSilenceIsJudgedByObservedTime(t *testing.T) {
 func TestANewControllerGivesEveryNodeTheGracePeriod(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(t0)
-	tr := zones.NewTracker(clk, grace)
+	tr := zones.NewTracker(clk, grace, zones.RenewInterval)
 	// A fresh leader finds a Lease last renewed an hour ago by the
 	// node's clock: it still waits the grace period from now.
 	tr.ObserveLease("n1", t0.Add(-time.Hour))
@@ -93,15 +93,19 @@ func TestANewControllerGivesEveryNodeTheGracePeriod(t *testing.T) {
 // TestSuspectAfter: the grace period less a renew interval and a monitor
 // pass, at least two renew intervals, at most the grace period.
 func TestSuspectAfter(t *testing.T) {
-	for _, tc := range []struct{ grace, want time.Duration }{
-		{40 * time.Second, 25 * time.Second},
-		{60 * time.Second, 45 * time.Second},
-		{30 * time.Second, 20 * time.Second},
-		{20 * time.Second, 20 * time.Second},
-		{10 * time.Second, 10 * time.Second},
+	const s = time.Second
+	for _, tc := range []struct{ grace, renew, want time.Duration }{
+		{40 * s, 10 * s, 25 * s},
+		{60 * s, 10 * s, 45 * s},
+		{30 * s, 10 * s, 20 * s},
+		{20 * s, 10 * s, 20 * s},
+		{10 * s, 10 * s, 10 * s},
+		{120 * s, 30 * s, 85 * s},
+		{90 * s, 30 * s, 60 * s},
+		{15 * s, 3 * s, 7 * s},
 	} {
-		if got := zones.SuspectAfter(tc.grace); got != tc.want {
-			t.Errorf("SuspectAfter(%v) = %v, want %v", tc.grace, got, tc.want)
+		if got := zones.SuspectAfter(tc.grace, tc.renew); got != tc.want {
+			t.Errorf("SuspectAfter(%v, %v) = %v, want %v", tc.grace, tc.renew, got, tc.want)
 		}
 	}
 }

@@ -1,5 +1,5 @@
 // Package heartbeat keeps probelet's node Lease: a coordination.k8s.io/v1
-// Lease named after the node, renewed every RenewInterval while probelet is
+// Lease named after the node, renewed every renew interval (10 s by default) while probelet is
 // really probing — NRI connected and the probe scheduler going round — so
 // that probelet-controller can tell a node whose probelet went silent, as
 // the node lifecycle controller tells a node whose kubelet did from the
@@ -37,18 +37,20 @@ import (
 )
 
 const (
-	// RenewInterval is how often the Lease is renewed, the kubelet's
-	// node Lease period.
+	// RenewInterval is how often the Lease is renewed by default
+	// (--lease-renew-interval), the kubelet's node Lease period.
 	RenewInterval = 10 * time.Second
-	// LeaseDurationSeconds is written in the Lease: four missed renewals.
-	LeaseDurationSeconds = 40
+	// leaseRenewals is the Lease's leaseDurationSeconds in renewals: four
+	// missed ones (40 s at the default).
+	leaseRenewals = 4
 	// DefaultStallAfter is how far behind its due round the probe
-	// scheduler may be before probelet counts as not probing. A round is
+	// scheduler may be before probelet counts as not probing, at the
+	// default renew interval (it is the renew interval). A round is
 	// milliseconds of work; one a whole renew interval late is a wedged
 	// engine, not a busy node.
 	DefaultStallAfter = RenewInterval
 	// retryMin is the first wait after a failed renewal; it doubles up to
-	// RenewInterval, so an API server that is away is asked at most every
+	// the renew interval, so an API server that is away is asked at most every
 	// renew interval, and one that is back is renewed within seconds.
 	retryMin = 500 * time.Millisecond
 	// recheckInterval is how often a heartbeat that is not renewing looks
@@ -86,8 +88,11 @@ type Options struct {
 	Namespace string // default probespec.LeaseNamespace
 	Runtime   Runtime
 	Scheduler Scheduler
+	// RenewInterval is how often the Lease is renewed (default
+	// RenewInterval); the Lease says four of them as its duration.
+	RenewInterval time.Duration
 	// StallAfter is the scheduler lag past which probelet does not
-	// renew (default DefaultStallAfter).
+	// renew (default: the renew interval).
 	StallAfter time.Duration
 	Clock      clock.WithTicker // default real
 	Log        *zap.Logger
@@ -111,6 +116,7 @@ type Heartbeat struct {
 	node, ns   string
 	runtime    Runtime
 	scheduler  Scheduler
+	every      time.Duration
 	stallAfter time.Duration
 	clock      clock.WithTicker
 	log        *zap.Logger
@@ -135,13 +141,16 @@ func New(o Options) (*Heartbeat, error) {
 		return nil, errors.New("heartbeat: a client, the node name, the NRI plugin and the probe engine are required")
 	}
 	h := &Heartbeat{client: o.Client, node: o.NodeName, ns: o.Namespace, runtime: o.Runtime,
-		scheduler: o.Scheduler, stallAfter: o.StallAfter, clock: o.Clock, log: o.Log, onResumed: o.OnResumed,
+		scheduler: o.Scheduler, every: o.RenewInterval, stallAfter: o.StallAfter, clock: o.Clock, log: o.Log, onResumed: o.OnResumed,
 		tcpMode: o.TCPMode, stateAt: o.StateEndpoint, statePin: o.StateCertSHA256}
 	if h.ns == "" {
 		h.ns = probespec.LeaseNamespace
 	}
+	if h.every <= 0 {
+		h.every = RenewInterval
+	}
 	if h.stallAfter <= 0 {
-		h.stallAfter = DefaultStallAfter
+		h.stallAfter = h.every
 	}
 	if h.clock == nil {
 		h.clock = clock.RealClock{}
@@ -152,13 +161,13 @@ func New(o Options) (*Heartbeat, error) {
 	return h, nil
 }
 
-// Run renews the Lease until ctx ends: at once, then every RenewInterval
+// Run renews the Lease until ctx ends: at once, then every renew interval
 // while probelet probes; a failed renewal is retried sooner, backing off
-// to RenewInterval. It does not delete the Lease on the way out: a
+// to the renew interval. It does not delete the Lease on the way out: a
 // restart within the grace period must look like no silence at all.
 func (h *Heartbeat) Run(ctx context.Context) error {
 	h.log.Info("Renewing the node Lease while probing", zap.String("lease", h.ns+"/"+h.node),
-		zap.Duration("every", RenewInterval), zap.Int("durationSeconds", LeaseDurationSeconds))
+		zap.Duration("every", h.every), zap.Int32("durationSeconds", h.leaseSeconds()))
 	retry := retryMin
 	timer := h.clock.NewTimer(h.beat(ctx, &retry))
 	defer timer.Stop()
@@ -189,10 +198,10 @@ func (h *Heartbeat) beat(ctx context.Context, retry *time.Duration) time.Duratio
 	}
 	if err := h.renew(ctx); err != nil {
 		if ctx.Err() != nil {
-			return RenewInterval
+			return h.every
 		}
 		wait := *retry
-		*retry = min(2**retry, RenewInterval)
+		*retry = min(2**retry, h.every)
 		h.log.Warn("Renewing the node Lease failed; retrying", zap.Error(err), zap.Duration("in", wait))
 		return wait
 	}
@@ -205,7 +214,12 @@ func (h *Heartbeat) beat(ctx context.Context, retry *time.Duration) time.Duratio
 		h.onResumed()
 	}
 	*retry = retryMin
-	return RenewInterval
+	return h.every
+}
+
+// leaseSeconds is the Lease's leaseDurationSeconds: four renewals.
+func (h *Heartbeat) leaseSeconds() int32 {
+	return int32((leaseRenewals*h.every + time.Second - 1) / time.Second)
 }
 
 func (h *Heartbeat) hold(why string) {
@@ -303,7 +317,7 @@ func (h *Heartbeat) create(ctx context.Context) error {
 // stamps it now. The renewal carries them: no write of their own.
 func (h *Heartbeat) fill(lease *coordinationv1.Lease) {
 	lease.Spec.HolderIdentity = ptr.To(h.node)
-	lease.Spec.LeaseDurationSeconds = ptr.To[int32](LeaseDurationSeconds)
+	lease.Spec.LeaseDurationSeconds = ptr.To(h.leaseSeconds())
 	lease.Spec.RenewTime = &metav1.MicroTime{Time: h.clock.Now()}
 	setOrDelete(&lease.Annotations, probespec.AnnotationStateEndpoint, h.stateAt)
 	setOrDelete(&lease.Annotations, probespec.AnnotationStateCertSHA256, h.statePin)

@@ -1,6 +1,7 @@
 package heartbeat_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -53,7 +54,8 @@ type env struct {
 	h       *heartbeat.Heartbeat
 	resumed atomic.Int32 // OnResumed calls
 	tcpMode heartbeat.TCPMode
-	state   [2]string // StateEndpoint, StateCertSHA256
+	state   [2]string     // StateEndpoint, StateCertSHA256
+	every   time.Duration // RenewInterval; 0: the default
 	stop    func()
 }
 
@@ -67,7 +69,7 @@ func newEnv(t *testing.T, objs ...runtime.Object) *env {
 func (e *env) run() {
 	h, err := heartbeat.New(heartbeat.Options{Client: kubetest.Client(e.cs), NodeName: nodeName,
 		Runtime: e.engine, Scheduler: e.engine, Clock: e.clk, OnResumed: func() { e.resumed.Add(1) },
-		TCPMode: e.tcpMode, StateEndpoint: e.state[0], StateCertSHA256: e.state[1]})
+		TCPMode: e.tcpMode, StateEndpoint: e.state[0], StateCertSHA256: e.state[1], RenewInterval: e.every})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -130,6 +132,35 @@ func (e *env) writes() (n int) {
 		}
 	}
 	return n
+}
+
+// TestRenewIntervalIsAChoice: --lease-renew-interval sets both the
+// renewals and the duration the Lease says (four of them); a scheduler
+// lagging less than it is probing still.
+func TestRenewIntervalIsAChoice(t *testing.T) {
+	for _, tc := range []struct {
+		every       time.Duration
+		wantSeconds int32
+	}{{0, 40}, {30 * time.Second, 120}, {2500 * time.Millisecond, 10}} {
+		t.Run(tc.every.String(), func(t *testing.T) {
+			e := newEnv(t)
+			e.every = tc.every
+			every := cmp.Or(tc.every, heartbeat.RenewInterval)
+			e.engine.lag.Store(int64(every - time.Millisecond))
+			e.run()
+			e.wantRenewed(0)
+			if got := *e.lease().Spec.LeaseDurationSeconds; got != tc.wantSeconds {
+				t.Errorf("leaseDurationSeconds %d, want %d", got, tc.wantSeconds)
+			}
+			e.step(every - time.Millisecond)
+			e.wantRenewed(0)
+			e.step(time.Millisecond)
+			e.wantRenewed(every)
+			if n := e.writes(); n != 2 {
+				t.Errorf("%d Lease writes after one interval, want 2", n)
+			}
+		})
+	}
 }
 
 func TestRenewsEveryTenSecondsAsTheNodesLease(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"github.com/probelet/probelet/cri/client"
 	"github.com/probelet/probelet/internal/endpoint"
 	"github.com/probelet/probelet/killguard"
+	"github.com/probelet/probelet/kube/heartbeat"
 	"github.com/probelet/probelet/plugin"
 	"github.com/probelet/probelet/probespec"
 	"github.com/probelet/probelet/quietio"
@@ -78,6 +79,10 @@ type Config struct {
 	// LeaseNamespace holds the node Lease probelet renews while probing,
 	// named after the node (--lease-namespace).
 	LeaseNamespace string `json:"leaseNamespace,omitempty"`
+	// LeaseRenewInterval is how often that Lease is renewed
+	// (--lease-renew-interval); probelet-controller's
+	// --lease-renew-interval and --grace-period go with it.
+	LeaseRenewInterval Duration `json:"leaseRenewInterval,omitempty"`
 	// LogFormat is console or json (--log-format).
 	LogFormat string `json:"logFormat,omitempty"`
 	// LogLevel is debug, info, warn or error (--log-level).
@@ -136,14 +141,15 @@ func Default() Config {
 		KillGuardMinFailing:         guard.MinFailing,
 		KillGuardCeiling:            Duration{guard.Ceiling},
 
-		ExecMode:          "runtime",
-		ReconcileInterval: Duration{5 * time.Minute},
-		ProbeOrigin:       string(probespec.OriginNode),
-		StateDir:          "/var/lib/probelet",
-		NodeName:          defaultNodeName(),
-		LeaseNamespace:    probespec.LeaseNamespace,
-		LogFormat:         "console",
-		LogLevel:          "info",
+		ExecMode:           "runtime",
+		ReconcileInterval:  Duration{5 * time.Minute},
+		ProbeOrigin:        string(probespec.OriginNode),
+		StateDir:           "/var/lib/probelet",
+		NodeName:           defaultNodeName(),
+		LeaseNamespace:     probespec.LeaseNamespace,
+		LeaseRenewInterval: Duration{heartbeat.RenewInterval},
+		LogFormat:          "console",
+		LogLevel:           "info",
 	}
 }
 
@@ -213,6 +219,9 @@ func (c Config) Validate() error {
 	check("allow-probe-host", err)
 	_, err = probespec.ParseOrigin(c.ProbeOrigin)
 	check("probe-origin", err)
+	if d := c.LeaseRenewInterval.Duration; d < time.Second || d > 5*time.Minute {
+		check("lease-renew-interval", fmt.Errorf("%s is not between 1s and 5m", d))
+	}
 	if c.ReconcileInterval.Duration < 0 {
 		check("reconcile-interval", fmt.Errorf("%s is negative (0 turns the reconcile off)", c.ReconcileInterval.Duration))
 	}

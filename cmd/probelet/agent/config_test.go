@@ -45,6 +45,8 @@ func TestValidateNamesTheFlag(t *testing.T) {
 		{"relative runtime state dir", func(c *agent.Config) { c.RuntimeStateDir = "run/containerd" }, "--runtime-state-dir"},
 		{"relative exec helper", func(c *agent.Config) { c.ExecHelper = "probelet-exec" }, "--exec-helper"},
 		{"lease namespace", func(c *agent.Config) { c.LeaseNamespace = "Probelet_System" }, `--lease-namespace: "Probelet_System" is not a namespace name`},
+		{"lease renew interval", func(c *agent.Config) { c.LeaseRenewInterval.Duration = 500 * time.Millisecond }, "--lease-renew-interval: 500ms is not between 1s and 5m"},
+		{"lease renew interval too long", func(c *agent.Config) { c.LeaseRenewInterval.Duration = time.Hour }, "--lease-renew-interval: 1h0m0s is not between 1s and 5m"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

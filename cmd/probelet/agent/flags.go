@@ -46,6 +46,7 @@ var flagFields = map[string]func(dst *Config, src Config){
 	"kubeconfig":             func(d *Config, s Config) { d.Kubeconfig = s.Kubeconfig },
 	"node-name":              func(d *Config, s Config) { d.NodeName = s.NodeName },
 	"lease-namespace":        func(d *Config, s Config) { d.LeaseNamespace = s.LeaseNamespace },
+	"lease-renew-interval":   func(d *Config, s Config) { d.LeaseRenewInterval = s.LeaseRenewInterval },
 	"log-format":             func(d *Config, s Config) { d.LogFormat = s.LogFormat },
 	"log-level":              func(d *Config, s Config) { d.LogLevel = s.LogLevel },
 	"cri-proxy-listen":       func(d *Config, s Config) { d.CRIProxyListen = s.CRIProxyListen },
@@ -83,7 +84,8 @@ func (f *Flags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&v.StateDir, "state-dir", v.StateDir, "directory for what survives a restart (probe events, restarts issued); empty keeps nothing")
 	fs.StringVar(&v.Kubeconfig, "kubeconfig", v.Kubeconfig, "kubeconfig of the API server (pod conditions, Events, pod specs); empty: in-cluster config if any, else node-only")
 	fs.StringVar(&v.NodeName, "node-name", v.NodeName, "this node's name in the API server (default: the hostname)")
-	fs.StringVar(&v.LeaseNamespace, "lease-namespace", v.LeaseNamespace, "namespace of the node Lease probelet renews every 10 s while it probes (probelet-controller marks the pods of a node whose Lease went silent)")
+	fs.StringVar(&v.LeaseNamespace, "lease-namespace", v.LeaseNamespace, "namespace of the node Lease probelet renews while it probes (probelet-controller marks the pods of a node whose Lease went silent)")
+	fs.DurationVar(&v.LeaseRenewInterval.Duration, "lease-renew-interval", v.LeaseRenewInterval.Duration, "how often the node Lease is renewed while probing; set probelet-controller's --lease-renew-interval to the same and its --grace-period above it")
 	fs.StringVar(&v.LogFormat, "log-format", v.LogFormat, "console or json")
 	fs.StringVar(&v.LogLevel, "log-level", v.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&v.CRIProxyListen, "cri-proxy-listen", v.CRIProxyListen, "removed: the CRI proxy runs as its own process, `probelet cri-proxy --listen`")

@@ -80,7 +80,7 @@ func (a *Agent) buildKube(p *parts, cfg *rest.Config, err error) (*kubeParts, er
 		return nil, err
 	}
 	if k.heartbeat, err = heartbeat.New(heartbeat.Options{Client: client, NodeName: a.cfg.NodeName,
-		Namespace: a.cfg.LeaseNamespace, Runtime: nriConnection{p}, Scheduler: p.engine, Log: log.Named("heartbeat"),
+		Namespace: a.cfg.LeaseNamespace, RenewInterval: a.cfg.LeaseRenewInterval.Duration, Runtime: nriConnection{p}, Scheduler: p.engine, Log: log.Named("heartbeat"),
 		// Read when called: the writer is made next.
 		OnResumed: func() { k.readiness.Recheck() }, TCPMode: p.tcp.leaseMode,
 		StateEndpoint: endpoint, StateCertSHA256: pin}); err != nil {
