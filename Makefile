@@ -23,7 +23,7 @@ DEMO_CLUSTER_DIR ?= /tmp/pdc
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build image image-reproducible test testbed unit vm fuzz e2e e2e-crio e2e-std e2e-kubelet-diff soak lint helm bench generate demo demo-down demo-cluster demo-cluster-down clean
+.PHONY: all build image image-reproducible test testbed unit vm fuzz e2e e2e-crio e2e-std e2e-kubelet-diff soak lint helm bench bench-scale generate demo demo-down demo-cluster demo-cluster-down clean
 
 all: build
 
@@ -186,6 +186,10 @@ soak:
 ## bench: engine, eBPF and CRI benchmarks, side by side
 bench:
 	hack/bench.sh
+
+## bench-scale: the cluster side at 1,000 and 5,000 simulated nodes (about 45 minutes; root)
+bench-scale:
+	BENCH_ONLY=11 hack/bench.sh
 
 ## generate: regenerate bpf2go objects and protobuf code (installs clang, protoc, ...)
 generate:

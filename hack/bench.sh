@@ -38,14 +38,21 @@
 #      the kubelet's worker model on real loopback sockets, in processes of
 #      their own, models alternating: CPU and thread wake-ups (voluntary
 #      context switches) per probe, with the Go default Ps and with
-#      BENCH_ENGINE_CPUS of them.
+#      BENCH_ENGINE_CPUS of them;
+#  11. (root) hack/bench/scale: probelet's cluster side on a real etcd and
+#      kube-apiserver with BENCH_SCALE_NODES simulated nodes of 20 gated
+#      pods each (probelet's own heartbeat and client per node, a kubelet's
+#      Lease and status beside it) and two probelet-controller replicas:
+#      their CPU and memory, time to mark a silent node's pods, the zone
+#      rules, API calls by component, a webhook churn of BENCH_SCALE_CHURN,
+#      etcd and API server memory (≈ 45 minutes; `make bench-scale` alone).
 #
 # Env: GO (default go), BENCH_NET_ITERATIONS (2000), BENCH_TCP_WINDOW (15s),
 # BENCH_CONTAINERS (40), BENCH_PROXY_PODS (100), BENCH_PROXY_WINDOW (30s),
 # BENCH_READINESS_PODS (100), BENCH_READINESS_WINDOW (2m), BENCH_EXEC_PODS
 # (20), BENCH_EXEC_WINDOW (30s), BENCH_NODE_PODS (20,100), BENCH_NODE_WINDOW
 # (60s), BENCH_NODE_CPUS (0: Go's default), BENCH_ENGINE_CPUS (8), BENCH_API_PODS (500),
-# BENCH_API_LISTS (20), BENCH_ONLY (a section number to run alone).
+# BENCH_API_LISTS (20), BENCH_SCALE_NODES (1000,5000), BENCH_SCALE_CHURN (5m), BENCH_ONLY (a section number to run alone).
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 1
@@ -144,6 +151,10 @@ summary() {
 	if [ -s "$OUT/10" ]; then
 		grep -E 'probe-state API, ' "$OUT/10" | sed 's/^ *probe_api_bench_e2e_test.go:[0-9]*: */  /'
 	fi
+	if [ -s "$OUT/11" ]; then
+		# The last table holds every size.
+		awk '/^probelet.s cluster side at scale/ { buf = "" } { buf = buf "  " $0 "\n" } END { printf "%s", buf }' "$OUT/11"
+	fi
 }
 
 main() {
@@ -165,6 +176,8 @@ main() {
 	run 9 "The engine on real sockets, beside the kubelet's worker model (hack/bench/engine)" engineModels
 	root 10 "The probe-state API: a namespace's pods over two nodes, through the aggregator (e2e/probe_api_bench_e2e_test.go)" \
 		env PROBELET_E2E=1 "$GO" test -tags 'e2e bench' -count=1 -timeout 15m -run '^TestBenchProbeStateList$' -v ./e2e/
+	root 11 "The cluster side at scale: simulated nodes on a real API server (hack/bench/scale; about 45 minutes)" \
+		"$GO" run ./hack/bench/scale -nodes "${BENCH_SCALE_NODES:-1000,5000}" -churn "${BENCH_SCALE_CHURN:-5m}"
 	summary
 	if [ ${#failed[@]} -gt 0 ]; then
 		printf '\nbench: FAILED: %s\n' "${failed[*]}" >&2
