@@ -107,6 +107,16 @@ type Monitor struct {
 	// held says, per silent node, why the last pass did not mark its
 	// pods, so the log and the node's Event say it once per change.
 	held map[string]string
+	// seen is when the Lease watch delivered each Lease's renewTime
+	// (the controller's clock): the grace period runs from then, not
+	// from the pass that reads it up to a monitor period later.
+	seenMu sync.Mutex
+	seen   map[string]seenRenewal
+}
+
+type seenRenewal struct {
+	renew time.Time
+	at    time.Time
 }
 
 type markedAt struct {
@@ -151,7 +161,8 @@ func New(o Options) (*Monitor, error) {
 	if o.Log == nil {
 		o.Log = zap.NewNop()
 	}
-	m := &Monitor{o: o, queue: map[string][]queued{}, marked: map[types.UID]markedAt{}, all: o.Informers}
+	m := &Monitor{o: o, queue: map[string][]queued{}, marked: map[types.UID]markedAt{}, all: o.Informers,
+		seen: map[string]seenRenewal{}}
 	if m.all == nil {
 		m.all, m.ownAll = informers.NewSharedInformerFactory(o.Client, 0), true
 	}
@@ -159,6 +170,11 @@ func New(o Options) (*Monitor, error) {
 	// started by another part: an index cannot be added to a running one.
 	m.inNS = informers.NewSharedInformerFactoryWithOptions(o.Client, 0, informers.WithNamespace(o.Namespace))
 	m.leases = m.inNS.Coordination().V1().Leases().Informer()
+	if _, err := m.leases.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: m.leaseSeen, UpdateFunc: func(_, obj any) { m.leaseSeen(obj) }, DeleteFunc: m.leaseGone,
+	}); err != nil {
+		return nil, fmt.Errorf("monitor: %w", err)
+	}
 	m.nodes = m.all.Core().V1().Nodes().Informer()
 	m.pods = m.all.Core().V1().Pods().Informer()
 	if err := m.pods.AddIndexers(cache.Indexers{byNode: func(obj any) ([]string, error) {
@@ -229,11 +245,18 @@ func (m *Monitor) pass() {
 	}
 	m.tracker.Retain(func(name string) bool { return known[name] })
 	// Only a node's Lease: the namespace also holds the leader's.
+	now := m.o.Clock.Now()
+	m.seenMu.Lock()
 	for _, obj := range m.leases.GetStore().List() {
 		if l, ok := obj.(*coordinationv1.Lease); ok && l.Spec.RenewTime != nil && known[l.Name] {
-			m.tracker.ObserveLease(l.Name, l.Spec.RenewTime.Time)
+			at := now
+			if s, ok := m.seen[l.Name]; ok && s.renew.Equal(l.Spec.RenewTime.Time) {
+				at = s.at
+			}
+			m.tracker.ObserveLeaseAt(l.Name, l.Spec.RenewTime.Time, at)
 		}
 	}
+	m.seenMu.Unlock()
 	p := m.mon.Pass(nodes)
 	for zone, s := range p.States {
 		if m.o.OnState != nil {
@@ -254,6 +277,32 @@ func (m *Monitor) pass() {
 	}
 	for _, n := range p.NotRunning {
 		m.enqueue(n, probespec.ReasonProbeletNotRunning)
+	}
+}
+
+// leaseSeen notes when a Lease's renewTime arrived.
+func (m *Monitor) leaseSeen(obj any) {
+	l, ok := obj.(*coordinationv1.Lease)
+	if !ok || l.Spec.RenewTime == nil {
+		return
+	}
+	now := m.o.Clock.Now()
+	m.seenMu.Lock()
+	defer m.seenMu.Unlock()
+	if s, ok := m.seen[l.Name]; !ok || !s.renew.Equal(l.Spec.RenewTime.Time) {
+		m.seen[l.Name] = seenRenewal{renew: l.Spec.RenewTime.Time, at: now}
+	}
+}
+
+// leaseGone forgets a deleted Lease's arrival.
+func (m *Monitor) leaseGone(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if l, ok := obj.(*coordinationv1.Lease); ok {
+		m.seenMu.Lock()
+		delete(m.seen, l.Name)
+		m.seenMu.Unlock()
 	}
 }
 

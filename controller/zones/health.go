@@ -103,9 +103,26 @@ func (t *Tracker) ObserveNode(name string) { t.node(name) }
 // clock may step back — is a renewal, observed now. The first Lease seen
 // of a node is one too.
 func (t *Tracker) ObserveLease(name string, renew time.Time) {
+	t.ObserveLeaseAt(name, renew, t.clock.Now())
+}
+
+// ObserveLeaseAt is ObserveLease for a Lease the controller's watch
+// delivered at seen (its own clock), before this pass: the grace period
+// runs from when the renewal arrived, not from the pass that looked at
+// it, which is up to a monitor period later. It never runs from before
+// the node's last observation (a node first seen, every node after Reset,
+// gets the whole grace period from then) nor from after now.
+func (t *Tracker) ObserveLeaseAt(name string, renew, seen time.Time) {
 	o := t.node(name)
 	if !o.leased || !renew.Equal(o.renew) {
-		o.probe, o.renew, o.leased = t.clock.Now(), renew, true
+		at := seen
+		if now := t.clock.Now(); at.After(now) {
+			at = now
+		}
+		if at.Before(o.probe) {
+			at = o.probe
+		}
+		o.probe, o.renew, o.leased = at, renew, true
 	}
 }
 

@@ -57,6 +57,50 @@ func TestSilenceIsJudgedByObservedTime(t *testing.T) {
 	wantHealth(t, tr, "behind", zones.Healthy)
 }
 
+// TestGraceRunsFromWhenTheRenewalArrived: a renewal the watch delivered
+// between passes starts the grace period when it arrived, not at the pass
+// that looks at it; never before the node's last observation (a node
+// first seen, or after Reset, has the whole grace period from then), and
+// never after now.
+func TestGraceRunsFromWhenTheRenewalArrived(t *testing.T) {
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	s := time.Second
+	for _, tc := range []struct {
+		name        string
+		seen        time.Duration // after t0, the tracker's first pass at t0
+		pass        time.Duration // the pass that observes it
+		wantSilence time.Duration // silent from just after this, after t0
+	}{
+		{"arrived between passes", 6 * s, 10 * s, 6*s + grace},
+		{"arrived before the node's last observation", -3 * s, 10 * s, grace},
+		{"stamped after the pass", 12 * s, 10 * s, 10*s + grace},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(t0)
+			tr := zones.NewTracker(clk, grace, zones.RenewInterval)
+			tr.ObserveLease("n", t0.Add(-time.Hour)) // first seen at t0
+			clk.SetTime(t0.Add(tc.pass))
+			tr.ObserveLeaseAt("n", t0, t0.Add(tc.seen))
+			clk.SetTime(t0.Add(tc.wantSilence))
+			wantHealth(t, tr, "n", zones.Suspect)
+			clk.Step(time.Nanosecond)
+			wantHealth(t, tr, "n", zones.Unavailable)
+		})
+	}
+	// After Reset every node has the whole grace period from then, even
+	// for a renewal that arrived before it.
+	clk := clocktesting.NewFakeClock(t0)
+	tr := zones.NewTracker(clk, grace, zones.RenewInterval)
+	tr.ObserveLease("n", t0.Add(-time.Hour))
+	clk.Step(10 * s)
+	tr.Reset()
+	tr.ObserveLeaseAt("n", t0, t0.Add(5*s))
+	clk.Step(grace)
+	wantHealth(t, tr, "n", zones.Suspect)
+	clk.Step(time.Nanosecond)
+	wantHealth(t, tr, "n", zones.Unavailable)
+}
+
 func TestANewControllerGivesEveryNodeTheGracePeriod(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(t0)
