@@ -7,7 +7,10 @@
 // What is read, and so kept:
 //   - the monitor (controller/monitor, controller/marking): a pod's name,
 //     namespace, UID, node, readiness gates, deletion, phase and
-//     conditions; a node's name, labels and conditions;
+//     probelet.io/ready condition (not its message); a node's name, labels
+//     and Ready condition. A cluster's pods are the controller's memory:
+//     the kubelet's five conditions, with their messages, were the
+//     largest part of a slimmed pod (hack/bench/scale);
 //   - the probe-state API (controller/probestate): a pod's name,
 //     namespace, UID, labels, creation time, node and phase; a node's
 //     addresses (its InternalIP reaches its probelet);
@@ -52,14 +55,27 @@ func Pod(p *corev1.Pod) {
 		InitContainers: containers(p.Spec.InitContainers),
 		Containers:     containers(p.Spec.Containers),
 	}
-	p.Status = corev1.PodStatus{Phase: p.Status.Phase, Conditions: p.Status.Conditions}
+	status := corev1.PodStatus{Phase: p.Status.Phase}
+	for _, c := range p.Status.Conditions {
+		if c.Type == probespec.ConditionReady {
+			c.Message = ""
+			status.Conditions = []corev1.PodCondition{c}
+		}
+	}
+	p.Status = status
 }
 
 // Node keeps what the monitor and the probe-state API read of n.
 func Node(n *corev1.Node) {
 	n.ObjectMeta = meta(n.ObjectMeta, false)
 	n.Spec = corev1.NodeSpec{}
-	n.Status = corev1.NodeStatus{Conditions: n.Status.Conditions, Addresses: n.Status.Addresses}
+	status := corev1.NodeStatus{Addresses: n.Status.Addresses}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
+	n.Status = status
 }
 
 // meta keeps an object's identity, version, times and labels, and of its

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -38,7 +39,9 @@ func webhookPod(t *testing.T, file string) *corev1.Pod {
 		p.Spec.Containers[i].Env = []corev1.EnvVar{{Name: "BIG", Value: string(make([]byte, 10<<10))}}
 	}
 	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
-		Conditions:        []corev1.PodCondition{{Type: probespec.ConditionReady, Status: corev1.ConditionTrue}},
+		Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+			{Type: probespec.ConditionReady, Status: corev1.ConditionTrue, Message: "probelet's words"},
+			{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ReadinessGatesNotReady", Message: "the kubelet's words"}},
 		ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Image: "app:1"}}}
 	return &p
 }
@@ -66,6 +69,10 @@ func TestPodKeepsWhatTheControllerReads(t *testing.T) {
 			if len(slimmed.Spec.Volumes) > 0 || slimmed.Status.PodIP != "" || len(slimmed.Status.ContainerStatuses) > 0 ||
 				slimmed.Annotations["example.com/blob"] != "" || slimmed.ManagedFields != nil || len(slimmed.Spec.Containers[0].Env) > 0 {
 				t.Errorf("kept what nothing reads: %+v", slimmed)
+			}
+			if len(slimmed.Status.Conditions) != 1 || slimmed.Status.Conditions[0].Type != probespec.ConditionReady ||
+				slimmed.Status.Conditions[0].Status != corev1.ConditionTrue || slimmed.Status.Conditions[0].Message != "" {
+				t.Errorf("conditions %+v, want probelet's alone, without its message", slimmed.Status.Conditions)
 			}
 			if slimmed.Annotations["probelet.io/note"] != "kept" {
 				t.Errorf("probelet's annotations lost: %v", slimmed.Annotations)
@@ -111,17 +118,22 @@ func TestALabelledPodKeepsItsManagedFields(t *testing.T) {
 	}
 }
 
-// A node keeps its name, labels (the zone) and conditions (Ready), not
-// its image list.
-func TestNodeKeepsItsZoneAndConditions(t *testing.T) {
+// A node keeps its name, labels (the zone), addresses and Ready
+// condition, not its image list or other conditions.
+func TestNodeKeepsItsZoneAndReadiness(t *testing.T) {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "7", Labels: map[string]string{corev1.LabelTopologyZone: "z1"}},
 		Spec: corev1.NodeSpec{PodCIDR: "10.0.0.0/24"},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-			Images: []corev1.ContainerImage{{Names: []string{"a"}, SizeBytes: 1}}}}
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
+			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Message: "kubelet is posting ready status"}},
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.7"}},
+			Images:    []corev1.ContainerImage{{Names: []string{"a"}, SizeBytes: 1}}}}
 	slim.Transform(n)
-	if n.Name != "n1" || n.ResourceVersion != "7" || n.Labels[corev1.LabelTopologyZone] != "z1" || len(n.Status.Conditions) != 1 ||
-		len(n.Status.Images) > 0 || n.Spec.PodCIDR != "" {
+	if n.Name != "n1" || n.ResourceVersion != "7" || n.Labels[corev1.LabelTopologyZone] != "z1" ||
+		len(n.Status.Images) > 0 || n.Spec.PodCIDR != "" || len(n.Status.Addresses) != 1 {
 		t.Fatalf("node %+v", n)
+	}
+	if want := []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}; !reflect.DeepEqual(n.Status.Conditions, want) {
+		t.Fatalf("conditions %+v, want %+v", n.Status.Conditions, want)
 	}
 }
 
