@@ -47,7 +47,7 @@ type config struct {
 	steady       time.Duration
 	churnRate    int
 	churn        time.Duration
-	watches      bool
+	watchesUpTo  int
 	kubeletsUpTo int
 	controller   string
 	keep         bool
@@ -89,7 +89,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.churn, "churn", 5*time.Minute, "how long the creates go on")
 	fs.IntVar(&c.silentNodes, "silent-nodes", 5, "nodes whose probelet goes silent, one per zone, for the time to mark")
 	fs.IntVar(&c.kubeletsUpTo, "kubelets-up-to", 1000, "simulate each node's kubelet (its Lease and status) beside probelet at sizes up to this many nodes; above it the API server carries probelet's load alone (a 2-core machine's API server cannot carry both at 5,000 nodes; the kubelet's per-node rates do not depend on the size)")
-	fs.BoolVar(&c.watches, "watches", true, "each simulated probelet lists and watches its pods, the namespaces and the PDBs, as probelet does")
+	fs.IntVar(&c.watchesUpTo, "watches-up-to", 1000, "at sizes up to this many nodes each simulated probelet lists and watches its pods, the namespaces and the PDBs, as probelet does (at 5,000 nodes, 15,000 watches started within a renew interval took this machine's API server past 16 GiB and it stopped answering)")
 	fs.StringVar(&c.controller, "controller", "", "probelet-controller binary (default: built from this checkout)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the control plane of the last size (its directory is printed)")
 	if err := fs.Parse(args); err != nil {

@@ -58,7 +58,12 @@ func report(w io.Writer, c config, rs []*result) {
 	for _, k := range keys(rs, func(r *result) rates { return r.probeletCalls }) {
 		row("probelet calls/s per node: "+k, func(r *result) string { return fmt.Sprintf("%.4f", r.probeletCalls[k]) })
 	}
-	row("probelet watches per node", func(r *result) string { return fmt.Sprintf("%.0f", r.watchesPerNode) })
+	row("probelet watches per node", func(r *result) string {
+		if r.watchesPerNode == 0 {
+			return "not simulated"
+		}
+		return fmt.Sprintf("%.0f", r.watchesPerNode)
+	})
 	row("probelet writes per readiness change", func(r *result) string { return fmt.Sprintf("%.2f", r.probeletWritesPerChange) })
 	for _, k := range keys(rs, func(r *result) rates { return r.kubeletCalls }) {
 		row("kubelet calls/s per node: "+k, func(r *result) string {

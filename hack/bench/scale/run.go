@@ -165,7 +165,7 @@ func run(ctx context.Context, c config, n int) (_ *result, err error) {
 	}
 
 	logf("starting %d probelets (heartbeat and watches) and writing every pod's condition", n)
-	f.runProbelets(simCtx, c.watches)
+	f.runProbelets(simCtx, n <= c.watchesUpTo)
 	if err := f.leasesWritten(ctx); err != nil {
 		return nil, err
 	}
