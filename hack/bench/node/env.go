@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/probelet/probelet/internal/checkout"
 	"github.com/probelet/probelet/internal/testbed"
 )
 
@@ -53,7 +54,7 @@ func startEnv(ctx context.Context, c config) (_ *env, err error) {
 	if !e.perf && c.sysWindow > 0 {
 		fmt.Fprintln(os.Stderr, "node bench: perf cannot count syscall tracepoints here; syscalls are not reported")
 	}
-	if e.root, err = repoRoot(); err != nil {
+	if e.root, err = checkout.Root(); err != nil {
 		return nil, err
 	}
 	if e.work, err = os.MkdirTemp("", "nodebench-"); err != nil {
@@ -195,22 +196,4 @@ func readEnvFile(path string) (map[string]string, error) {
 		}
 	}
 	return kv, nil
-}
-
-// repoRoot is the nearest directory above the working directory holding
-// probelet's go.mod.
-func repoRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(data, []byte("module github.com/probelet/probelet\n")) {
-			return dir, nil
-		}
-		if dir == filepath.Dir(dir) {
-			return "", fmt.Errorf("run it inside the probelet checkout (no probelet go.mod above %s)", wd)
-		}
-	}
 }

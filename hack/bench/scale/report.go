@@ -3,12 +3,9 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"text/tabwriter"
 	"time"
@@ -192,21 +189,4 @@ func (h histogram) quantile(q float64) float64 {
 		}
 	}
 	return math.Inf(1)
-}
-
-// repoRoot is the probelet checkout the bench runs in.
-func repoRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(data, []byte("module github.com/probelet/probelet\n")) {
-			return dir, nil
-		}
-		if dir == filepath.Dir(dir) {
-			return "", fmt.Errorf("run it inside the probelet checkout (no probelet go.mod above %s)", wd)
-		}
-	}
 }

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/probelet/probelet/internal/checkout"
 	"github.com/probelet/probelet/probespec"
 )
 
@@ -98,7 +99,7 @@ func ratesOf(before, after map[string]int64, per float64, window time.Duration) 
 
 func run(ctx context.Context, c config, n int) (_ *result, err error) {
 	r := &result{nodes: n, pods: n * c.perNode, kubelets: n <= c.kubeletsUpTo}
-	root, err := repoRoot()
+	root, err := checkout.Root()
 	if err != nil {
 		return nil, err
 	}

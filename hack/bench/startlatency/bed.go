@@ -77,21 +77,3 @@ func exports(out []byte) map[string]string {
 	}
 	return env
 }
-
-// repoRoot is the nearest directory above the working directory holding
-// probelet's go.mod.
-func repoRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(data, []byte("module github.com/probelet/probelet\n")) {
-			return dir, nil
-		}
-		if dir == filepath.Dir(dir) {
-			return "", fmt.Errorf("run it inside the probelet checkout (no probelet go.mod above %s)", wd)
-		}
-	}
-}

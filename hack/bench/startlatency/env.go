@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/probelet/probelet/internal/checkout"
 )
 
 // env is everything a run needs: the bed, probelet, the NRI observer, the
@@ -23,7 +25,7 @@ type env struct {
 }
 
 func startEnv(ctx context.Context, c config) (_ *env, err error) {
-	root, err := repoRoot()
+	root, err := checkout.Root()
 	if err != nil {
 		return nil, err
 	}
