@@ -2,11 +2,12 @@
 
 // Command scale measures probelet's cluster side at the size of a large
 // cluster, on a real kube-apiserver and etcd (hack/cluster) with simulated
-// nodes: for each size, N Nodes in zones, each with a kubelet (its node
-// Lease renewed every 10 s, its status patched every 5 minutes, as the
-// kubelet's defaults do) and a probelet (its Lease renewed by probelet's
-// own heartbeat code, kube/heartbeat; its pod, namespace and PDB watches
-// through probelet's own client, kube.Client), and P gated pods per node
+// nodes: for each size, N Nodes in zones, each with a probelet (its Lease
+// renewed by probelet's own heartbeat code, kube/heartbeat, through
+// probelet's own client, kube.Client; up to -watches-up-to nodes its pod,
+// namespace and PDB watches too) and, up to -kubelets-up-to nodes, a
+// kubelet (its node Lease renewed every 10 s, its status patched every 5
+// minutes, as the kubelet's defaults do), and P gated pods per node
 // whose status the kubelet wrote and whose probelet.io/ready condition
 // probelet wrote (the readiness writer's patch). Two probelet-controller
 // replicas, built from this checkout, run against it. It prints, side by
@@ -21,9 +22,9 @@
 //	go run ./hack/bench/scale [-nodes 1000,5000] [-pods-per-node 20] [-churn-rate 50] [-churn 5m]
 //
 // Its own generator rather than kwok: kwok's node and pod simulation
-// writes the kubelet's status on its own schedule, and what is measured
-// here is probelet's real heartbeat and client next to a kubelet whose
-// calls this program controls and counts (kwok is not served here either).
+// writes the kubelet's status on its own schedule and runs no probelet,
+// and what is measured here is probelet's real heartbeat and client next
+// to a kubelet whose calls this program controls and counts.
 package main
 
 import (
