@@ -187,7 +187,7 @@ soak:
 bench:
 	hack/bench.sh
 
-## bench-scale: the cluster side at 1,000 and 5,000 simulated nodes (about 45 minutes; root)
+## bench-scale: the cluster side at 1,000 and 5,000 simulated nodes (about 50 minutes; root)
 bench-scale:
 	BENCH_ONLY=11 hack/bench.sh
 

@@ -45,7 +45,7 @@
 #      Lease and status beside it) and two probelet-controller replicas:
 #      their CPU and memory, time to mark a silent node's pods, the zone
 #      rules, API calls by component, a webhook churn of BENCH_SCALE_CHURN,
-#      etcd and API server memory (≈ 45 minutes; `make bench-scale` alone).
+#      etcd and API server memory (≈ 50 minutes; `make bench-scale` alone).
 #
 # Env: GO (default go), BENCH_NET_ITERATIONS (2000), BENCH_TCP_WINDOW (15s),
 # BENCH_CONTAINERS (40), BENCH_PROXY_PODS (100), BENCH_PROXY_WINDOW (30s),
@@ -176,7 +176,7 @@ main() {
 	run 9 "The engine on real sockets, beside the kubelet's worker model (hack/bench/engine)" engineModels
 	root 10 "The probe-state API: a namespace's pods over two nodes, through the aggregator (e2e/probe_api_bench_e2e_test.go)" \
 		env PROBELET_E2E=1 "$GO" test -tags 'e2e bench' -count=1 -timeout 15m -run '^TestBenchProbeStateList$' -v ./e2e/
-	root 11 "The cluster side at scale: simulated nodes on a real API server (hack/bench/scale; about 45 minutes)" \
+	root 11 "The cluster side at scale: simulated nodes on a real API server (hack/bench/scale; about 50 minutes)" \
 		"$GO" run ./hack/bench/scale -nodes "${BENCH_SCALE_NODES:-1000,5000}" -churn "${BENCH_SCALE_CHURN:-5m}"
 	summary
 	if [ ${#failed[@]} -gt 0 ]; then
