@@ -23,6 +23,7 @@ import (
 
 	"github.com/probelet/probelet/internal/cluster"
 	"github.com/probelet/probelet/internal/testbed"
+	"github.com/probelet/probelet/kube/heartbeat"
 	"github.com/probelet/probelet/probespec"
 )
 
@@ -511,10 +512,12 @@ func TestClusterRights(t *testing.T) {
 
 // TestClusterNodeLease: probelet keeps its node Lease in probelet-system
 // with deploy/'s rights (the Role and the admission policy), owned by the
-// Node and renewed; the same token cannot write another node's Lease.
+// Node and renewed every --lease-renew-interval, four of them its
+// duration; the same token cannot write another node's Lease.
 func TestClusterNodeLease(t *testing.T) {
 	t.Parallel()
-	n := startClusterNode(t)
+	const every = 3 * time.Second
+	n := startClusterNode(t, "--lease-renew-interval="+every.String())
 	ctx := context.Background()
 	node, err := n.admin.CoreV1().Nodes().Get(ctx, n.k.NodeName(), metav1.GetOptions{})
 	if err != nil {
@@ -532,7 +535,7 @@ func TestClusterNodeLease(t *testing.T) {
 		}
 		owned := len(l.OwnerReferences) == 1 && l.OwnerReferences[0].UID == node.UID && l.OwnerReferences[0].Kind == "Node"
 		ok := owned && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == node.Name &&
-			l.Spec.LeaseDurationSeconds != nil && *l.Spec.LeaseDurationSeconds == 40 &&
+			l.Spec.LeaseDurationSeconds != nil && *l.Spec.LeaseDurationSeconds == int32(4*every/time.Second) &&
 			l.Spec.RenewTime != nil && l.Spec.RenewTime.After(first) &&
 			// --tcp-mode auto, as root on this kernel: the short-circuit
 			// loads, and the Lease says so for the whole cluster to see.
@@ -585,14 +588,22 @@ func TestClusterNodeLease(t *testing.T) {
 	if _, err := n.admin.CoordinationV1().Leases("default").Create(ctx, elsewhere, metav1.CreateOptions{}); err != nil {
 		t.Errorf("the admin creating a Lease in default: %v", err)
 	}
-	since := l.Spec.RenewTime.Time
-	eventually(t, 30*time.Second, "probelet's next renewal", func() (bool, string) {
+	// Two renewals in a row, the renew interval apart: the next is due an
+	// interval after the last one's write, well before the default 10 s.
+	var renewals []time.Time
+	eventually(t, 30*time.Second, "probelet's next two renewals", func() (bool, string) {
 		l, err := leases.Get(ctx, node.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		return l.Spec.RenewTime != nil && l.Spec.RenewTime.After(since), fmt.Sprint(l.Spec.RenewTime)
+		if at := l.Spec.RenewTime.Time; len(renewals) == 0 || at.After(renewals[len(renewals)-1]) {
+			renewals = append(renewals, at)
+		}
+		return len(renewals) >= 3, fmt.Sprint(renewals)
 	})
+	if gap := renewals[2].Sub(renewals[1]); gap < every-10*time.Millisecond || gap >= heartbeat.RenewInterval {
+		t.Errorf("renewals %v apart with --lease-renew-interval %v", gap, every)
+	}
 }
 
 // leaseWriter is a client for a new service account of probelet-system
