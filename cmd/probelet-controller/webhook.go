@@ -65,16 +65,18 @@ const webhookShutdown = 10 * time.Second
 // certificate loader holds (the Secret's, reread every certs.SyncPeriod),
 // then answers the reviews in progress before it returns from Shutdown.
 func serveWebhook(ctx context.Context, w webhookOptions, namespace string, loader *certs.Loader, reg *prometheus.Registry, log *zap.Logger) error {
-	admissions := webhook.NewAdmissions()
-	if err := reg.Register(admissions); err != nil {
-		return err
+	admissions, durations := webhook.NewAdmissions(), webhook.NewDurations()
+	for _, c := range []prometheus.Collector{admissions, durations} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
 	}
 	lis, err := net.Listen("tcp", w.listen)
 	if err != nil {
 		return fmt.Errorf("--webhook-listen: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(webhook.Path, &webhook.Handler{Exclude: excluded(namespace), Log: log, Admissions: admissions})
+	mux.Handle(webhook.Path, &webhook.Handler{Exclude: excluded(namespace), Log: log, Admissions: admissions, Durations: durations})
 	srv := httpserve.New(mux)
 	srv.ErrorLog = zap.NewStdLog(log.Named("http"))
 	srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: loader.GetCertificate}

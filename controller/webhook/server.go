@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -67,6 +68,11 @@ type Handler struct {
 	Exclude    []string
 	Log        *zap.Logger
 	Admissions *prometheus.CounterVec // by result; nil: not counted
+	// Durations times each review in this replica, from its arrival to
+	// its answer: the webhook's own share of what the API server sees
+	// (apiserver_admission_webhook_admission_duration_seconds adds the
+	// network and the API server's waits). nil: not timed.
+	Durations prometheus.Histogram
 
 	// Turns: MaxConcurrent conversions, MaxReading and MaxReadingLarge
 	// reviews read; made on first use.
@@ -81,7 +87,18 @@ func NewAdmissions() *prometheus.CounterVec {
 		[]string{"result"})
 }
 
+// NewDurations is the review-time histogram a Handler takes; its buckets
+// end at the webhook configuration's 2 s timeout.
+func NewDurations() prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{Name: "probelet_webhook_admission_duration_seconds",
+		Help:    "Time from a pod admission review's arrival at this replica to its answer.",
+		Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2}})
+}
+
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.Durations != nil {
+		defer func(start time.Time) { h.Durations.Observe(time.Since(start).Seconds()) }(time.Now())
+	}
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
 		return

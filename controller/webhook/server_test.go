@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,7 +32,8 @@ func review(op admissionv1.Operation, ns, resource string, obj []byte) []byte {
 }
 
 func TestHandler(t *testing.T) {
-	h := &webhook.Handler{Exclude: []string{"kube-system", "probelet-system"}, Admissions: webhook.NewAdmissions()}
+	h := &webhook.Handler{Exclude: []string{"kube-system", "probelet-system"}, Admissions: webhook.NewAdmissions(),
+		Durations: webhook.NewDurations()}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	web, foreign := fixture(t, "web.json"), fixture(t, "foreign-host.json")
@@ -105,6 +107,14 @@ func TestHandler(t *testing.T) {
 				t.Fatalf("warnings %q, want %q", r.Warnings, tt.wantWarning)
 			}
 		})
+	}
+	// Every review is timed, answered or refused.
+	var m dto.Metric
+	if err := h.Durations.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.GetHistogram().GetSampleCount(); n != uint64(len(tests)) {
+		t.Errorf("%d reviews timed, want %d", n, len(tests))
 	}
 }
 

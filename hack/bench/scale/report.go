@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -76,6 +77,16 @@ func report(w io.Writer, c config, rs []*result) {
 	row("churn: webhook p50, p99 (API server's)", func(r *result) string {
 		return fmt.Sprintf("≤%s, ≤%s", ms(r.webhookP50), ms(r.webhookP99))
 	})
+	row("churn: webhook p50, p99 (its replica's own)", func(r *result) string {
+		return fmt.Sprintf("≤%s, ≤%s", ms(r.webhookOwnP50), ms(r.webhookOwnP99))
+	})
+	row("churn: the replica's admissions by result", func(r *result) string {
+		var parts []string
+		for _, k := range sortedKeys(r.webhookResults) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, r.webhookResults[k]))
+		}
+		return strings.Join(parts, ", ")
+	})
 	row("churn: leader peak RSS, CPU", func(r *result) string {
 		return fmt.Sprintf("%s, %.0f mcores%s", mib(r.churnLeader.peak), r.churnLeader.cores*1000, serves(r, "leader"))
 	})
@@ -101,6 +112,15 @@ func keys(rs []*result, of func(*result) rates) []string {
 	}
 	var out []string
 	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedKeys(m map[string]int) []string {
+	var out []string
+	for k := range m {
 		out = append(out, k)
 	}
 	sort.Strings(out)
@@ -145,7 +165,7 @@ type histogram struct {
 }
 
 // histogramDelta is after − before of a histogram family, summed over
-// the series with the label.
+// the series with the label (every series for label "").
 func histogramDelta(before, after *dto.MetricFamily, label, value string) histogram {
 	sum := func(f *dto.MetricFamily) histogram {
 		var h histogram
@@ -153,7 +173,7 @@ func histogramDelta(before, after *dto.MetricFamily, label, value string) histog
 			return h
 		}
 		for _, m := range f.Metric {
-			if !hasLabels(m, []string{label, value}) || m.Histogram == nil {
+			if (label != "" && !hasLabels(m, []string{label, value})) || m.Histogram == nil {
 				continue
 			}
 			for i, b := range m.Histogram.Bucket {

@@ -65,6 +65,9 @@ type result struct {
 	webhookCalls             float64
 	churnLeader, churnFollow usageFigures
 	webhookServedBy          string // "leader" or "follower": the webhook's URL names one replica
+	webhookOwnP50            float64
+	webhookOwnP99            float64        // seconds, the replica's own histogram
+	webhookResults           map[string]int // the replica's admissions by result
 }
 
 type usageFigures struct {
@@ -420,6 +423,14 @@ func (r *result) measureChurn(ctx context.Context, c config, cp *controlPlane, f
 	if err != nil {
 		return err
 	}
+	served := follower // the webhook's URL names controller-0
+	if leader.name == "controller-0" {
+		served = leader
+	}
+	ownBefore, err := served.scrape(ctx)
+	if err != nil {
+		return err
+	}
 	ls, fs := sample(ctx, leader.pid()), sample(ctx, follower.pid())
 	var created atomic.Int64
 	var failed atomic.Int64
@@ -450,7 +461,7 @@ func (r *result) measureChurn(ctx context.Context, c config, cp *controlPlane, f
 	elapsed := time.Since(start)
 	r.churnLeader, r.churnFollow = figures(ls.end()), figures(fs.end())
 	r.webhookServedBy = "follower"
-	if leader.name == "controller-0" {
+	if served == leader {
 		r.webhookServedBy = "leader"
 	}
 	if failed.Load() > 0 {
@@ -466,6 +477,23 @@ func (r *result) measureChurn(ctx context.Context, c config, cp *controlPlane, f
 	delta := histogramDelta(before[hist], after[hist], "name", "namespaces.probelet.io")
 	r.webhookCalls = delta.count
 	r.webhookP50, r.webhookP99 = delta.quantile(0.5), delta.quantile(0.99)
+	ownAfter, err := served.scrape(ctx)
+	if err != nil {
+		return err
+	}
+	const own = "probelet_webhook_admission_duration_seconds"
+	ownDelta := histogramDelta(ownBefore[own], ownAfter[own], "", "")
+	r.webhookOwnP50, r.webhookOwnP99 = ownDelta.quantile(0.5), ownDelta.quantile(0.99)
+	r.webhookResults = map[string]int{}
+	if f := ownAfter["probelet_webhook_admissions_total"]; f != nil {
+		for _, m := range f.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == "result" {
+					r.webhookResults[l.GetValue()] = int(m.Counter.GetValue() - gauge(ownBefore, "probelet_webhook_admissions_total", "result", l.GetValue()))
+				}
+			}
+		}
+	}
 	list, err := cp.admin.CoreV1().Pods("scale-managed").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
