@@ -72,8 +72,8 @@ func parse(args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if o.renew < time.Second || o.renew > 5*time.Minute {
-		return o, fmt.Errorf("--lease-renew-interval: %s is not between 1s and 5m", o.renew)
+	if err := probespec.CheckLeaseRenewInterval(o.renew); err != nil {
+		return o, fmt.Errorf("--lease-renew-interval: %w", err)
 	}
 	// A healthy Lease is seen changed at least every renewal and a pass.
 	if least := o.renew + zones.MonitorPeriod; o.grace <= least {

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/probelet/probelet/probespec"
 )
 
 // Health is what the controller knows of a node's probelet.
@@ -34,12 +36,12 @@ func (h Health) String() string {
 }
 
 // RenewInterval is probelet's default Lease renewal period
-// (heartbeat.RenewInterval; a copy, a test holds them equal; both sides'
-// --lease-renew-interval) and MonitorPeriod how often the controller
+// (probespec.LeaseRenewInterval, both sides' --lease-renew-interval) and
+// MonitorPeriod how often the controller
 // looks at the Leases (its passes): a healthy probelet's Lease is seen
 // changed at least every renew interval + MonitorPeriod.
 const (
-	RenewInterval = 10 * time.Second
+	RenewInterval = probespec.LeaseRenewInterval
 	MonitorPeriod = 5 * time.Second
 )
 

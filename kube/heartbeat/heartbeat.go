@@ -39,7 +39,7 @@ import (
 const (
 	// RenewInterval is how often the Lease is renewed by default
 	// (--lease-renew-interval), the kubelet's node Lease period.
-	RenewInterval = 10 * time.Second
+	RenewInterval = probespec.LeaseRenewInterval
 	// leaseRenewals is the Lease's leaseDurationSeconds in renewals: four
 	// missed ones (40 s at the default).
 	leaseRenewals = 4

@@ -22,7 +22,6 @@ import (
 	"github.com/probelet/probelet/cri/client"
 	"github.com/probelet/probelet/internal/endpoint"
 	"github.com/probelet/probelet/killguard"
-	"github.com/probelet/probelet/kube/heartbeat"
 	"github.com/probelet/probelet/plugin"
 	"github.com/probelet/probelet/probespec"
 	"github.com/probelet/probelet/quietio"
@@ -147,7 +146,7 @@ func Default() Config {
 		StateDir:           "/var/lib/probelet",
 		NodeName:           defaultNodeName(),
 		LeaseNamespace:     probespec.LeaseNamespace,
-		LeaseRenewInterval: Duration{heartbeat.RenewInterval},
+		LeaseRenewInterval: Duration{probespec.LeaseRenewInterval},
 		LogFormat:          "console",
 		LogLevel:           "info",
 	}
@@ -219,9 +218,7 @@ func (c Config) Validate() error {
 	check("allow-probe-host", err)
 	_, err = probespec.ParseOrigin(c.ProbeOrigin)
 	check("probe-origin", err)
-	if d := c.LeaseRenewInterval.Duration; d < time.Second || d > 5*time.Minute {
-		check("lease-renew-interval", fmt.Errorf("%s is not between 1s and 5m", d))
-	}
+	check("lease-renew-interval", probespec.CheckLeaseRenewInterval(c.LeaseRenewInterval.Duration))
 	if c.ReconcileInterval.Duration < 0 {
 		check("reconcile-interval", fmt.Errorf("%s is negative (0 turns the reconcile off)", c.ReconcileInterval.Duration))
 	}
