@@ -3,48 +3,16 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/probelet/probelet/internal/procusage"
 )
-
-// cpuTime is the CPU time process pid has used: user + system time of all
-// its threads, exited ones included, in nanoseconds. It reads the process's
-// CPU clock from outside, through the clock ID the kernel derives from a
-// PID (MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)); utime + stime in
-// /proc/PID/stat is the same time in 10 ms ticks.
-func cpuTime(pid int) (time.Duration, error) {
-	var ts unix.Timespec
-	clock := int32(^pid<<3 | 2)
-	if err := unix.ClockGettime(clock, &ts); err != nil {
-		return 0, fmt.Errorf("CPU clock of pid %d: %w", pid, err)
-	}
-	return time.Duration(ts.Nano()), nil
-}
-
-// rssBytes is VmRSS of process pid.
-func rssBytes(pid int) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("/proc/%d/status has no VmRSS", pid)
-}
 
 // syscallEvents are what perf stat counts: every syscall, the three the
 // agents' wake-ups are made of, and the context switches — a thread going
@@ -204,7 +172,7 @@ func (e *env) measure(ctx context.Context, a agent) (window, error) {
 	}
 	runs, bad := p0, b0
 	for range e.c.parts {
-		c0, err := cpuTime(pid)
+		c0, err := procusage.CPUTime(pid)
 		if err != nil {
 			return w, err
 		}
@@ -212,7 +180,7 @@ func (e *env) measure(ctx context.Context, a agent) (window, error) {
 		if err := sleep(ctx, e.c.window/time.Duration(e.c.parts)); err != nil {
 			return w, err
 		}
-		c1, err := cpuTime(pid)
+		c1, err := procusage.CPUTime(pid)
 		if err != nil {
 			return w, err
 		}
@@ -225,7 +193,7 @@ func (e *env) measure(ctx context.Context, a agent) (window, error) {
 		runs, bad = r, b
 	}
 	w.bad = bad - b0
-	if w.rss, err = rssBytes(pid); err != nil {
+	if w.rss, err = procusage.RSS(pid); err != nil {
 		return w, err
 	}
 	if e.perf && e.c.sysWindow > 0 {

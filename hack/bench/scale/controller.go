@@ -13,8 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -24,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/probelet/probelet/internal/procusage"
 	"github.com/probelet/probelet/probespec"
 )
 
@@ -216,28 +215,14 @@ type usage struct {
 	rss int64 // bytes
 }
 
-// usageOf reads /proc/PID: utime + stime (clock ticks of 10 ms) and VmRSS.
+// usageOf reads the process's CPU time and resident memory.
 func usageOf(pid int) (usage, error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	cpu, err := procusage.CPUTime(pid)
 	if err != nil {
 		return usage{}, err
 	}
-	s := string(stat)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	u := usage{cpu: time.Duration(ut+st) * 10 * time.Millisecond}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return usage{}, err
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			u.rss = kb << 10
-		}
-	}
-	return u, nil
+	rss, err := procusage.RSS(pid)
+	return usage{cpu: cpu, rss: rss}, err
 }
 
 // sampler follows a process's usage: CPU over the window, peak RSS.
