@@ -32,11 +32,15 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/probelet/probelet/internal/checkout"
 )
 
 type config struct {
@@ -63,18 +67,44 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := bench(ctx, c); err != nil {
+		fmt.Fprintln(os.Stderr, "scale bench:", err)
+		os.Exit(1)
+	}
+}
+
+// bench builds the controller once and measures each size with it.
+func bench(ctx context.Context, c config) error {
+	root, err := checkout.Root()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "scalebench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	if c.controller == "" {
+		logf("building probelet-controller")
+		c.controller = filepath.Join(work, "probelet-controller")
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", c.controller, "./cmd/probelet-controller")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	}
 	var results []*result
 	for _, n := range c.nodes {
-		r, err := run(ctx, c, n)
+		r, err := run(ctx, c, root, work, n)
 		if r != nil {
 			results = append(results, r)
 			report(os.Stdout, c, results) // each size's table as it comes, what there is of it
 		}
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "scale bench at %d nodes: %v\n", n, err)
-			os.Exit(1)
+			return fmt.Errorf("at %d nodes: %w", n, err)
 		}
 	}
+	return nil
 }
 
 func parseFlags(args []string) (config, error) {
@@ -92,7 +122,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.kubeletsUpTo, "kubelets-up-to", 1000, "simulate each node's kubelet (its Lease and status) beside probelet at sizes up to this many nodes; above it the API server carries probelet's load alone (a 2-core machine's API server cannot carry both at 5,000 nodes; the kubelet's per-node rates do not depend on the size)")
 	fs.IntVar(&c.watchesUpTo, "watches-up-to", 1000, "at sizes up to this many nodes each simulated probelet lists and watches its pods, the namespaces and the PDBs, as probelet does (at 5,000 nodes, 15,000 watches started within a renew interval took this machine's API server past 16 GiB and it stopped answering)")
 	fs.StringVar(&c.controller, "controller", "", "probelet-controller binary (default: built from this checkout)")
-	fs.BoolVar(&c.keep, "keep", false, "keep the control plane of the last size (its directory is printed)")
+	fs.BoolVar(&c.keep, "keep", false, "keep each size's control plane (its directory is printed)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

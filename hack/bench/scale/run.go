@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -18,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/probelet/probelet/internal/checkout"
 	"github.com/probelet/probelet/probespec"
 )
 
@@ -29,7 +27,7 @@ type result struct {
 	setup       time.Duration
 
 	// etcd after compaction and defragmentation, and the API server's
-	// heap in use, before and after probelet's objects were written.
+	// live heap, before and after probelet's objects were written.
 	etcdBefore, etcdAfter int64
 	heapBefore, heapAfter float64
 	apiserverRSS          int64 // at steady state
@@ -62,7 +60,6 @@ type result struct {
 	churnRate                float64
 	churnConverted           int
 	webhookP50, webhookP99   float64 // seconds, from the API server's histogram
-	webhookCalls             float64
 	churnLeader, churnFollow usageFigures
 	webhookServedBy          string // "leader" or "follower": the webhook's URL names one replica
 	webhookOwnP50            float64
@@ -100,26 +97,13 @@ func ratesOf(before, after map[string]int64, per float64, window time.Duration) 
 	return out
 }
 
-func run(ctx context.Context, c config, n int) (_ *result, err error) {
+// run measures one size of n nodes against the checkout at root; the
+// replicas' logs go under work.
+func run(ctx context.Context, c config, root, work string, n int) (_ *result, err error) {
 	r := &result{nodes: n, pods: n * c.perNode, kubelets: n <= c.kubeletsUpTo}
-	root, err := checkout.Root()
-	if err != nil {
+	logs := filepath.Join(work, fmt.Sprint(n))
+	if err := os.Mkdir(logs, 0o755); err != nil {
 		return nil, err
-	}
-	work, err := os.MkdirTemp("", "scalebench-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(work)
-	bin := c.controller
-	if bin == "" {
-		logf("building probelet-controller")
-		bin = filepath.Join(work, "probelet-controller")
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/probelet-controller")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("go build: %w\n%s", err, out)
-		}
 	}
 	logf("%d nodes: starting etcd and kube-apiserver", n)
 	cp, err := startControlPlane(ctx, root)
@@ -187,7 +171,7 @@ func run(ctx context.Context, c config, n int) (_ *result, err error) {
 	logf("starting two probelet-controller replicas")
 	var replicas []*replica
 	for i := range 2 {
-		rep, err := newReplica(bin, work, cp.kubeconfig(), fmt.Sprintf("controller-%d", i), c.grace)
+		rep, err := newReplica(c.controller, logs, cp.kubeconfig(), fmt.Sprintf("controller-%d", i), c.grace)
 		if err != nil {
 			return nil, err
 		}
@@ -475,7 +459,6 @@ func (r *result) measureChurn(ctx context.Context, c config, cp *controlPlane, f
 	}
 	const hist = "apiserver_admission_webhook_admission_duration_seconds"
 	delta := histogramDelta(before[hist], after[hist], "name", "namespaces.probelet.io")
-	r.webhookCalls = delta.count
 	r.webhookP50, r.webhookP99 = delta.quantile(0.5), delta.quantile(0.99)
 	ownAfter, err := served.scrape(ctx)
 	if err != nil {
