@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,9 +40,17 @@ const FileName = "history.json"
 // format identifies the file by its first line; a file without it is
 // foreign. v1 files (a snapshot line alone) are read and compacted into v2.
 const (
-	format   = "probelet.io/history/v2"
-	formatV1 = "probelet.io/history/v1"
+	formatPrefix = "probelet.io/history/"
+	format       = formatPrefix + "v2"
+	formatV1     = formatPrefix + "v1"
 )
+
+// newerFormatError is a history in a format of a later probelet.
+type newerFormatError struct{ format string }
+
+func (e newerFormatError) Error() string {
+	return fmt.Sprintf("written by a newer probelet (%s; this one reads %s and %s)", e.format, format, formatV1)
+}
 
 // Bounds: as many events as the socket keeps, and the restarts of the pods
 // most recently restarted (a node runs at most a few hundred pods).
@@ -138,7 +147,8 @@ func WithBounds(events, pods int) Option {
 
 // Open loads the history from dir, creating dir when missing. A file that
 // cannot be read as a history is renamed aside (FileName.corrupt-<unix
-// time>) and reported once; Open then returns an empty history. Only a
+// time>, or .newer-<unix time> when a later release's format) and
+// reported once; Open then returns an empty history. Only a
 // directory that cannot be used at all is an error.
 func Open(dir string, opts ...Option) (*Log, error) {
 	l := &Log{path: filepath.Join(dir, FileName), maxEvents: DefaultMaxEvents, maxPods: DefaultMaxPods,
@@ -160,7 +170,7 @@ func Open(dir string, opts ...Option) (*Log, error) {
 	}
 	if err := l.load(data); err != nil {
 		l.events, l.restarts, l.appended = nil, map[string]podRestarts{}, 0
-		l.setAside(err.Error())
+		l.setAside(err)
 		return l, nil
 	}
 	l.log.Info("History restored", zap.String("file", l.path), zap.Int("events", len(l.events)), zap.Int("pods", len(l.restarts)))
@@ -186,6 +196,11 @@ func (l *Log) load(data []byte) error {
 	case formatV1:
 		l.compact = true // v2 from the first flush on
 	default:
+		if strings.HasPrefix(snap.Format, formatPrefix) {
+			// A rollback from a release that changed the format: the
+			// file is kept whole for that release, never half read.
+			return newerFormatError{snap.Format}
+		}
 		return errors.New("not a probelet history")
 	}
 	for _, ev := range snap.Events {
@@ -224,10 +239,15 @@ func (l *Log) replay(data []byte) error {
 	return nil
 }
 
-// setAside renames an unreadable file so it is kept for inspection and
+// setAside renames an unreadable file so it is kept for inspection (or,
+// newer, for the release that wrote it: FileName.newer-<unix time>) and
 // never read again.
-func (l *Log) setAside(why string) {
-	aside := fmt.Sprintf("%s.corrupt-%d", l.path, l.clock.Now().Unix())
+func (l *Log) setAside(problem error) {
+	why, kind := problem.Error(), "corrupt"
+	if errors.As(problem, new(newerFormatError)) {
+		kind = "newer"
+	}
+	aside := fmt.Sprintf("%s.%s-%d", l.path, kind, l.clock.Now().Unix())
 	if err := os.Rename(l.path, aside); err != nil {
 		l.log.Warn("History file unreadable and cannot be set aside; starting with an empty history",
 			zap.String("file", l.path), zap.String("problem", why), zap.Error(err))

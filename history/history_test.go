@@ -72,14 +72,23 @@ func TestHistorySurvivesARestart(t *testing.T) {
 }
 
 func TestUnreadableFilesAreSetAside(t *testing.T) {
-	for name, content := range map[string]string{
-		"corrupt": `{"format": "probelet.io/history/v1", "events": [`,
-		"foreign": `{"kind": "Something", "apiVersion": "v1"}`,
-		"empty":   ``,
-		"a corrupt line in the journal": `{"format":"probelet.io/history/v2","events":[],"restarts":{}}` + "\n" +
-			`not json` + "\n" + `{"event":{"Reason":"b"}}` + "\n",
-		"a journal line of neither kind": `{"format":"probelet.io/history/v2","events":[],"restarts":{}}` + "\n" + `{}` + "\n",
+	for name, tc := range map[string]struct {
+		content string
+		aside   string // the set-aside file's suffix
+		problem string // in the warning
+	}{
+		"corrupt": {content: `{"format": "probelet.io/history/v1", "events": [`, aside: "corrupt", problem: "unexpected end"},
+		"foreign": {content: `{"kind": "Something", "apiVersion": "v1"}`, aside: "corrupt", problem: "not a probelet history"},
+		"empty":   {content: ``, aside: "corrupt", problem: "unexpected end"},
+		"a corrupt line in the journal": {content: `{"format":"probelet.io/history/v2","events":[],"restarts":{}}` + "\n" +
+			`not json` + "\n" + `{"event":{"Reason":"b"}}` + "\n", aside: "corrupt", problem: "line 2"},
+		"a journal line of neither kind": {content: `{"format":"probelet.io/history/v2","events":[],"restarts":{}}` + "\n" + `{}` + "\n",
+			aside: "corrupt", problem: "neither an event nor restarts"},
+		// A rollback below a release that changed the format.
+		"a newer release's format": {content: `{"format":"probelet.io/history/v3","events":[{"Reason":"a"}],"restarts":{}}` + "\n",
+			aside: "newer", problem: "written by a newer probelet (probelet.io/history/v3; this one reads probelet.io/history/v2 and probelet.io/history/v1)"},
 	} {
+		content := tc.content
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, history.FileName)
@@ -94,7 +103,10 @@ func TestUnreadableFilesAreSetAside(t *testing.T) {
 			if len(l.Events()) != 0 || logs.FilterMessageSnippet("set aside").Len() != 1 {
 				t.Fatalf("events %v, warnings %v; want an empty history and one warning", l.Events(), logs.All())
 			}
-			matches, _ := filepath.Glob(path + ".corrupt-*")
+			if problem, _ := logs.All()[0].ContextMap()["problem"].(string); !strings.Contains(problem, tc.problem) {
+				t.Errorf("the warning's problem is %q, want it to say %q", problem, tc.problem)
+			}
+			matches, _ := filepath.Glob(path + "." + tc.aside + "-*")
 			if len(matches) != 1 {
 				t.Fatalf("set-aside files = %v", matches)
 			}
