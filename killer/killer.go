@@ -131,6 +131,14 @@ func (k *Killer) KillContainer(ctx context.Context, kill prober.Kill, report cha
 		return
 	}
 	report <- prober.KillOutcome{Kind: prober.KillIssued}
+	// Issued, the kill is the runtime's to finish, as the Killing event
+	// already said: probelet's own shutdown (an upgrade, a rollout) waits
+	// for it rather than cancel it midway — containerd gives up a
+	// cancelled StopContainer before its SIGKILL, leaving a container that
+	// ignores SIGTERM running, to be killed twice. The hook and the stop are
+	// bounded by the grace period; one for an instance already gone ends
+	// at once.
+	ctx = context.WithoutCancel(ctx)
 	grace := max(kill.GracePeriod, MinGracePeriod)
 	var outlived *runningHook
 	if h := kill.PreStop; h != nil {

@@ -47,10 +47,13 @@ func (f *fakeRuntime) ContainerStatus(_ context.Context, id string) (*runtimeapi
 	return f.status, nil
 }
 
-func (f *fakeRuntime) StopContainer(_ context.Context, _ string, grace time.Duration) error {
+func (f *fakeRuntime) StopContainer(ctx context.Context, _ string, grace time.Duration) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.stops = append(f.stops, grace)
+	if err := ctx.Err(); err != nil {
+		return status.Error(codes.Canceled, err.Error()) // as grpc-go's client says it
+	}
 	return f.stopErr
 }
 
@@ -216,5 +219,48 @@ func TestNewRefusesNoRuntime(t *testing.T) {
 	}
 	if _, err := killer.New(&fakeRuntime{}, killer.WithProcRoot("")); err == nil {
 		t.Fatal("an empty proc root was accepted")
+	}
+}
+
+// cancelledFirst is a runtime whose stop waits until the caller's cancel
+// happened.
+type cancelledFirst struct {
+	*fakeRuntime
+	cancelled chan struct{}
+}
+
+func (c cancelledFirst) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+	<-c.cancelled
+	return c.fakeRuntime.StopContainer(ctx, id, grace)
+}
+
+// TestIssuedKillOutlivesTheCallersCancel: probelet shutting down (its
+// context cancelled) once a kill is issued still stops the container, and
+// reports it done, not failed.
+func TestIssuedKillOutlivesTheCallersCancel(t *testing.T) {
+	rt := cancelledFirst{&fakeRuntime{status: running()}, make(chan struct{})}
+	k, err := killer.New(rt, killer.WithProcRoot(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	report := make(chan prober.KillOutcome, 8)
+	done := make(chan struct{})
+	var got []prober.KillOutcome
+	go func() {
+		defer close(done)
+		for o := range report {
+			got = append(got, o)
+			if o.Kind == prober.KillIssued {
+				cancel() // the agent's shutdown, right after the issue
+				close(rt.cancelled)
+			}
+		}
+	}()
+	k.KillContainer(ctx, prober.Kill{ContainerID: "c1", GracePeriod: 2 * time.Second}, report)
+	close(report)
+	<-done
+	if kinds(got) != "Issued,Done" {
+		t.Fatalf("outcomes %v, want Issued,Done: a cancel after the issue must not stop the stop", got)
 	}
 }
