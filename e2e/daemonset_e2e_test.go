@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,6 +132,14 @@ func checkUninstalled(ctx context.Context, t *testing.T, c *cluster.Cluster, bed
 // returned context, clusterTimeout, ends.
 func agentNode(t *testing.T) (context.Context, *cluster.Cluster, *testbed.Bed, *cluster.Kubelet) {
 	t.Helper()
+	return agentNodeFor(t, clusterTimeout, nil)
+}
+
+// agentNodeFor is agentNode for a test that takes up to timeout, with the
+// kubelet's options from kubelet (given the bed: its runtime endpoint may
+// be a proxy in front of the bed's).
+func agentNodeFor(t *testing.T, timeout time.Duration, kubelet func(*testbed.Bed) []cluster.KubeletOption) (context.Context, *cluster.Cluster, *testbed.Bed, *cluster.Kubelet) {
+	t.Helper()
 	archive, _ := probeletImage(t)
 	c := cluster.Start(t)
 	bed := testbed.Start(t)
@@ -138,8 +147,12 @@ func agentNode(t *testing.T) (context.Context, *cluster.Cluster, *testbed.Bed, *
 		t.Fatal(err)
 	}
 	makeShared(t, bed.Dir())
-	k := c.StartKubelet(t, bed)
-	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	var opts []cluster.KubeletOption
+	if kubelet != nil {
+		opts = kubelet(bed)
+	}
+	k := c.StartKubelet(t, bed, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	go bindPending(ctx, t, c, agentNamespace, k.NodeName())
 	return ctx, c, bed, k
@@ -160,13 +173,23 @@ func makeShared(t *testing.T, dir string) {
 }
 
 // bindPending binds every pod of namespace without a node to node until
-// ctx ends: the one job of kube-scheduler the DaemonSet needs here.
+// ctx ends: the one job of kube-scheduler the DaemonSet needs here. As the
+// scheduler's NodePorts filter, it leaves a pod pending while another on
+// the node holds one of its host ports (the kubelet would reject it, and
+// its ReplicaSet make another at once).
 func bindPending(ctx context.Context, t *testing.T, c *cluster.Cluster, namespace, node string) {
 	pods := c.Client().CoreV1().Pods(namespace)
 	for ctx.Err() == nil {
 		list, err := pods.List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName="})
+		var taken map[int32]bool
+		if err == nil && len(list.Items) > 0 {
+			taken, err = hostPortsInUse(ctx, c, node)
+		}
 		if err == nil {
 			for _, p := range list.Items {
+				if slices.ContainsFunc(hostPorts(&p), func(port int32) bool { return taken[port] }) {
+					continue
+				}
 				b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, UID: p.UID},
 					Target: corev1.ObjectReference{Kind: "Node", Name: node}}
 				if err := pods.Bind(ctx, b, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
@@ -179,6 +202,41 @@ func bindPending(ctx context.Context, t *testing.T, c *cluster.Cluster, namespac
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// hostPorts are the ports a pod takes on its node.
+func hostPorts(p *corev1.Pod) []int32 {
+	var out []int32
+	for _, c := range p.Spec.Containers {
+		for _, port := range c.Ports {
+			switch {
+			case port.HostPort != 0:
+				out = append(out, port.HostPort)
+			case p.Spec.HostNetwork:
+				out = append(out, port.ContainerPort)
+			}
+		}
+	}
+	return out
+}
+
+// hostPortsInUse are the host ports of the pods bound to node that have
+// not ended (one being deleted still holds its ports).
+func hostPortsInUse(ctx context.Context, c *cluster.Cluster, node string) (map[int32]bool, error) {
+	list, err := c.Client().CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return nil, err
+	}
+	taken := map[int32]bool{}
+	for _, p := range list.Items {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, port := range hostPorts(&p) {
+			taken[port] = true
+		}
+	}
+	return taken, nil
 }
 
 // waitAgentReady waits for a Ready agent pod other than notUID.
