@@ -29,18 +29,29 @@ import (
 // `kubectl apply -k`.
 func bedOverlay(t *testing.T, bedDir string, port int, apiServer string) string {
 	t.Helper()
+	return bedOverlayOf(t, repoRoot(), "", bedDir, port, apiServer)
+}
+
+// bedOverlayOf is bedOverlay for the deploy/ of the tree at root (another
+// release's), its image tagged tag ("" leaves the testbed overlay's).
+func bedOverlayOf(t *testing.T, root, tag, bedDir string, port int, apiServer string) string {
+	t.Helper()
 	run, state := filepath.Join(bedDir, "probelet-run"), filepath.Join(bedDir, "probelet-state")
 	dir := t.TempDir()
 	// kustomize takes bases by relative path only.
-	base, err := filepath.Rel(dir, filepath.Join(repoRoot(), "deploy", "overlays", "testbed"))
+	base, err := filepath.Rel(dir, filepath.Join(root, "deploy", "overlays", "testbed"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	images := ""
+	if tag != "" {
+		images = fmt.Sprintf("images:\n  - name: %s\n    newTag: %s\n", strings.Split(e2eImageName, ":")[0], tag)
 	}
 	k := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
   - %[1]s
-patches:
+%[7]spatches:
   - patch: |-
       apiVersion: apps/v1
       kind: DaemonSet
@@ -105,7 +116,7 @@ patches:
                 hostPath:
                   path: %[5]s
                   type: DirectoryOrCreate
-`, base, bedDir, run, port, state, apiEnv(apiServer))
+`, base, bedDir, run, port, state, apiEnv(apiServer), images)
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		t.Fatal(err)
 	}
