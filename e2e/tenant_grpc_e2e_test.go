@@ -620,9 +620,12 @@ func procAddr(s string) (netip.AddrPort, bool) {
 	return netip.AddrPortFrom(ip.Unmap(), uint16(port)), ok
 }
 
-// fdCensus is what pid's open files are, by kind: TCP sockets by state,
-// other sockets, anonymous inodes, pipes, and files by path.
-func fdCensus(pid int) string {
+// fdCensus is what pid's open files are, by kind (fdKinds), in one line.
+func fdCensus(pid int) string { return formatKinds(fdKinds(pid)) }
+
+// fdKinds counts pid's open files by kind: TCP sockets by state, other
+// sockets, anonymous inodes, pipes, and files by path.
+func fdKinds(pid int) map[string]int {
 	states := map[string]string{}
 	all, _ := tcpSockets(pid)
 	for _, s := range all {
@@ -648,6 +651,11 @@ func fdCensus(pid int) string {
 		}
 		kinds[l]++
 	}
+	return kinds
+}
+
+// formatKinds is a census of open files by kind in one line.
+func formatKinds(kinds map[string]int) string {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(kinds)) {
 		out = append(out, fmt.Sprintf("%s ×%d", k, kinds[k]))
