@@ -100,18 +100,19 @@ const (
 	flapEvery = 8
 )
 
-// upgradeFleet is 50 pods: 45 healthy (HTTP, TCP and exec readiness, TCP
-// or HTTP liveness), 3 whose readiness always fails, one flapping, and one
-// whose liveness the test breaks once.
+// upgradeFleet is 50 pods: 45 healthy (HTTP, TCP and, for three, exec
+// readiness; TCP or HTTP liveness), 3 whose readiness always fails, one
+// flapping, and one (with a startup probe too) whose liveness the test
+// breaks once.
 func upgradeFleet() []fleetPod {
 	serve := `trap "exit 0" TERM; touch /var/www/alive; httpd -f -p 8080 -h /var/www & wait`
 	var pods []fleetPod
 	for i := range 45 {
 		p := fleetPod{name: fmt.Sprintf("ok-%02d", i), expect: "ready", script: serve}
-		switch i % 5 {
-		case 4:
+		switch {
+		case i%15 == 14: // three: an exec probe costs the runtime a runc exec
 			p.probes = probespec.ContainerProbes{Readiness: execProbe(3, 3, "cat", indexDoc), Liveness: tcpProbe(appPort, 2, 3)}
-		case 1, 3:
+		case i%2 == 1:
 			p.probes = probespec.ContainerProbes{Readiness: tcpProbe(appPort, 1, 3), Liveness: httpProbe("/", 2, 3)}
 		default:
 			p.probes = probespec.ContainerProbes{Readiness: httpProbe("/", 1, 3), Liveness: tcpProbe(appPort, 2, 3)}
@@ -126,8 +127,41 @@ func upgradeFleet() []fleetPod {
 		script: fmt.Sprintf(`trap "exit 0" TERM; (while :; do touch /var/www/flap; sleep %d; rm -f /var/www/flap; sleep %d; done) & httpd -f -p 8080 -h /var/www & wait`, flapEvery, flapEvery),
 		probes: probespec.ContainerProbes{Readiness: httpProbe("/flap", 1, 1)}})
 	pods = append(pods, fleetPod{name: "liveness", expect: "liveness", script: serve,
-		probes: probespec.ContainerProbes{Readiness: httpProbe("/", 1, 3), Liveness: httpProbe("/alive", 1, 3)}})
+		probes: probespec.ContainerProbes{Startup: httpProbe("/", 1, 30), Readiness: httpProbe("/", 1, 3), Liveness: httpProbe("/alive", 1, 3)}})
 	return pods
+}
+
+// addStaticFleetPod adds a static pod to k's manifests in the fleet's
+// namespace, with a liveness probe in probelet's annotation, and returns
+// it as its mirror pod is named.
+func addStaticFleetPod(t *testing.T, k *cluster.Kubelet) fleetPod {
+	t.Helper()
+	fp := fleetPod{name: "static-" + k.NodeName(), expect: "static",
+		probes: probespec.ContainerProbes{Liveness: httpProbe("/", 2, 3)}}
+	probes, err := jsonString(probespec.PodProbes{"app": fp.probes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := fmt.Appendf(nil, `apiVersion: v1
+kind: Pod
+metadata:
+  name: static
+  namespace: %s
+  annotations:
+    %s: %q
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: app
+    image: %s
+    imagePullPolicy: Never
+    command: [sh, -c, %q]
+    ports: [{name: http, containerPort: %d}]
+`, fleetNamespace, probespec.AnnotationProbes, probes, testbed.BusyboxImage, `trap "exit 0" TERM; httpd -f -p 8080 -h /var/www & wait`, appPort)
+	if err := k.AddStaticPod("static", manifest); err != nil {
+		t.Fatal(err)
+	}
+	return fp
 }
 
 // createFleet creates the pods in namespace: with probelet's annotation and
@@ -178,17 +212,23 @@ func waitFleetSettled(ctx context.Context, t *testing.T, c *cluster.Cluster, nam
 			return false, err.Error()
 		}
 		var wrong []string
+		found := 0
 		for _, p := range list.Items {
 			ready := cluster.PodCondition(&p, corev1.PodReady) == corev1.ConditionTrue
-			switch e := expect[p.Name]; {
+			e, ours := expect[p.Name]
+			if ours {
+				found++
+			}
+			switch {
+			case !ours: // a static pod's mirror
 			case p.Status.Phase != corev1.PodRunning:
 				wrong = append(wrong, p.Name+" "+string(p.Status.Phase))
 			case (e == "ready" || e == "liveness") && !ready, e == "failing" && ready:
 				wrong = append(wrong, fmt.Sprintf("%s ready=%v", p.Name, ready))
 			}
 		}
-		if len(list.Items) != len(fleet) {
-			wrong = append(wrong, fmt.Sprintf("%d pods", len(list.Items)))
+		if found != len(fleet) {
+			wrong = append(wrong, fmt.Sprintf("%d of %d pods", found, len(fleet)))
 		}
 		return len(wrong) == 0, fmt.Sprintf("%d wrong: %q", len(wrong), wrong[:min(5, len(wrong))])
 	})
@@ -261,7 +301,7 @@ func (fw *flipWatch) between(from, to time.Time, namespace string, expect map[st
 		if f.namespace != namespace || f.at.Before(from) || !f.at.Before(to) {
 			continue
 		}
-		if e := expect[f.pod]; e == "flapping" || e == "liveness" {
+		if e := expect[f.pod]; e == "flapping" || e == "liveness" || e == "static" {
 			continue
 		}
 		out = append(out, f)
@@ -356,20 +396,26 @@ type probeGap struct {
 }
 
 // gaps is, for a step, the longest interval between two consecutive runs
-// of each probe that ends in it ([from, to)), and the node's outage: the
-// longest interval ending in it without any run of any probe (the time a
-// restart of probelet itself takes, from the old one's last run to the new
-// one's first).
-func (rp *runPoller) gaps(from, to time.Time) (worst map[string]probeGap, outage time.Duration) {
+// of each probe that ends in it ([from, to)), but a startup probe's (it
+// stops once it succeeded, and runs again for a new instance), and the
+// restart's own time: from the old instance's last run of any probe (the
+// start of the longest silence ending in the step) to when the new one has
+// run every probe.
+func (rp *runPoller) gaps(from, to time.Time) (worst map[string]probeGap, restart time.Duration) {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	in := func(t time.Time) bool { return !t.Before(from) && t.Before(to) }
 	worst = map[string]probeGap{}
 	var all []time.Time
+	sorted := map[string][]time.Time{}
 	for key, runs := range rp.runs {
+		ctr, typ, _ := strings.Cut(key, "/")
+		if typ == apiv1.ProbeType_PROBE_TYPE_STARTUP.String() {
+			continue
+		}
 		runs = slices.Clone(runs)
 		slices.SortFunc(runs, time.Time.Compare)
-		ctr, typ, _ := strings.Cut(key, "/")
+		sorted[key] = runs
 		name := rp.pod[ctr] + "/" + strings.ToLower(strings.TrimPrefix(typ, "PROBE_TYPE_"))
 		for i := 1; i < len(runs); i++ {
 			if g := runs[i].Sub(runs[i-1]); in(runs[i]) && g > worst[name].gap {
@@ -379,12 +425,18 @@ func (rp *runPoller) gaps(from, to time.Time) (worst map[string]probeGap, outage
 		all = append(all, runs...)
 	}
 	slices.SortFunc(all, time.Time.Compare)
+	var silentFrom, silentTo time.Time
 	for i := 1; i < len(all); i++ {
-		if in(all[i]) {
-			outage = max(outage, all[i].Sub(all[i-1]))
+		if in(all[i]) && all[i].Sub(all[i-1]) > silentTo.Sub(silentFrom) {
+			silentFrom, silentTo = all[i-1], all[i]
 		}
 	}
-	return worst, outage
+	for _, runs := range sorted {
+		if i, _ := slices.BinarySearchFunc(runs, silentTo, time.Time.Compare); i < len(runs) {
+			restart = max(restart, runs[i].Sub(silentFrom))
+		}
+	}
+	return worst, restart
 }
 
 // lastRun is the latest run of any probe of every fleet container the
@@ -404,12 +456,21 @@ func (rp *runPoller) lastRuns() map[string]time.Time {
 	return out
 }
 
+// agentStep is what a step does to probelet itself.
+type agentStep int
+
+const (
+	agentKept      agentStep = iota
+	agentRestarted           // a new instance takes over
+	agentRemoved             // gone for a while, then installed again
+)
+
 // upgradePhase is one upgrade, rollback or restart and what it showed.
 type upgradePhase struct {
 	name       string
 	start, end time.Time
-	// agentRestarts: the step restarts probelet itself.
-	agentRestarts bool
+	// agent is what the step does to probelet itself.
+	agent agentStep
 	// runtimeDown is how long the step held the runtime down: an exec
 	// probe's run waits for it in ExecSync (the kubelet's worker, in the
 	// same call, waits as long).
@@ -627,9 +688,18 @@ func TestClusterUpgradeRollbackAndRestarts(t *testing.T) {
 	}
 	createFleet(ctx, t, c, k.NodeName(), fleetNamespace, false, fleet)
 	createFleet(ctx, t, c, k.NodeName(), nativeNamespace, true, fleet)
+	// And one of the kubelet's static pods, probed by probelet (a liveness
+	// probe: no gate, its Ready is the kubelet's): through the kubelet's
+	// restarts it is neither killed nor left unprobed.
+	static := addStaticFleetPod(t, k)
+	expect[static.name] = static.expect
+	probed := append(slices.Clone(fleet), static)
 	waitFleetSettled(ctx, t, c, fleetNamespace, fleet)
 	waitFleetSettled(ctx, t, c, nativeNamespace, fleet)
 	runs := pollRuns(t, socket)
+	eventually(t, 2*time.Minute, "the static pod probed", func() (bool, string) {
+		return !runs.lastRuns()[static.name].IsZero(), "no run yet"
+	})
 	flips := watchFlips(ctx, t, c, fleetNamespace, nativeNamespace)
 	defer flips.stop()
 
@@ -640,12 +710,12 @@ func TestClusterUpgradeRollbackAndRestarts(t *testing.T) {
 	// of the longest periods for late flips, or (holdGrace) the grace
 	// period and a monitor pass.
 	hold, holdGrace := 2*longestPeriod, grace+5*time.Second
-	step := func(name string, agentRestarts bool, version string, do func() (runtimeDown time.Duration)) {
+	step := func(name string, agent agentStep, version string, do func() (runtimeDown time.Duration)) {
 		t.Helper()
-		ph := upgradePhase{name: name, start: time.Now(), agentRestarts: agentRestarts}
+		ph := upgradePhase{name: name, start: time.Now(), agent: agent}
 		ph.runtimeDown = do()
 		since := time.Time{}
-		if agentRestarts {
+		if agent != agentKept {
 			since = ph.start
 		}
 		waitAgentServing(ctx, t, c, socket, since, version)
@@ -654,7 +724,7 @@ func TestClusterUpgradeRollbackAndRestarts(t *testing.T) {
 		done := time.Now()
 		eventually(t, time.Minute, name+": every fleet pod probed again", func() (bool, string) {
 			var behind []string
-			for _, fp := range fleet {
+			for _, fp := range probed {
 				if runs.lastRuns()[fp.name].Before(done) {
 					behind = append(behind, fp.name)
 				}
@@ -683,7 +753,7 @@ func TestClusterUpgradeRollbackAndRestarts(t *testing.T) {
 	// Version skew: this tree's controller beside the previous release's
 	// agents, as in a rollout that reaches the controller first.
 	hold = holdGrace
-	step("skew: this tree's controller, the previous agent", false, oldVersion, func() time.Duration {
+	step("skew: this tree's controller, the previous agent", agentKept, oldVersion, func() time.Duration {
 		oneAtATime()
 		if out, err := c.Kubectl("-n", agentNamespace, "set", "image", "deployment/probelet-controller", "probelet-controller="+e2eImageName); err != nil {
 			t.Fatalf("kubectl set image: %v: %s", err, out)
@@ -691,7 +761,7 @@ func TestClusterUpgradeRollbackAndRestarts(t *testing.T) {
 		controllerRolledOut()
 		return 0
 	})
-	step("helm upgrade (previous → this tree)", true, newVersion, func() time.Duration {
+	step("helm upgrade (previous → this tree)", agentRestarted, newVersion, func() time.Duration {
 		breakLiveness()
 		helmRun("upgrade", "probelet", newChart, "--values", values, "--set", graceFlag)
 		controllerRolledOut()
@@ -704,7 +774,7 @@ func TestClusterUpgradeRollbackAndRestarts(t *testing.T) {
 	events, restarts := socketEvents(ctx, t, socket)
 	checkHistoryCarried(t, "this tree", events, restarts, phases[1].start)
 
-	step("helm rollback (this tree → previous)", true, oldVersion, func() time.Duration {
+	step("helm rollback (this tree → previous)", agentRestarted, oldVersion, func() time.Duration {
 		helmRun("rollback", "probelet", "1")
 		oneAtATime()
 		controllerRolledOut()
@@ -715,18 +785,18 @@ func TestClusterUpgradeRollbackAndRestarts(t *testing.T) {
 
 	// And the other way: this tree's agent beside the previous controller.
 	hold = holdGrace
-	step("skew: this tree's agent, the previous controller", true, newVersion, func() time.Duration {
+	step("skew: this tree's agent, the previous controller", agentRestarted, newVersion, func() time.Duration {
 		if out, err := c.Kubectl("-n", agentNamespace, "set", "image", "daemonset/probelet", "probelet="+e2eImageName); err != nil {
 			t.Fatalf("kubectl set image: %v: %s", err, out)
 		}
 		return 0
 	})
-	step("helm upgrade again", true, newVersion, func() time.Duration {
+	step("helm upgrade again", agentRestarted, newVersion, func() time.Duration {
 		helmRun("upgrade", "probelet", newChart, "--values", values, "--set", graceFlag)
 		controllerRolledOut()
 		return 0
 	})
-	step("probelet restart (its pod deleted)", true, newVersion, func() time.Duration {
+	step("probelet restart (its pod deleted)", agentRestarted, newVersion, func() time.Duration {
 		p, _, err := agentPod(ctx, c)
 		if err != nil {
 			t.Fatal(err)
@@ -736,7 +806,7 @@ func TestClusterUpgradeRollbackAndRestarts(t *testing.T) {
 		}
 		return 0
 	})
-	step("probelet-controller leader restart", false, newVersion, func() time.Duration {
+	step("probelet-controller leader restart", agentKept, newVersion, func() time.Duration {
 		list, err := c.Client().CoreV1().Pods(agentNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=probelet-controller"})
 		if err != nil || len(list.Items) == 0 {
 			t.Fatalf("the controller's pods: %v (%d)", err, len(list.Items))
@@ -756,25 +826,25 @@ func TestClusterUpgradeRollbackAndRestarts(t *testing.T) {
 		})
 		return 0
 	})
-	step("kubelet restart", false, newVersion, func() time.Duration {
+	step("kubelet restart", agentKept, newVersion, func() time.Duration {
 		if err := k.Restart(); err != nil {
 			t.Fatal(err)
 		}
 		return 0
 	})
-	step("CRI proxy restart", false, newVersion, func() time.Duration {
+	step("CRI proxy restart", agentKept, newVersion, func() time.Duration {
 		proxy.stop()
 		proxy.start()
 		return 0
 	})
-	step("containerd restart", false, newVersion, func() time.Duration {
+	step("containerd restart", agentKept, newVersion, func() time.Duration {
 		down := time.Now()
 		if err := bed.RestartRuntime(); err != nil {
 			t.Fatal(err)
 		}
 		return time.Since(down)
 	})
-	step("node reboot (all stopped; started in boot order)", true, newVersion, func() time.Duration {
+	step("node reboot (all stopped; started in boot order)", agentRestarted, newVersion, func() time.Duration {
 		_, id, err := agentPod(ctx, c)
 		if err != nil {
 			t.Fatal(err)
@@ -820,7 +890,7 @@ func TestClusterUpgradeRollbackAndRestarts(t *testing.T) {
 			t.Fatalf("kubectl apply -k: %v: %s", err, out)
 		}
 	}
-	step("helm uninstall; kubectl apply -k (previous)", true, oldVersion, func() time.Duration {
+	step("helm uninstall; kubectl apply -k (previous)", agentRemoved, oldVersion, func() time.Duration {
 		helmRun("uninstall", "probelet", "--wait")
 		eventually(t, 2*time.Minute, "namespace "+agentNamespace+" gone", func() (bool, string) {
 			_, err := c.Client().CoreV1().Namespaces().Get(ctx, agentNamespace, metav1.GetOptions{})
@@ -829,11 +899,11 @@ func TestClusterUpgradeRollbackAndRestarts(t *testing.T) {
 		apply(oldOverlay)
 		return 0
 	})
-	step("kubectl apply -k (previous → this tree)", true, newVersion, func() time.Duration {
+	step("kubectl apply -k (previous → this tree)", agentRestarted, newVersion, func() time.Duration {
 		apply(newOverlay)
 		return 0
 	})
-	step("kubectl apply -k (this tree → previous)", true, oldVersion, func() time.Duration {
+	step("kubectl apply -k (this tree → previous)", agentRestarted, oldVersion, func() time.Duration {
 		apply(oldOverlay)
 		return 0
 	})
@@ -854,11 +924,21 @@ func TestClusterUpgradeRollbackAndRestarts(t *testing.T) {
 	flips.stop()
 	runs.stop()
 	t.Logf("the socket served versions, in order: %q", runs.versions)
-	t.Logf("%-50s %9s %8s  %-32s %s", "step: flips of 50 gated pods | the same 50 pods", "probelet", "kubelet", "longest gap between two runs", "restart's own time")
+	var table strings.Builder
+	row := func(format string, args ...any) {
+		fmt.Fprintf(&table, format+"\n", args...)
+	}
+	row("%-50s %9s %8s  %-32s %s", "step: flips of 50 gated pods | the same 50 pods", "probelet", "kubelet", "longest gap between two runs", "the restart's own time")
+	defer func() {
+		t.Logf("upgrades and restarts (flips counted by a watch):\n%s", table.String())
+		if dir := os.Getenv("PROBELET_UPGRADE_OUT"); dir != "" {
+			_ = os.WriteFile(filepath.Join(dir, "upgrade.txt"), []byte(table.String()), 0o644)
+		}
+	}()
 	for _, ph := range phases {
 		ours := flips.between(ph.start, ph.end, fleetNamespace, expect)
 		theirs := flips.between(ph.start, ph.end, nativeNamespace, expect)
-		worst, outage := runs.gaps(ph.start, ph.end)
+		worst, restart := runs.gaps(ph.start, ph.end)
 		var longest probeGap
 		for _, g := range worst {
 			if g.gap > longest.gap {
@@ -867,31 +947,35 @@ func TestClusterUpgradeRollbackAndRestarts(t *testing.T) {
 		}
 		own := "-"
 		switch {
-		case ph.agentRestarts:
-			own = fmt.Sprintf("%v without any probe run", outage.Round(10*time.Millisecond))
+		case ph.agent != agentKept:
+			own = fmt.Sprintf("%v until every probe ran again", restart.Round(10*time.Millisecond))
 		case ph.runtimeDown > 0:
 			own = fmt.Sprintf("%v runtime down", ph.runtimeDown.Round(10*time.Millisecond))
 		}
-		t.Logf("%-50s %9d %8d  %-32s %s", ph.name, len(ours), len(theirs),
+		row("%-50s %9d %8d  %-32s %s", ph.name, len(ours), len(theirs),
 			fmt.Sprintf("%v (%s)", longest.gap.Round(10*time.Millisecond), longest.probe), own)
 		for _, f := range ours {
 			t.Errorf("%s: %s/%s %s %s → %s at %s", ph.name, f.namespace, f.pod, f.cond, f.from, f.to, f.at.Format(time.TimeOnly))
 		}
 		for _, f := range theirs {
-			t.Logf("  the kubelet's: %s/%s %s %s → %s at %s", f.namespace, f.pod, f.cond, f.from, f.to, f.at.Format(time.TimeOnly))
+			row("  the kubelet's: %s/%s %s %s → %s at %s", f.namespace, f.pod, f.cond, f.from, f.to, f.at.Format(time.TimeOnly))
 		}
-		// No tick is missed (half a period late at most), but for the
-		// restart's own time: after probelet's own restart a probe's last
-		// run came up to a period before the outage and its first run
-		// after it waits up to a period (the kubelet's workers' jitter
-		// after a restart); an exec probe waits for a runtime held down.
+		// No tick is missed (half a period late at most) but for the
+		// restart's own time: probelet's own (the old instance ran every
+		// probe until it stopped), or the runtime's for an exec probe,
+		// which waits for it in ExecSync. The restart itself ends within
+		// the controller's grace period, or the safety net marks the
+		// node's pods.
+		if ph.agent == agentRestarted && restart >= grace {
+			t.Errorf("%s: every probe ran again %v after the old probelet's last run, not within the grace period (%v)", ph.name, restart.Round(10*time.Millisecond), grace)
+		}
 		for name, g := range worst {
-			period := fleetPeriod(fleet, name)
+			period := fleetPeriod(probed, name)
 			bound := period * 3 / 2
 			switch {
-			case ph.agentRestarts:
-				bound = outage + 2*period + period/2
-			case fleetExec(fleet, name):
+			case ph.agent != agentKept:
+				bound += restart
+			case fleetExec(probed, name):
 				bound += ph.runtimeDown
 			}
 			if g.gap > bound {
