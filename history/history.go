@@ -40,10 +40,12 @@ const FileName = "history.json"
 // format identifies the file by its first line; a file without it is
 // foreign. v1 files (a snapshot line alone) are read and compacted into v2.
 const (
-	formatPrefix = "probelet.io/history/"
-	format       = formatPrefix + "v2"
-	formatV1     = formatPrefix + "v1"
+	format   = "probelet.io/history/v2"
+	formatV1 = "probelet.io/history/v1"
 )
+
+// formatFamily is what every version's name starts with.
+var formatFamily = strings.TrimSuffix(formatV1, "v1")
 
 // newerFormatError is a history in a format of a later probelet.
 type newerFormatError struct{ format string }
@@ -196,7 +198,7 @@ func (l *Log) load(data []byte) error {
 	case formatV1:
 		l.compact = true // v2 from the first flush on
 	default:
-		if strings.HasPrefix(snap.Format, formatPrefix) {
+		if strings.HasPrefix(snap.Format, formatFamily) {
 			// A rollback from a release that changed the format: the
 			// file is kept whole for that release, never half read.
 			return newerFormatError{snap.Format}
