@@ -44,7 +44,10 @@ func FuzzOpen(f *testing.F) {
 			t.Errorf("%d events kept, bound %d", n, maxEvents)
 		}
 		_, statErr := os.Stat(path)
+		// Set aside as unreadable, or as a later release's (newer).
 		aside, _ := filepath.Glob(path + ".corrupt-*")
+		newer, _ := filepath.Glob(path + ".newer-*")
+		aside = append(aside, newer...)
 		switch {
 		case statErr == nil && len(aside) == 0: // restored
 		case errors.Is(statErr, os.ErrNotExist) && len(aside) == 1: // set aside
