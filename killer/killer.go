@@ -106,6 +106,10 @@ func WithClock(c clock.Clock) Option {
 	}
 }
 
+// IssuedKillDrain is how long an issued kill (its preStop hook and stop)
+// goes on once its caller cancelled it: probelet shutting down.
+const IssuedKillDrain = 5 * time.Second
+
 // New returns a Killer over rt.
 func New(rt Runtime, opts ...Option) (*Killer, error) {
 	if rt == nil {
@@ -132,13 +136,24 @@ func (k *Killer) KillContainer(ctx context.Context, kill prober.Kill, report cha
 	}
 	report <- prober.KillOutcome{Kind: prober.KillIssued}
 	// Issued, the kill is the runtime's to finish, as the Killing event
-	// already said: probelet's own shutdown (an upgrade, a rollout) waits
-	// for it rather than cancel it midway — containerd gives up a
-	// cancelled StopContainer before its SIGKILL, leaving a container that
-	// ignores SIGTERM running, to be killed twice. The hook and the stop are
-	// bounded by the grace period; one for an instance already gone ends
-	// at once.
-	ctx = context.WithoutCancel(ctx)
+	// already said: probelet's own shutdown (an upgrade, a rollout) gives
+	// it IssuedKillDrain before cancelling it — an upgrade's SIGTERM
+	// cancelled a StopContainer milliseconds after it was sent, and the
+	// kill was recorded as failed though the container stopped. Waiting
+	// out a whole grace period would hold the shutdown (and every other
+	// probe on the node) for as long.
+	stopCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	defer context.AfterFunc(ctx, func() {
+		drain := k.clock.NewTimer(IssuedKillDrain)
+		defer drain.Stop()
+		select {
+		case <-drain.C():
+			stop()
+		case <-stopCtx.Done(): // the kill ended
+		}
+	})()
+	ctx = stopCtx
 	grace := max(kill.GracePeriod, MinGracePeriod)
 	var outlived *runningHook
 	if h := kill.PreStop; h != nil {

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/probelet/probelet/internal/procstat"
 	"github.com/probelet/probelet/killer"
@@ -262,5 +263,50 @@ func TestIssuedKillOutlivesTheCallersCancel(t *testing.T) {
 	<-done
 	if kinds(got) != "Issued,Done" {
 		t.Fatalf("outcomes %v, want Issued,Done: a cancel after the issue must not stop the stop", got)
+	}
+}
+
+// stopUntilCancelled is a runtime whose stop lasts until its context ends:
+// a container that ignores SIGTERM, within a long grace period.
+type stopUntilCancelled struct{ *fakeRuntime }
+
+func (s stopUntilCancelled) StopContainer(ctx context.Context, _ string, _ time.Duration) error {
+	<-ctx.Done()
+	return status.Error(codes.Canceled, ctx.Err().Error())
+}
+
+// TestIssuedKillDrainsThenEnds: a stop still going on when probelet shuts
+// down is given IssuedKillDrain, then cancelled and reported failed: the
+// shutdown is not held for the grace period.
+func TestIssuedKillDrainsThenEnds(t *testing.T) {
+	fc := clocktesting.NewFakeClock(time.Unix(0, 0))
+	k, err := killer.New(stopUntilCancelled{&fakeRuntime{status: running()}}, killer.WithProcRoot(t.TempDir()), killer.WithClock(fc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	report := make(chan prober.KillOutcome, 8)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		k.KillContainer(ctx, prober.Kill{ContainerID: "c1", GracePeriod: 30 * time.Second}, report)
+	}()
+	if o := <-report; o.Kind != prober.KillIssued {
+		t.Fatalf("first outcome %v, want Issued", o)
+	}
+	cancel()
+	for !fc.HasWaiters() { // the drain's timer, set once the cancel is seen
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-done:
+		t.Fatal("the stop ended at the cancel, before the drain")
+	default:
+	}
+	fc.Step(killer.IssuedKillDrain)
+	<-done
+	close(report)
+	if o := <-report; o.Kind != prober.KillFailed {
+		t.Fatalf("outcome after the drain %v, want Failed", o)
 	}
 }
