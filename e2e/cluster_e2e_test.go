@@ -23,7 +23,6 @@ import (
 
 	"github.com/probelet/probelet/internal/cluster"
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/kube/heartbeat"
 	"github.com/probelet/probelet/probespec"
 )
 
@@ -601,7 +600,7 @@ func TestClusterNodeLease(t *testing.T) {
 		}
 		return len(renewals) >= 3, fmt.Sprint(renewals)
 	})
-	if gap := renewals[2].Sub(renewals[1]); gap < every-10*time.Millisecond || gap >= heartbeat.RenewInterval {
+	if gap := renewals[2].Sub(renewals[1]); gap < every-10*time.Millisecond || gap >= probespec.LeaseRenewInterval {
 		t.Errorf("renewals %v apart with --lease-renew-interval %v", gap, every)
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/probelet/probelet/controller/webhook"
 	"github.com/probelet/probelet/internal/cluster"
 	"github.com/probelet/probelet/internal/testbed"
-	"github.com/probelet/probelet/kube/heartbeat"
 	"github.com/probelet/probelet/probespec"
 )
 
@@ -87,11 +86,11 @@ func TestClusterWebhookFloodLeavesTheSafetyNet(t *testing.T) {
 	// so a kill right after a renewal alone would take grace + two passes,
 	// the whole bound; this way the bound has the flood's effect to show.
 	renewed := leaseRenewal(t, a)
-	eventually(t, 2*heartbeat.RenewInterval, "A's Lease renewed", func() (bool, string) {
+	eventually(t, 2*probespec.LeaseRenewInterval, "A's Lease renewed", func() (bool, string) {
 		r := leaseRenewal(t, a)
 		return r.After(renewed), fmt.Sprintf("renewed at %v", r)
 	})
-	time.Sleep(heartbeat.RenewInterval - 2*time.Second)
+	time.Sleep(probespec.LeaseRenewInterval - 2*time.Second)
 	down := time.Now()
 	a.d.kill()
 	gates.waitMarked("a1", probespec.ReasonProbeletUnavailable, down.Add(safetyGrace+10*time.Second))

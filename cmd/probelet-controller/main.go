@@ -88,7 +88,7 @@ func flagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the API server; empty: the in-cluster configuration")
 	fs.StringVar(&o.leaseNamespace, "lease-namespace", probespec.LeaseNamespace, "namespace of probelet's node Leases (and of the leader election Lease)")
 	fs.DurationVar(&o.grace, "grace-period", monitor.DefaultGracePeriod, "how long a probelet Lease may go unrenewed, as this controller observes it, before its node's gated pods are marked not Ready")
-	fs.DurationVar(&o.renew, "lease-renew-interval", zones.RenewInterval, "how often the probelets renew their Leases (their --lease-renew-interval): probelets not renewing for the grace period less one of these and a monitor pass count as silent in their zone's census")
+	fs.DurationVar(&o.renew, "lease-renew-interval", probespec.LeaseRenewInterval, "how often the probelets renew their Leases (their --lease-renew-interval): probelets not renewing for the grace period less one of these and a monitor pass count as silent in their zone's census")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among the replicas; only the leader marks pods")
 	fs.Float32Var(&o.zones.UnhealthyZoneThreshold, "unhealthy-zone-threshold", o.zones.UnhealthyZoneThreshold, "share of a zone's probelets silent (more than 2 of them) that makes a PartialDisruption")
 	fs.IntVar(&o.zones.LargeClusterSizeThreshold, "large-cluster-size-threshold", o.zones.LargeClusterSizeThreshold, "zone size above which a PartialDisruption marks at the secondary rate rather than not at all")

@@ -65,7 +65,7 @@ type Options struct {
 	Namespace string // the Leases' (--lease-namespace)
 	Grace     time.Duration
 	// Renew is how often probelets renew their Leases
-	// (--lease-renew-interval; default zones.RenewInterval).
+	// (--lease-renew-interval; default probespec.LeaseRenewInterval).
 	Renew    time.Duration
 	Zones    zones.Config
 	Recorder record.EventRecorder // Warning Events on marked pods; nil: none
@@ -153,7 +153,7 @@ func New(o Options) (*Monitor, error) {
 		o.Grace = DefaultGracePeriod
 	}
 	if o.Renew <= 0 {
-		o.Renew = zones.RenewInterval
+		o.Renew = probespec.LeaseRenewInterval
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

@@ -24,7 +24,6 @@ import (
 	"github.com/probelet/probelet/controller/monitor"
 	"github.com/probelet/probelet/controller/zones"
 	"github.com/probelet/probelet/internal/testutil"
-	"github.com/probelet/probelet/kube/heartbeat"
 	"github.com/probelet/probelet/probespec"
 )
 
@@ -245,14 +244,6 @@ func TestProbeletsStoppedTogetherMarkNothing(t *testing.T) {
 	e.run("two grace periods", func() bool { return !e.clk.Now().Before(deadline) })
 	if got := e.patched(); len(got) != 0 {
 		t.Fatalf("patched %v with both probelets stopped together, want nothing", got)
-	}
-}
-
-// TestTheRenewIntervalIsProbelets: the controller's copy of the heartbeat's
-// period, behind SuspectAfter.
-func TestTheRenewIntervalIsProbelets(t *testing.T) {
-	if zones.RenewInterval != heartbeat.RenewInterval {
-		t.Fatalf("zones.RenewInterval %v, heartbeat.RenewInterval %v", zones.RenewInterval, heartbeat.RenewInterval)
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
-
-	"github.com/probelet/probelet/probespec"
 )
 
 // Health is what the controller knows of a node's probelet.
@@ -35,15 +33,11 @@ func (h Health) String() string {
 	return [...]string{"Unknown", "Healthy", "Unavailable", "Pending", "NotRunning", "Suspect"}[h]
 }
 
-// RenewInterval is probelet's default Lease renewal period
-// (probespec.LeaseRenewInterval, both sides' --lease-renew-interval) and
-// MonitorPeriod how often the controller
-// looks at the Leases (its passes): a healthy probelet's Lease is seen
-// changed at least every renew interval + MonitorPeriod.
-const (
-	RenewInterval = probespec.LeaseRenewInterval
-	MonitorPeriod = 5 * time.Second
-)
+// MonitorPeriod is how often the controller looks at the Leases (its
+// passes): a healthy probelet's Lease is seen changed at least every renew
+// interval (probespec.LeaseRenewInterval by default, both sides'
+// --lease-renew-interval) + MonitorPeriod.
+const MonitorPeriod = 5 * time.Second
 
 // SuspectAfter is how long a Lease renewed every renew may go unchanged
 // before its probelet counts as silent in its zone's census: the grace

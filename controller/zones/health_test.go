@@ -7,6 +7,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/probelet/probelet/controller/zones"
+	"github.com/probelet/probelet/probespec"
 )
 
 const grace = 40 * time.Second
@@ -24,7 +25,7 @@ func wantHealth(t *testing.T, tr *zones.Tracker, node string, want zones.Health)
 func TestSilenceIsJudgedByObservedTime(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(t0)
-	tr := zones.NewTracker(clk, grace, zones.RenewInterval)
+	tr := zones.NewTracker(clk, grace, probespec.LeaseRenewInterval)
 	behind, ahead := t0.Add(-3*time.Hour), t0.Add(2*time.Hour)
 	tr.ObserveLease("behind", behind)
 	tr.ObserveLease("ahead", ahead)
@@ -40,11 +41,11 @@ func TestSilenceIsJudgedByObservedTime(t *testing.T) {
 
 	// Up to SuspectAfter it is healthy, then suspect; exactly at the grace
 	// period it is not silent yet; just after, it is.
-	clk.Step(zones.SuspectAfter(grace, zones.RenewInterval))
+	clk.Step(zones.SuspectAfter(grace, probespec.LeaseRenewInterval))
 	wantHealth(t, tr, "behind", zones.Healthy)
 	clk.Step(time.Nanosecond)
 	wantHealth(t, tr, "behind", zones.Suspect)
-	clk.Step(grace - zones.SuspectAfter(grace, zones.RenewInterval) - time.Nanosecond)
+	clk.Step(grace - zones.SuspectAfter(grace, probespec.LeaseRenewInterval) - time.Nanosecond)
 	wantHealth(t, tr, "behind", zones.Suspect)
 	clk.Step(time.Nanosecond)
 	wantHealth(t, tr, "behind", zones.Unavailable)
@@ -77,7 +78,7 @@ func TestGraceRunsFromWhenTheRenewalArrived(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(t0)
-			tr := zones.NewTracker(clk, grace, zones.RenewInterval)
+			tr := zones.NewTracker(clk, grace, probespec.LeaseRenewInterval)
 			tr.ObserveLease("n", t0.Add(-time.Hour)) // first seen at t0
 			clk.SetTime(t0.Add(tc.pass))
 			tr.ObserveLeaseAt("n", t0, t0.Add(tc.seen))
@@ -90,7 +91,7 @@ func TestGraceRunsFromWhenTheRenewalArrived(t *testing.T) {
 	// After Reset every node has the whole grace period from then, even
 	// for a renewal that arrived before it.
 	clk := clocktesting.NewFakeClock(t0)
-	tr := zones.NewTracker(clk, grace, zones.RenewInterval)
+	tr := zones.NewTracker(clk, grace, probespec.LeaseRenewInterval)
 	tr.ObserveLease("n", t0.Add(-time.Hour))
 	clk.Step(10 * s)
 	tr.Reset()
@@ -104,7 +105,7 @@ func TestGraceRunsFromWhenTheRenewalArrived(t *testing.T) {
 func TestANewControllerGivesEveryNodeTheGracePeriod(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(t0)
-	tr := zones.NewTracker(clk, grace, zones.RenewInterval)
+	tr := zones.NewTracker(clk, grace, probespec.LeaseRenewInterval)
 	// A fresh leader finds a Lease last renewed an hour ago by the
 	// node's clock: it still waits the grace period from now.
 	tr.ObserveLease("n1", t0.Add(-time.Hour))

@@ -8,6 +8,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/probelet/probelet/controller/zones"
+	"github.com/probelet/probelet/probespec"
 )
 
 func names(nodes []zones.Node) []string {
@@ -23,7 +24,7 @@ func names(nodes []zones.Node) []string {
 func TestMonitorPass(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(t0)
-	tr := zones.NewTracker(clk, grace, zones.RenewInterval)
+	tr := zones.NewTracker(clk, grace, probespec.LeaseRenewInterval)
 	m := zones.NewMonitor(zones.DefaultConfig(), tr, zones.NewLimiters(clk))
 	nodes := []zones.Node{{Name: "a", Ready: true}, {Name: "b", Ready: true}, {Name: "c", Ready: true},
 		{Name: "down", Ready: false}}

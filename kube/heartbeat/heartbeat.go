@@ -37,9 +37,6 @@ import (
 )
 
 const (
-	// RenewInterval is how often the Lease is renewed by default
-	// (--lease-renew-interval), the kubelet's node Lease period.
-	RenewInterval = probespec.LeaseRenewInterval
 	// leaseRenewals is the Lease's leaseDurationSeconds in renewals: four
 	// missed ones (40 s at the default).
 	leaseRenewals = 4
@@ -48,7 +45,7 @@ const (
 	// default renew interval (it is the renew interval). A round is
 	// milliseconds of work; one a whole renew interval late is a wedged
 	// engine, not a busy node.
-	DefaultStallAfter = RenewInterval
+	DefaultStallAfter = probespec.LeaseRenewInterval
 	// retryMin is the first wait after a failed renewal; it doubles up to
 	// the renew interval, so an API server that is away is asked at most every
 	// renew interval, and one that is back is renewed within seconds.
@@ -89,7 +86,7 @@ type Options struct {
 	Runtime   Runtime
 	Scheduler Scheduler
 	// RenewInterval is how often the Lease is renewed (default
-	// RenewInterval); the Lease says four of them as its duration.
+	// probespec.LeaseRenewInterval); the Lease says four of them as its duration.
 	RenewInterval time.Duration
 	// StallAfter is the scheduler lag past which probelet does not
 	// renew (default: the renew interval).
@@ -147,7 +144,7 @@ func New(o Options) (*Heartbeat, error) {
 		h.ns = probespec.LeaseNamespace
 	}
 	if h.every <= 0 {
-		h.every = RenewInterval
+		h.every = probespec.LeaseRenewInterval
 	}
 	if h.stallAfter <= 0 {
 		h.stallAfter = h.every

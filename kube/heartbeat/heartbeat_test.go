@@ -145,7 +145,7 @@ func TestRenewIntervalIsAChoice(t *testing.T) {
 		t.Run(tc.every.String(), func(t *testing.T) {
 			e := newEnv(t)
 			e.every = tc.every
-			every := cmp.Or(tc.every, heartbeat.RenewInterval)
+			every := cmp.Or(tc.every, probespec.LeaseRenewInterval)
 			e.engine.lag.Store(int64(every - time.Millisecond))
 			e.run()
 			e.wantRenewed(0)
@@ -338,7 +338,7 @@ func TestRenewsWithinASecondOfProbingAgain(t *testing.T) {
 	e.engine.disconnected.Store(false)
 	e.step(time.Second)
 	e.wantRenewed(46 * time.Second)
-	e.step(heartbeat.RenewInterval)
+	e.step(probespec.LeaseRenewInterval)
 	if n := e.resumed.Load(); n != 1 {
 		t.Fatalf("OnResumed called %d times, want once", n)
 	}
@@ -401,7 +401,7 @@ func TestTheLeaseSaysWhereTheNodeServesItsProbeState(t *testing.T) {
 			e := newEnv(t, old)
 			e.state = tc.state
 			e.run()
-			e.step(heartbeat.RenewInterval)
+			e.step(probespec.LeaseRenewInterval)
 			l := e.lease()
 			for i, key := range []string{probespec.AnnotationStateEndpoint, probespec.AnnotationStateCertSHA256} {
 				if got, ok := l.Annotations[key]; got != tc.state[i] || ok != (tc.state[i] != "") {

@@ -217,7 +217,7 @@ func (f *fleet) kubeletLoop(ctx context.Context, n *simNode, offset time.Duratio
 func (f *fleet) runProbelets(ctx context.Context, watches bool) {
 	for _, n := range f.nodes {
 		go func() {
-			if !sleep(ctx, time.Duration(rand.Int64N(int64(heartbeat.RenewInterval)))) {
+			if !sleep(ctx, time.Duration(rand.Int64N(int64(probespec.LeaseRenewInterval)))) {
 				return
 			}
 			if watches {
