@@ -3,7 +3,6 @@
 package e2e_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -316,16 +315,21 @@ func (fw *flipWatch) between(from, to time.Time, namespace string, expect map[st
 type runPoller struct {
 	socket string
 	mu     sync.Mutex
-	runs   map[string][]time.Time // by container ID and probe type
-	pod    map[string]string      // pod name by container ID
-	period map[string]time.Duration
+	runs   map[probeKey][]time.Time
+	pod    map[string]string // pod name by container ID
 	// versions is what the socket's Version answered, in order.
 	versions []string
 	stop     func()
 }
 
+// probeKey is one probe of one container.
+type probeKey struct {
+	ctr string
+	typ apiv1.ProbeType
+}
+
 func pollRuns(t *testing.T, socket string) *runPoller {
-	rp := &runPoller{socket: socket, runs: map[string][]time.Time{}, pod: map[string]string{}, period: map[string]time.Duration{}}
+	rp := &runPoller{socket: socket, runs: map[probeKey][]time.Time{}, pod: map[string]string{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -344,12 +348,11 @@ func pollRuns(t *testing.T, socket string) *runPoller {
 }
 
 func (rp *runPoller) poll(ctx context.Context) {
-	conn, err := grpc.NewClient(rp.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	api, closeAPI, err := socketAPI(rp.socket)
 	if err != nil {
 		return
 	}
-	defer conn.Close()
-	api := apiv1.NewProbeletClient(conn)
+	defer closeAPI()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	v, err := api.Version(ctx, &apiv1.VersionRequest{})
@@ -376,7 +379,7 @@ func (rp *runPoller) poll(ctx context.Context) {
 		rp.mu.Lock()
 		rp.pod[c.ContainerId] = c.PodName
 		for _, pr := range got.Container.Probes {
-			key := c.ContainerId + "/" + pr.Type.String()
+			key := probeKey{c.ContainerId, pr.Type}
 			for _, run := range pr.History {
 				at := run.Time.AsTime()
 				if !slices.ContainsFunc(rp.runs[key], at.Equal) {
@@ -407,16 +410,15 @@ func (rp *runPoller) gaps(from, to time.Time) (worst map[string]probeGap, restar
 	in := func(t time.Time) bool { return !t.Before(from) && t.Before(to) }
 	worst = map[string]probeGap{}
 	var all []time.Time
-	sorted := map[string][]time.Time{}
+	sorted := map[probeKey][]time.Time{}
 	for key, runs := range rp.runs {
-		ctr, typ, _ := strings.Cut(key, "/")
-		if typ == apiv1.ProbeType_PROBE_TYPE_STARTUP.String() {
+		if key.typ == apiv1.ProbeType_PROBE_TYPE_STARTUP {
 			continue
 		}
 		runs = slices.Clone(runs)
 		slices.SortFunc(runs, time.Time.Compare)
 		sorted[key] = runs
-		name := rp.pod[ctr] + "/" + strings.ToLower(strings.TrimPrefix(typ, "PROBE_TYPE_"))
+		name := rp.pod[key.ctr] + "/" + strings.ToLower(strings.TrimPrefix(key.typ.String(), "PROBE_TYPE_"))
 		for i := 1; i < len(runs); i++ {
 			if g := runs[i].Sub(runs[i-1]); in(runs[i]) && g > worst[name].gap {
 				worst[name] = probeGap{probe: name, gap: g, from: runs[i-1], to: runs[i]}
@@ -439,21 +441,30 @@ func (rp *runPoller) gaps(from, to time.Time) (worst map[string]probeGap, restar
 	return worst, restart
 }
 
-// lastRun is the latest run of any probe of every fleet container the
+// lastRuns is the latest run of any probe of every fleet container the
 // socket lists, by pod name.
 func (rp *runPoller) lastRuns() map[string]time.Time {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	out := map[string]time.Time{}
 	for key, runs := range rp.runs {
-		ctr, _, _ := strings.Cut(key, "/")
+		pod := rp.pod[key.ctr]
 		for _, r := range runs {
-			if r.After(out[rp.pod[ctr]]) {
-				out[rp.pod[ctr]] = r
+			if r.After(out[pod]) {
+				out[pod] = r
 			}
 		}
 	}
 	return out
+}
+
+// socketAPI is a client of probelet's socket at target, and its close.
+func socketAPI(target string) (apiv1.ProbeletClient, func() error, error) {
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, err
+	}
+	return apiv1.NewProbeletClient(conn), conn.Close, nil
 }
 
 // agentStep is what a step does to probelet itself.
@@ -501,8 +512,7 @@ func agentPod(ctx context.Context, c *cluster.Cluster) (*corev1.Pod, string, err
 	}
 	for i, p := range list.Items {
 		if p.DeletionTimestamp == nil && len(p.Status.ContainerStatuses) > 0 {
-			_, id, _ := strings.Cut(p.Status.ContainerStatuses[0].ContainerID, "://")
-			return &list.Items[i], id, nil
+			return &list.Items[i], containerID(p.Status.ContainerStatuses[0]), nil
 		}
 	}
 	return nil, "", fmt.Errorf("no agent pod")
@@ -525,14 +535,14 @@ func waitAgentServing(ctx context.Context, t *testing.T, c *cluster.Cluster, soc
 		if st.State.Running.StartedAt.Time.Before(since.Truncate(time.Second)) {
 			return false, fmt.Sprintf("%s started %v, before the step", p.Name, st.State.Running.StartedAt)
 		}
-		conn, err := grpc.NewClient(socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		api, closeAPI, err := socketAPI(socket)
 		if err != nil {
 			return false, err.Error()
 		}
-		defer conn.Close()
+		defer closeAPI()
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		v, err := apiv1.NewProbeletClient(conn).Version(cctx, &apiv1.VersionRequest{})
+		v, err := api.Version(cctx, &apiv1.VersionRequest{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -544,12 +554,11 @@ func waitAgentServing(ctx context.Context, t *testing.T, c *cluster.Cluster, soc
 // since), and the restarts it shows for the fleet's pods by pod name.
 func socketEvents(ctx context.Context, t *testing.T, socket string) ([]*apiv1.Event, map[string][]*apiv1.Restart) {
 	t.Helper()
-	conn, err := grpc.NewClient(socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	api, closeAPI, err := socketAPI(socket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	api := apiv1.NewProbeletClient(conn)
+	defer closeAPI()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	stream, err := api.Events(ctx, &apiv1.EventsRequest{})
@@ -589,18 +598,14 @@ func previousValues(t *testing.T, current string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.Contains(line, "state-listen:") || strings.Contains(line, "probe-api-listen:") || strings.Contains(line, "Other tests' probelets share") {
-			continue
+	var out strings.Builder
+	for line := range strings.Lines(string(data)) {
+		if !strings.Contains(line, "state-listen:") && !strings.Contains(line, "probe-api-listen:") && !strings.Contains(line, "Other tests' probelets share") {
+			out.WriteString(line)
 		}
-		out = append(out, line)
 	}
-	out = append(out, "") // the file ends in a newline
 	file := filepath.Join(t.TempDir(), "previous-values.yaml")
-	if err := os.WriteFile(file, []byte(strings.Join(out, "\n")), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return file
@@ -1040,6 +1045,5 @@ func podContainer(ctx context.Context, c *cluster.Cluster, namespace, name strin
 	if len(p.Status.ContainerStatuses) == 0 {
 		return nil, "", fmt.Errorf("%s/%s has no container", namespace, name)
 	}
-	_, id, _ := strings.Cut(p.Status.ContainerStatuses[0].ContainerID, "://")
-	return p, id, nil
+	return p, containerID(p.Status.ContainerStatuses[0]), nil
 }
